@@ -1,0 +1,57 @@
+import type { Argv } from 'yargs'
+import { buildStore } from '../../builder/build-job'
+import { DUPLICATE_POLICIES, type DuplicatePolicy } from '../../builder/build-options'
+import { loadCluster } from '../../builder/cluster'
+import { INPUT_FORMATS, type InputFormat } from '../../formats/input/types'
+import { COMPRESSIONS, type Compression } from '../../formats/store/metadata'
+import { createBuildProgressBar, printBuildSummary } from '../build-progress'
+
+export const command = 'build'
+export const describe = 'Build per-node, per-chunk store files from input files'
+
+export const builder = (y: Argv) =>
+  y
+    .option('input', { type: 'string', array: true, demandOption: true, describe: 'input file or directory (repeatable)' })
+    .option('format', { choices: INPUT_FORMATS, demandOption: true, describe: 'input format' })
+    .option('cluster', { type: 'string', demandOption: true, describe: 'cluster.json' })
+    .option('store', { type: 'string', demandOption: true, describe: 'store name' })
+    .option('output', { type: 'string', demandOption: true, describe: 'output directory (must not exist)' })
+    .option('replication', { type: 'number', default: 1, describe: 'distinct nodes holding each key' })
+    .option('key-field', { type: 'string', describe: 'key column/field (TSV: 1-based column number; default 1 / "key")' })
+    .option('value-field', { type: 'string', describe: 'value column/field (default: TSV rest of line, else "value" or the whole record as JSON)' })
+    .option('chunks', { type: 'number', describe: 'chunks per node (default: grows with the input, at least 2)' })
+    .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
+    .option('version', { type: 'number', describe: 'version number (default: Unix time in seconds)' })
+    .option('workers', { type: 'number', describe: 'worker threads (default: number of cores)' })
+    .option('memory-mb', { type: 'number', default: 1024, describe: 'memory budget of the build' })
+    .option('tmpdir', { type: 'string', describe: 'where sorted runs spill (default: OS temp dir)' })
+    .option('on-duplicate', { choices: DUPLICATE_POLICIES, default: 'error' as const, describe: 'what to do with a key given twice' })
+    .option('progress', { type: 'boolean', describe: 'show a progress bar (default: when stderr is a terminal)' })
+
+export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  const bar = (a.progress ?? process.stderr.isTTY) ? createBuildProgressBar() : undefined
+  try {
+    const summary = await buildStore({
+      inputs: a.input,
+      format: a.format as InputFormat,
+      cluster: await loadCluster(a.cluster),
+      store: a.store,
+      output: a.output,
+      replication: a.replication,
+      keyField: a['key-field'],
+      valueField: a['value-field'],
+      chunks: a.chunks,
+      compression: a.compression as Compression,
+      version: a.version,
+      workers: a.workers,
+      memoryMb: a['memory-mb'],
+      tmpdir: a.tmpdir,
+      onDuplicate: a['on-duplicate'] as DuplicatePolicy,
+      onProgress: bar?.update,
+    })
+    bar?.stop()
+    printBuildSummary(summary)
+  } finally {
+    bar?.stop()
+  }
+}

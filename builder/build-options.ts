@@ -1,0 +1,92 @@
+import { cpus } from 'node:os'
+import { tmpdir } from 'node:os'
+import { StoreError } from '../common/errors'
+import type { InputFormat } from '../formats/input/types'
+import { INPUT_FORMATS } from '../formats/input/types'
+import { isSafeName } from '../formats/store/layout'
+import { COMPRESSIONS, type Compression } from '../formats/store/metadata'
+import type { Cluster } from './cluster'
+
+export const DUPLICATE_POLICIES = ['error', 'first', 'last'] as const
+export type DuplicatePolicy = (typeof DUPLICATE_POLICIES)[number]
+
+/** Options of one build; normalized once by `normalizeBuildOptions`. */
+export interface BuildOptions {
+  /** Files or directories (a directory means every file in it). */
+  readonly inputs: readonly string[]
+  readonly format: InputFormat
+  readonly cluster: Cluster
+  readonly store: string
+  /** Output root; receives node-<id>/ for every node. Must not exist yet. */
+  readonly output: string
+  /** Distinct nodes holding each key; default 1. */
+  readonly replication?: number
+  readonly keyField?: string
+  readonly valueField?: string
+  /** Chunks per node; default: enough for about 1M records (or 256 MiB) per chunk, at least 2. */
+  readonly chunks?: number
+  /** Default 'none'. */
+  readonly compression?: Compression
+  /** Positive integer; default: the current Unix time in seconds. */
+  readonly version?: number
+  /** Default: the number of cores. */
+  readonly workers?: number
+  /** Memory budget of the whole build in MiB; default 1024. */
+  readonly memoryMb?: number
+  /** Where sorted runs spill; default the OS temp dir. */
+  readonly tmpdir?: string
+  /** Default 'error'. */
+  readonly onDuplicate?: DuplicatePolicy
+  /** Key hash name; only tests set it (see formats/store/key-hash.ts). */
+  readonly keyHash?: string
+  readonly signal?: AbortSignal
+  /** Called about every 200 ms with the records and bytes read so far. */
+  readonly onProgress?: (p: BuildProgress) => void
+}
+
+export interface BuildProgress {
+  readonly phase: 'map' | 'reduce'
+  readonly records: number
+  readonly bytesRead: number
+  readonly bytesTotal: number
+  readonly bucketsDone: number
+  readonly bucketsTotal: number
+}
+
+export type NormalizedBuildOptions = Required<Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>> &
+  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>
+
+export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
+  const bad = (msg: string): never => {
+    throw new StoreError('RO_BAD_OPTION', msg)
+  }
+  if (o.inputs.length === 0) bad('no --input given')
+  if (!(INPUT_FORMATS as readonly string[]).includes(o.format)) bad(`unknown --format ${o.format} (${INPUT_FORMATS.join(', ')})`)
+  if (!isSafeName(o.store)) bad(`bad store name ${JSON.stringify(o.store)}: letters, digits, . _ - only, at most 128`)
+  const replication = o.replication ?? 1
+  if (!Number.isInteger(replication) || replication < 1 || replication > o.cluster.nodes.length) {
+    bad(`--replication ${replication} must be between 1 and the cluster's ${o.cluster.nodes.length} nodes`)
+  }
+  if (o.chunks !== undefined && (!Number.isInteger(o.chunks) || o.chunks < 1 || o.chunks > 65536)) bad(`--chunks ${o.chunks} must be 1..65536`)
+  const compression = o.compression ?? 'none'
+  if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
+  const version = o.version ?? Math.floor(Date.now() / 1000)
+  if (!Number.isSafeInteger(version) || version < 1) bad(`--version ${version} must be a positive integer`)
+  const workers = o.workers ?? Math.max(1, cpus().length)
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256) bad(`--workers ${workers} must be 1..256`)
+  const memoryMb = o.memoryMb ?? 1024
+  if (!(memoryMb >= 1)) bad(`--memory-mb ${memoryMb} must be at least 1`)
+  const onDuplicate = o.onDuplicate ?? 'error'
+  if (!(DUPLICATE_POLICIES as readonly string[]).includes(onDuplicate)) bad(`--on-duplicate must be one of ${DUPLICATE_POLICIES.join(', ')}`)
+  return {
+    ...o,
+    replication,
+    compression,
+    version,
+    workers,
+    memoryMb,
+    tmpdir: o.tmpdir ?? tmpdir(),
+    onDuplicate,
+    keyHash: o.keyHash ?? 'md5',
+  }
+}

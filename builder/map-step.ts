@@ -1,0 +1,49 @@
+import type { InputRecord } from '../formats/input/types'
+import type { ValueCodec } from '../formats/store/codec'
+import type { KeyHasher } from '../formats/store/key-hash'
+import type { ClusterLayoutNode } from '../formats/store/metadata'
+import type { MappedRecord } from './mapped-record'
+import { buildRing, chunkOf, masterPartition, replicaTable, type Ring } from './routing'
+
+/**
+ * The map step, shared by the local engine and Hadoop Streaming: one input record in,
+ * one mapped record per replica out, addressed to bucket (node position × chunks + chunk).
+ */
+export interface MapContext {
+  readonly ring: Ring
+  readonly replicas: readonly (readonly number[])[]
+  /** Node id -> position of the node in the layout sorted by id. */
+  readonly nodePosition: ReadonlyMap<number, number>
+  readonly chunks: number
+  readonly hasher: KeyHasher
+  readonly codec: ValueCodec
+}
+
+export function createMapContext(layout: readonly ClusterLayoutNode[], replication: number, chunks: number, hasher: KeyHasher, codec: ValueCodec): MapContext {
+  const ring = buildRing(layout)
+  const sorted = [...layout].sort((a, b) => a.id - b.id)
+  return {
+    ring,
+    replicas: replicaTable(ring, replication),
+    nodePosition: new Map(sorted.map((n, i) => [n.id, i])),
+    chunks,
+    hasher,
+    codec,
+  }
+}
+
+export function mapRecord(rec: InputRecord, fileIndex: number, ctx: MapContext, emit: (m: MappedRecord) => void): void {
+  const hash = ctx.hasher.hash(rec.key)
+  const chunk = chunkOf(hash, ctx.chunks)
+  const value = ctx.codec.encode(rec.value)
+  const line = rec.source.line ?? rec.source.row ?? 0
+  for (const node of ctx.replicas[masterPartition(hash, ctx.ring.partitionCount)] as readonly number[]) {
+    const bucket = (ctx.nodePosition.get(node) as number) * ctx.chunks + chunk
+    emit({ bucket, hash, fileIndex, order: rec.order, line, key: rec.key, value })
+  }
+}
+
+/** Bucket number -> (node position, chunk). */
+export function splitBucket(bucket: number, chunks: number): { nodePosition: number; chunk: number } {
+  return { nodePosition: Math.floor(bucket / chunks), chunk: bucket % chunks }
+}

@@ -1,0 +1,71 @@
+import { StoreError } from '../common/errors'
+import type { ChunkWriter } from '../formats/store/chunk-writer'
+import type { DuplicatePolicy } from './build-options'
+import { sameKey, type MappedRecord } from './mapped-record'
+
+/**
+ * The reduce step, shared by the local engine and Hadoop Streaming: the records of one
+ * (node, chunk) bucket in sorted order in, one chunk's files out. Duplicates of a key are
+ * adjacent, oldest input position first, so "first" and "last" need one record of look-behind.
+ */
+export interface ReduceResult {
+  readonly records: number
+  readonly duplicates: number
+}
+
+export function reduceBucket(
+  records: Iterable<MappedRecord>,
+  writer: ChunkWriter,
+  policy: DuplicatePolicy,
+  describeSource: (fileIndex: number, line: number) => string,
+): ReduceResult {
+  let pending: MappedRecord | undefined
+  let written = 0
+  let duplicates = 0
+  for (const r of records) {
+    if (pending !== undefined && sameKey(pending, r)) {
+      duplicates++
+      if (policy === 'error') {
+        throw new StoreError(
+          'RO_DUPLICATE_KEY',
+          `duplicate key ${showKey(r.key)}: ${describeSource(pending.fileIndex, pending.line)} and ${describeSource(r.fileIndex, r.line)} (use --on-duplicate first|last to keep one)`,
+        )
+      }
+      if (policy === 'last') pending = copyRecord(r)
+      continue
+    }
+    if (pending !== undefined) {
+      writer.add(pending.hash, pending.key, pending.value)
+      written++
+    }
+    // Readers reuse their buffers, so the look-behind record must own its bytes.
+    pending = copyRecord(r)
+  }
+  if (pending !== undefined) {
+    writer.add(pending.hash, pending.key, pending.value)
+    written++
+  }
+  return { records: written, duplicates }
+}
+
+function copyRecord(r: MappedRecord): MappedRecord {
+  const bytes = Buffer.allocUnsafe(16 + r.key.length + r.value.length)
+  bytes.set(r.hash, 0)
+  bytes.set(r.key, 16)
+  bytes.set(r.value, 16 + r.key.length)
+  return {
+    ...r,
+    hash: bytes.subarray(0, 16),
+    key: bytes.subarray(16, 16 + r.key.length),
+    value: bytes.subarray(16 + r.key.length),
+  }
+}
+
+/** A key for a message: text when it is printable UTF-8, hex otherwise; bounded. */
+export function showKey(key: Uint8Array): string {
+  const b = Buffer.from(key.buffer, key.byteOffset, key.byteLength)
+  const text = b.toString('utf8')
+  const printable = Buffer.from(text, 'utf8').equals(b) && !/[\u0000-\u001f\u007f]/.test(text)
+  const shown = printable ? JSON.stringify(text) : `0x${b.toString('hex')}`
+  return shown.length > 120 ? `${shown.slice(0, 117)}...` : shown
+}

@@ -1,0 +1,147 @@
+import { closeSync, openSync } from 'node:fs'
+import { readU32BE as readU32 } from '../common/bytes'
+import { writeAll } from '../common/sync-io'
+import { StoreError } from '../common/errors'
+import { MAPPED_HEADER_SIZE, encodeMapped, mappedSize, type MappedRecord } from './mapped-record'
+
+/**
+ * The mapper's memory: mapped records appended to one arena buffer, sorted by
+ * (bucket, hash, key, input position) and written out as a sorted run when full.
+ * Sorting positions through three u32 keys keeps the comparator off the arena for all
+ * but exact ties of the first 8 hash bytes.
+ */
+export interface RunSegment {
+  readonly bucket: number
+  readonly start: number
+  readonly end: number
+  readonly records: number
+}
+
+export interface RunFile {
+  readonly path: string
+  readonly segments: readonly RunSegment[]
+}
+
+/** Bytes of bookkeeping per record beside the arena (positions and sort keys). */
+const PER_RECORD_OVERHEAD = 16
+
+export class SortBuffer {
+  private readonly arena: Buffer
+  private readonly positions: Uint32Array
+  private readonly buckets: Uint32Array
+  private readonly his: Uint32Array
+  private readonly los: Uint32Array
+  private used = 0
+  private count = 0
+
+  /** `budgetBytes` covers the arena and the per-record arrays. */
+  constructor(budgetBytes: number) {
+    const arenaBytes = Math.max(64 << 10, Math.min(Math.floor(budgetBytes * 0.8), 0x7fff0000))
+    const maxRecords = Math.max(16, Math.floor((budgetBytes - arenaBytes) / PER_RECORD_OVERHEAD), Math.floor(arenaBytes / 256))
+    this.arena = Buffer.allocUnsafe(arenaBytes)
+    this.positions = new Uint32Array(maxRecords)
+    this.buckets = new Uint32Array(maxRecords)
+    this.his = new Uint32Array(maxRecords)
+    this.los = new Uint32Array(maxRecords)
+  }
+
+  get size(): number {
+    return this.count
+  }
+
+  /** Whether a record of this many bytes can ever fit, even in an empty buffer. */
+  fitsEmpty(bytes: number): boolean {
+    return bytes <= this.arena.length
+  }
+
+  /** False when full: spill, then add again. */
+  add(r: MappedRecord): boolean {
+    const size = mappedSize(r)
+    if (this.count === this.positions.length || this.used + size > this.arena.length) return false
+    encodeMapped(r, this.arena, this.used)
+    this.positions[this.count] = this.used
+    this.buckets[this.count] = r.bucket
+    this.his[this.count] = readU32(r.hash, 0)
+    this.los[this.count] = readU32(r.hash, 4)
+    this.used += size
+    this.count++
+    return true
+  }
+
+  /** Sorts what is buffered, writes it to `path` as one run, and empties the buffer. */
+  spill(path: string): RunFile {
+    const order = this.sortedOrder()
+    const segments: RunSegment[] = []
+    const fd = openSync(path, 'w')
+    try {
+      const out = Buffer.allocUnsafe(1 << 20)
+      let outUsed = 0
+      let filePos = 0
+      let segStart = 0
+      let segRecords = 0
+      let segBucket = -1
+      for (let i = 0; i < order.length; i++) {
+        const idx = order[i] as number
+        const bucket = this.buckets[idx] as number
+        if (bucket !== segBucket) {
+          if (segRecords > 0) segments.push({ bucket: segBucket, start: segStart, end: filePos + outUsed, records: segRecords })
+          segBucket = bucket
+          segStart = filePos + outUsed
+          segRecords = 0
+        }
+        const at = this.positions[idx] as number
+        const size = MAPPED_HEADER_SIZE + this.arena.readUInt32BE(at + 40) + this.arena.readUInt32BE(at + 44)
+        if (outUsed + size > out.length) {
+          filePos += writeAll(fd, out.subarray(0, outUsed), filePos)
+          outUsed = 0
+        }
+        if (size > out.length) filePos += writeAll(fd, this.arena.subarray(at, at + size), filePos)
+        else {
+          this.arena.copy(out, outUsed, at, at + size)
+          outUsed += size
+        }
+        segRecords++
+      }
+      filePos += writeAll(fd, out.subarray(0, outUsed), filePos)
+      if (segRecords > 0) segments.push({ bucket: segBucket, start: segStart, end: filePos, records: segRecords })
+    } catch (err) {
+      throw new StoreError('RO_IO', `cannot write sorted run ${path}: ${(err as Error).message}`, { cause: err })
+    } finally {
+      closeSync(fd)
+    }
+    this.used = 0
+    this.count = 0
+    return { path, segments }
+  }
+
+  private sortedOrder(): Uint32Array {
+    const n = this.count
+    const order = new Uint32Array(n)
+    for (let i = 0; i < n; i++) order[i] = i
+    const { buckets, his, los, arena, positions } = this
+    order.sort((a, b) => {
+      const ba = buckets[a] as number
+      const bb = buckets[b] as number
+      if (ba !== bb) return ba - bb
+      const ha = his[a] as number
+      const hb = his[b] as number
+      if (ha !== hb) return ha < hb ? -1 : 1
+      const la = los[a] as number
+      const lb = los[b] as number
+      if (la !== lb) return la < lb ? -1 : 1
+      return compareTail(arena, positions[a] as number, positions[b] as number)
+    })
+    return order
+  }
+}
+
+/** Ties on the first 8 hash bytes: rest of the hash, key, then input position. */
+function compareTail(arena: Buffer, a: number, b: number): number {
+  const h = arena.compare(arena, b + 12, b + 20, a + 12, a + 20)
+  if (h !== 0) return h
+  const ka = arena.readUInt32BE(a + 40)
+  const kb = arena.readUInt32BE(b + 40)
+  const k = arena.compare(arena, b + MAPPED_HEADER_SIZE, b + MAPPED_HEADER_SIZE + kb, a + MAPPED_HEADER_SIZE, a + MAPPED_HEADER_SIZE + ka)
+  if (k !== 0) return k
+  return arena.readUInt32BE(a + 20) - arena.readUInt32BE(b + 20) || arena.readDoubleBE(a + 24) - arena.readDoubleBE(b + 24)
+}

@@ -1,0 +1,47 @@
+/**
+ * The one error class of rostore. `code` is stable and documented in docs/ERRORS.md;
+ * messages may change, codes never do. A caller's programming mistake (wrong argument
+ * type, impossible option) throws TypeError/RangeError instead.
+ */
+export const ERROR_CODES = [
+  'RO_BAD_INPUT', // an input file is malformed: the message names file, line/row, reason
+  'RO_DUPLICATE_KEY', // the same key twice in the input with --on-duplicate error
+  'RO_BAD_CLUSTER', // cluster.json is invalid
+  'RO_BAD_OPTION', // an option value is out of range or inconsistent
+  'RO_BAD_FORMAT', // a store file is not a rostore file, or of an unknown version
+  'RO_CORRUPT', // a store file breaks an invariant (offsets, lengths, record checksum)
+  'RO_CHECKSUM_MISMATCH', // a whole file does not match the checksum in the metadata
+  'RO_IO', // a file system operation failed
+  'RO_NOT_FOUND', // a named store, version or job does not exist
+  'RO_CONFLICT', // the operation conflicts with another one in progress or with state
+  'RO_FETCH_FAILED', // a fetch gave up after its retries
+  'RO_NO_SPACE', // not enough free disk space for a fetch
+  'RO_ABORTED', // the operation was cancelled
+  'RO_UNAUTHORIZED', // missing or wrong admin token
+  'RO_BAD_REQUEST', // a request is malformed or names something invalid
+  'RO_TOO_LARGE', // a request or key exceeds its bound
+  'RO_UNAVAILABLE', // no replica could answer
+  'RO_PUSH_FAILED', // a cluster push did not go live
+] as const
+
+export type ErrorCode = (typeof ERROR_CODES)[number]
+
+export class StoreError extends Error {
+  override readonly name = 'StoreError'
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+}
+
+export function isStoreError(err: unknown, code?: ErrorCode): err is StoreError {
+  return err instanceof StoreError && (code === undefined || err.code === code)
+}
+
+/** Message of anything thrown, for logs and summaries. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

@@ -1,0 +1,122 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { join } from 'node:path'
+import { StoreError } from '../../common/errors'
+import { createFileHasher } from './checksum'
+import { chunkFileId } from './chunk-writer'
+import { codecById, type ValueCodec } from './codec'
+import { HEADER_SIZE, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from './header'
+import { dataFileName, indexFileName } from './layout'
+import type { StoreMetadata } from './metadata'
+import { RECORD_HEADER_SIZE } from './record'
+import { buildRadixTable, type IndexKeys } from './search'
+
+/**
+ * One chunk held open: its index decoded into typed arrays (16 bytes per entry, the same
+ * as on disk), its data file as a descriptor read with pread. Resident memory so grows
+ * with the index, never with the data, which the page cache serves.
+ */
+export interface OpenChunk extends IndexKeys {
+  readonly offsets: Float64Array
+  readonly dataFd: number
+  readonly dataSize: number
+  readonly dataFile: string
+}
+
+const INDEX_READ_BLOCK = 4 << 20
+
+export async function openChunk(dir: string, meta: StoreMetadata, chunk: number, codec: ValueCodec, verify: boolean): Promise<OpenChunk> {
+  const indexFile = join(dir, indexFileName(chunk))
+  const dataFile = join(dir, dataFileName(chunk))
+  const expectedId = chunkFileId({ store: meta.store, version: meta.version, nodeId: meta.nodeId, chunk })
+  const listed = meta.files.find((f) => f.name === indexFileName(chunk))
+  const hasher = verify ? await createFileHasher(meta.checksumAlgorithm) : undefined
+
+  const indexFd = openFile(indexFile)
+  let keys: { hi: Uint32Array; lo: Uint32Array; offsets: Float64Array; dataSize: number }
+  try {
+    const size = fstatSync(indexFd).size
+    const head = Buffer.alloc(HEADER_SIZE)
+    readFully(indexFd, head, 0, indexFile)
+    const header = decodeIndexHeader(head, indexFile)
+    if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node or chunk`)
+    if (header.entryCount !== meta.chunkRecords[chunk]) corrupt(indexFile, `${header.entryCount} entries, metadata says ${meta.chunkRecords[chunk]}`)
+    if (size !== HEADER_SIZE + header.entryCount * INDEX_ENTRY_SIZE) corrupt(indexFile, `size ${size} does not match ${header.entryCount} entries`)
+    hasher?.update(head)
+    keys = decodeEntries(indexFd, header.entryCount, header.dataSize, indexFile, hasher)
+    if (hasher && listed && hasher.digest() !== listed.checksum) {
+      throw new StoreError('RO_CHECKSUM_MISMATCH', `${indexFile}: checksum does not match the metadata`)
+    }
+  } finally {
+    closeSync(indexFd)
+  }
+
+  const dataFd = openFile(dataFile)
+  try {
+    const size = fstatSync(dataFd).size
+    if (size !== keys.dataSize) corrupt(dataFile, `size ${size}, the index says ${keys.dataSize}`)
+    const head = Buffer.alloc(HEADER_SIZE)
+    readFully(dataFd, head, 0, dataFile)
+    const header = decodeDataHeader(head, dataFile)
+    if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(dataFile, `belongs to another store, version, node or chunk`)
+    if (header.recordCount !== keys.hi.length) corrupt(dataFile, `${header.recordCount} records, the index has ${keys.hi.length}`)
+    if (codecById(header.codec) !== codec) corrupt(dataFile, `codec ${header.codec} differs from the metadata's ${codec.name}`)
+    return { ...keys, radix: buildRadixTable(keys.hi), dataFd, dataSize: size, dataFile }
+  } catch (err) {
+    closeSync(dataFd)
+    throw err
+  }
+}
+
+/** Reads all entries once, checking order and offset bounds so lookups can trust them. */
+function decodeEntries(
+  fd: number,
+  count: number,
+  dataSize: number,
+  file: string,
+  hasher: { update(b: Uint8Array): void } | undefined,
+): { hi: Uint32Array; lo: Uint32Array; offsets: Float64Array; dataSize: number } {
+  const hi = new Uint32Array(count)
+  const lo = new Uint32Array(count)
+  const offsets = new Float64Array(count)
+  const block = Buffer.allocUnsafe(Math.min(INDEX_READ_BLOCK, Math.max(INDEX_ENTRY_SIZE, count * INDEX_ENTRY_SIZE)))
+  const perBlock = Math.floor(block.length / INDEX_ENTRY_SIZE)
+  let prevOffset = HEADER_SIZE - 1
+  for (let first = 0; first < count; first += perBlock) {
+    const n = Math.min(perBlock, count - first)
+    const bytes = n * INDEX_ENTRY_SIZE
+    readFully(fd, block.subarray(0, bytes), HEADER_SIZE + first * INDEX_ENTRY_SIZE, file)
+    hasher?.update(block.subarray(0, bytes))
+    for (let j = 0; j < n; j++) {
+      const at = j * INDEX_ENTRY_SIZE
+      const i = first + j
+      const h = block.readUInt32BE(at)
+      const l = block.readUInt32BE(at + 4)
+      const offHi = block.readUInt32LE(at + 12)
+      const off = offHi * 0x100000000 + block.readUInt32LE(at + 8)
+      if (i > 0 && (h < (hi[i - 1] as number) || (h === hi[i - 1] && l < (lo[i - 1] as number)))) corrupt(file, `entry ${i} is out of hash order`)
+      if (offHi >= 0x200000 || off <= prevOffset || off + RECORD_HEADER_SIZE > dataSize) corrupt(file, `entry ${i} has a bad data offset ${off}`)
+      prevOffset = off
+      hi[i] = h
+      lo[i] = l
+      offsets[i] = off
+    }
+  }
+  return { hi, lo, offsets, dataSize }
+}
+
+function openFile(file: string): number {
+  try {
+    return openSync(file, 'r')
+  } catch (err) {
+    throw new StoreError('RO_IO', `${file}: cannot open: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+export function readFully(fd: number, buf: Buffer, position: number, file: string): void {
+  let done = 0
+  while (done < buf.length) {
+    const n = readSync(fd, buf, done, buf.length - done, position + done)
+    if (n === 0) corrupt(file, `unexpected end of file at byte ${position + done}`)
+    done += n
+  }
+}

@@ -1,0 +1,37 @@
+import { isUtf8 } from 'node:buffer'
+import { closeSync, openSync, fstatSync } from 'node:fs'
+import { join } from 'node:path'
+import { codecByName } from './codec'
+import { HEADER_SIZE } from './header'
+import { dataFileName } from './layout'
+import type { StoreMetadata } from './metadata'
+import { walkRecords } from './record-walk'
+
+export interface DumpedRecord {
+  readonly chunk: number
+  readonly key: string
+  readonly value: string
+  /** 'utf8' when key and value are valid UTF-8 text, otherwise both are base64. */
+  readonly encoding: 'utf8' | 'base64'
+}
+
+/** Every record of a node directory, chunk by chunk, in index order. */
+export function* dumpRecords(dir: string, meta: StoreMetadata, limit = Infinity): Generator<DumpedRecord> {
+  const codec = codecByName(meta.compression)
+  let n = 0
+  for (let c = 0; c < meta.chunks && n < limit; c++) {
+    const file = join(dir, dataFileName(c))
+    const fd = openSync(file, 'r')
+    try {
+      for (const r of walkRecords(fd, HEADER_SIZE, fstatSync(fd).size, file)) {
+        if (n++ >= limit) return
+        const value = codec.decode(r.value)
+        yield isUtf8(r.key) && isUtf8(value)
+          ? { chunk: c, key: r.key.toString('utf8'), value: value.toString('utf8'), encoding: 'utf8' }
+          : { chunk: c, key: r.key.toString('base64'), value: value.toString('base64'), encoding: 'base64' }
+      }
+    } finally {
+      closeSync(fd)
+    }
+  }
+}

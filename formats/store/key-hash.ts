@@ -1,0 +1,46 @@
+import { createMD5, type IHasher } from 'hash-wasm'
+
+/**
+ * Key hashing. Every store records the name of the hasher that built it and readers use
+ * the same one. Besides md5 there is a test-only hasher that keeps just a few bits of the
+ * MD5 prefix, so tests can force index prefix collisions on a handful of keys.
+ */
+export interface KeyHasher {
+  readonly name: string
+  /** 16 bytes; a fresh buffer per call. */
+  hash(key: Uint8Array): Uint8Array
+}
+
+export const MD5 = 'md5'
+
+/** hash-wasm's reusable MD5: ~5x cheaper per short key than node:crypto here. */
+export async function createKeyHasher(name: string = MD5): Promise<KeyHasher> {
+  const md5: IHasher = await createMD5()
+  const plain = (key: Uint8Array): Uint8Array => {
+    md5.init()
+    md5.update(key)
+    return md5.digest('binary')
+  }
+  if (name === MD5) return { name, hash: plain }
+  const collide = /^md5-collide-(\d+)$/.exec(name)
+  if (collide) {
+    // Keep only `bits` bits of byte 0 and zero bytes 1-7: routing and chunking still
+    // work, and the 8-byte index prefix collides for almost every pair of keys.
+    const bits = Number(collide[1])
+    return {
+      name,
+      hash: (key) => {
+        const h = plain(key)
+        h[0] = (h[0] as number) & ((1 << bits) - 1)
+        h.fill(0, 1, 8)
+        return h
+      },
+    }
+  }
+  throw new RangeError(`unknown key hash ${name}`)
+}
+
+/** Text keys are hashed as their UTF-8 bytes. */
+export function keyBytes(key: Uint8Array | string): Uint8Array {
+  return typeof key === 'string' ? Buffer.from(key, 'utf8') : key
+}
