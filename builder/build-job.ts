@@ -4,10 +4,10 @@ import { StoreError } from '../common/errors'
 import { fsyncDir } from '../common/fs-durable'
 import { listInputFiles } from '../formats/input/read-input'
 import { planSplits } from '../formats/input/splits'
-import { dataFileName, indexFileName, nodeDirName } from '../formats/store/layout'
-import { FORMAT_MAJOR, FORMAT_MINOR, type StoreMetadata, type ValueSerializer } from '../formats/store/metadata'
+import { nodeDirName } from '../formats/store/layout'
 import { writeMetadata } from '../formats/store/metadata-io'
 import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions } from './build-options'
+import { nodeMetadata } from './node-metadata'
 import { clusterLayout } from './cluster'
 import { defaultChunkCount } from './chunk-count'
 import { splitBucket } from './map-step'
@@ -116,7 +116,7 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
     const nodes = []
     for (const n of layout) {
       const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
-      const meta = nodeMetadata(o, chunks, n.id, layout, mine, kinds)
+      const meta = nodeMetadata({ ...o, clusterName: o.cluster.name }, chunks, n.id, layout, mine, kinds)
       const dir = join(tmpOut, nodeDirName(n.id))
       await writeMetadata(dir, meta)
       await fsyncDir(dir)
@@ -164,51 +164,6 @@ async function drain<T>(workers: readonly WorkerHandle[], items: readonly T[], s
       }
     }),
   )
-}
-
-function nodeMetadata(o: NormalizedBuildOptions, chunks: number, nodeId: number, layout: StoreMetadata['layout'], mine: readonly ReducedChunk[], kinds: KindCounts): StoreMetadata {
-  const files = mine.flatMap((r) => [
-    { name: indexFileName(r.chunk), size: r.indexSize, checksum: r.indexChecksum },
-    { name: dataFileName(r.chunk), size: r.dataSize, checksum: r.dataChecksum },
-  ])
-  return {
-    format: 'rostore',
-    formatMajor: FORMAT_MAJOR,
-    formatMinor: FORMAT_MINOR,
-    store: o.store,
-    version: o.version,
-    nodeId,
-    clusterName: o.cluster.name,
-    layout,
-    replication: o.replication,
-    keyHash: o.keyHash,
-    keySerializer: kinds.keys.bytes > 0 ? 'bytes' : 'string',
-    valueSerializer: valueSerializer(kinds),
-    compression: o.compression,
-    chunks,
-    records: mine.reduce((s, r) => s + r.records, 0),
-    chunkRecords: mine.map((r) => r.records),
-    checksumAlgorithm: 'xxh64',
-    files,
-    build: {
-      format: o.format,
-      keyField: o.keyField ?? null,
-      valueField: o.valueField ?? null,
-      onDuplicate: o.onDuplicate,
-      chunks,
-      replication: o.replication,
-      compression: o.compression,
-    },
-  }
-}
-
-function valueSerializer(k: KindCounts): ValueSerializer {
-  const { string, json, bytes } = k.values
-  const used = [string, json, bytes].filter((n) => n > 0).length
-  if (used > 1) return bytes > 0 ? 'bytes' : 'mixed'
-  if (json > 0) return 'json'
-  if (bytes > 0) return 'bytes'
-  return 'string'
 }
 
 function progressTracker(o: NormalizedBuildOptions, bytesTotal: number) {

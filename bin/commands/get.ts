@@ -1,0 +1,41 @@
+import { readFile } from 'node:fs/promises'
+import type { Argv } from 'yargs'
+import { loadCluster } from '../../builder/cluster'
+import { StoreClient } from '../../client/store-client'
+import { clusterOptions } from '../cluster-options'
+
+export const command = 'get [keys..]'
+export const describe = 'Read keys through the routing client (master first, replicas on failure)'
+
+export const builder = (y: Argv) =>
+  clusterOptions(y)
+    .positional('keys', { type: 'string', array: true, describe: 'keys to read' })
+    .option('keys-file', { type: 'string', describe: 'file with one key per line' })
+    .option('json', { type: 'boolean', default: false, describe: 'one JSON line per key: {"key", "found", "value"}' })
+    .option('timeout', { type: 'number', default: 2000, describe: 'per-request timeout in ms' })
+
+/** One key without --json: the raw value on stdout, exit 1 when absent. */
+export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  const keys = [...(a.keys ?? []).map(String)]
+  if (a['keys-file']) keys.push(...(await readFile(a['keys-file'], 'utf8')).split(/\r?\n/).filter((k) => k.length > 0))
+  if (keys.length === 0) throw new Error('give keys on the command line or with --keys-file')
+  const client = await StoreClient.connect({ cluster: await loadCluster(a.cluster), store: a.store, timeoutMs: a.timeout })
+  try {
+    const values = keys.length === 1 ? [await client.get(keys[0]!)] : await client.getMany(keys)
+    if (!a.json && keys.length === 1) {
+      const v = values[0]
+      if (v === undefined) {
+        process.stderr.write(`rostore: key ${JSON.stringify(keys[0])} not found in ${a.store}\n`)
+        process.exitCode = 1
+      } else process.stdout.write(v)
+      return
+    }
+    const lines = keys.map((key, i) => {
+      const v = values[i]
+      return JSON.stringify(v === undefined ? { key, found: false } : { key, found: true, value: a.json ? client.decode(v) : v.toString('utf8') })
+    })
+    process.stdout.write(lines.join('\n') + '\n')
+  } finally {
+    client.close()
+  }
+}

@@ -1,0 +1,52 @@
+import type { Argv } from 'yargs'
+import { loadCluster } from '../../builder/cluster'
+import { pushStore, type PushEvent, type PushResult } from '../../client/push'
+import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
+
+export const command = 'push'
+export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
+
+export const builder = (y: Argv) =>
+  adminTokenOption(clusterOptions(y))
+    .option('from', { type: 'string', demandOption: true, describe: 'build output: a path or http(s) URL the nodes can read' })
+    .option('throttle', { type: 'number', describe: 'fetch rate per node in bytes/s' })
+    .option('timeout', { type: 'number', default: 3600, describe: 'seconds the fetch phase may take' })
+    .option('allow-failed-nodes', { type: 'number', default: 0, describe: 'go live when at most this many nodes failed their fetch (below the replication)' })
+    .option('force', { type: 'boolean', default: false, describe: 'push even an older version than the live one' })
+
+/** Exit codes: 0 live everywhere, 1 failed (nothing changed), 3 live with failed nodes marked stale. */
+export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  const result = await pushStore({
+    cluster: await loadCluster(a.cluster),
+    store: a.store,
+    from: a.from,
+    adminToken: adminToken(a['admin-token']),
+    throttle: a.throttle,
+    timeoutMs: a.timeout * 1000,
+    allowFailedNodes: a['allow-failed-nodes'],
+    force: a.force,
+    onEvent: progressPrinter(),
+  })
+  printSummary(result)
+  process.exitCode = result.status === 'live' || result.status === 'already-live' ? 0 : result.status === 'live-with-failures' ? 3 : 1
+}
+
+function progressPrinter(): (e: PushEvent) => void {
+  const last = new Map<number, number>()
+  return (e) => {
+    if (e.type === 'step') return void process.stderr.write(`push: ${e.message}\n`)
+    const now = Date.now()
+    if (now - (last.get(e.nodeId) ?? 0) < 1000 && e.bytesDone < e.bytesTotal) return
+    last.set(e.nodeId, now)
+    const pct = e.bytesTotal > 0 ? ((100 * e.bytesDone) / e.bytesTotal).toFixed(0) : '?'
+    process.stderr.write(`push:   node ${e.nodeId}: ${pct}% of ${(e.bytesTotal / 1048576).toFixed(1)} MiB at ${(e.rate / 1048576).toFixed(1)} MiB/s\n`)
+  }
+}
+
+function printSummary(r: PushResult): void {
+  const lines = [`push of ${r.store} version ${r.version}: ${r.status} (fetch ${r.fetchSeconds.toFixed(2)} s, swap ${(r.swapSeconds * 1000).toFixed(1)} ms)`]
+  for (const n of r.nodes) {
+    lines.push(`  node ${n.nodeId}: ${n.state}${n.previous !== undefined && n.previous !== null ? ` (was ${n.previous})` : ''}${n.error ? `: ${n.error}` : ''}`)
+  }
+  process.stdout.write(lines.join('\n') + '\n')
+}

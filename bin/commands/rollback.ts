@@ -1,0 +1,14 @@
+import type { Argv } from 'yargs'
+import { loadCluster } from '../../builder/cluster'
+import { rollbackCluster } from '../../client/rollback'
+import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
+
+export const command = 'rollback'
+export const describe = 'Every node back to the previous version (or --to one all nodes hold)'
+
+export const builder = (y: Argv) => adminTokenOption(clusterOptions(y)).option('to', { type: 'number', describe: 'version to go back to' })
+
+export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  const r = await rollbackCluster({ cluster: await loadCluster(a.cluster), store: a.store, to: a.to, adminToken: adminToken(a['admin-token']) })
+  process.stdout.write([`rolled ${r.store} back to version ${r.to}`, ...r.nodes.map((n) => `  node ${n.nodeId}: ${n.from ?? 'none'} -> ${n.to}`)].join('\n') + '\n')
+}

@@ -1,0 +1,63 @@
+import { dataFileName, indexFileName } from '../formats/store/layout'
+import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata, type ValueSerializer } from '../formats/store/metadata'
+import type { KindCounts, ReducedChunk } from './worker-protocol'
+
+export interface MetadataOptions {
+  readonly store: string
+  readonly version: number
+  readonly clusterName: string
+  readonly replication: number
+  readonly keyHash: string
+  readonly compression: Compression
+  readonly format: string
+  readonly keyField?: string
+  readonly valueField?: string
+  readonly onDuplicate: string
+}
+
+/** A node's metadata.json from its reduced chunks: shared by the local and Hadoop engines. */
+export function nodeMetadata(o: MetadataOptions, chunks: number, nodeId: number, layout: StoreMetadata['layout'], mine: readonly ReducedChunk[], kinds: KindCounts): StoreMetadata {
+  const files = mine.flatMap((r) => [
+    { name: indexFileName(r.chunk), size: r.indexSize, checksum: r.indexChecksum },
+    { name: dataFileName(r.chunk), size: r.dataSize, checksum: r.dataChecksum },
+  ])
+  return {
+    format: 'rostore',
+    formatMajor: FORMAT_MAJOR,
+    formatMinor: FORMAT_MINOR,
+    store: o.store,
+    version: o.version,
+    nodeId,
+    clusterName: o.clusterName,
+    layout,
+    replication: o.replication,
+    keyHash: o.keyHash,
+    keySerializer: kinds.keys.bytes > 0 ? 'bytes' : 'string',
+    valueSerializer: valueSerializer(kinds),
+    compression: o.compression,
+    chunks,
+    records: mine.reduce((s, r) => s + r.records, 0),
+    chunkRecords: mine.map((r) => r.records),
+    checksumAlgorithm: 'xxh64',
+    files,
+    build: {
+      format: o.format,
+      keyField: o.keyField ?? null,
+      valueField: o.valueField ?? null,
+      onDuplicate: o.onDuplicate,
+      chunks,
+      replication: o.replication,
+      compression: o.compression,
+    },
+  }
+}
+
+export function valueSerializer(k: KindCounts): ValueSerializer {
+  const { string, json, bytes } = k.values
+  const used = [string, json, bytes].filter((n) => n > 0).length
+  if (used > 1) return bytes > 0 ? 'bytes' : 'mixed'
+  if (json > 0) return 'json'
+  if (bytes > 0) return 'bytes'
+  return 'string'
+}
+

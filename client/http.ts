@@ -1,0 +1,73 @@
+import { Agent, request } from 'node:http'
+import { StoreError, ERROR_CODES, type ErrorCode } from '../common/errors'
+
+/** One HTTP exchange with a node, bounded in time and in response size. */
+export interface HttpResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>
+  readonly body: Buffer
+}
+
+export interface HttpRequest {
+  readonly host: string
+  readonly port: number
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE'
+  readonly path: string
+  readonly body?: Buffer | string
+  readonly headers?: Record<string, string>
+  readonly timeoutMs: number
+  readonly maxResponseBytes?: number
+  readonly agent?: Agent
+}
+
+/** Connection failures and timeouts: the node did not answer; another replica may. */
+export class NodeUnreachableError extends StoreError {
+  constructor(readonly endpoint: string, message: string, options?: { cause?: unknown }) {
+    super('RO_UNAVAILABLE', `${endpoint}: ${message}`, options)
+  }
+}
+
+const DEFAULT_MAX_RESPONSE = 64 << 20
+
+export function httpRequest(r: HttpRequest): Promise<HttpResponse> {
+  const endpoint = `${r.host}:${r.port}`
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: r.host, port: r.port, method: r.method, path: r.path, agent: r.agent, headers: { ...r.headers, ...(r.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(r.body)) } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = []
+        let size = 0
+        res.on('data', (c: Buffer) => {
+          size += c.length
+          if (size > (r.maxResponseBytes ?? DEFAULT_MAX_RESPONSE)) {
+            req.destroy(new NodeUnreachableError(endpoint, `response larger than ${r.maxResponseBytes ?? DEFAULT_MAX_RESPONSE} bytes`))
+            return
+          }
+          chunks.push(c)
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+        res.on('error', (err) => reject(new NodeUnreachableError(endpoint, err.message, { cause: err })))
+      },
+    )
+    req.setTimeout(r.timeoutMs, () => req.destroy(new NodeUnreachableError(endpoint, `no answer within ${r.timeoutMs} ms`)))
+    req.on('error', (err) => reject(err instanceof StoreError ? err : new NodeUnreachableError(endpoint, err.message, { cause: err })))
+    req.end(r.body)
+  })
+}
+
+/** The node's JSON error body as a StoreError with the node's code. */
+export function errorFromResponse(endpoint: string, res: HttpResponse): StoreError {
+  let code: ErrorCode = res.status >= 500 ? 'RO_UNAVAILABLE' : 'RO_BAD_REQUEST'
+  let message = `HTTP ${res.status}`
+  try {
+    const body = JSON.parse(res.body.toString('utf8')) as { error?: { code?: string; message?: string } }
+    if (body.error?.code && (ERROR_CODES as readonly string[]).includes(body.error.code)) code = body.error.code as ErrorCode
+    if (body.error?.message) message = body.error.message
+  } catch {
+    // not JSON: keep the status line
+  }
+  if (res.status === 401) code = 'RO_UNAUTHORIZED'
+  // Any 5xx means "this node cannot answer now": callers fail over on RO_UNAVAILABLE.
+  if (res.status >= 500) code = 'RO_UNAVAILABLE'
+  return new StoreError(code, `${endpoint}: ${message}`)
+}

@@ -1,0 +1,152 @@
+import { Agent } from 'node:http'
+import { StoreError } from '../common/errors'
+import type { ClusterNode } from '../builder/cluster'
+import { decodeValues, encodeKeys } from '../server/multiget-framing'
+import { errorFromResponse, httpRequest, type HttpResponse } from './http'
+
+/** What a node says about one of its stores (GET /stores/<store>). */
+export interface RemoteStoreInfo {
+  readonly store: string
+  readonly version: number
+  readonly nodeId: number
+  readonly replication: number
+  readonly keySerializer: 'string' | 'bytes'
+  readonly valueSerializer: 'string' | 'json' | 'bytes' | 'mixed'
+  readonly keyHash: string
+  readonly layout: readonly { readonly id: number; readonly partitions: readonly number[] }[]
+  readonly stale: boolean
+}
+
+export interface RemoteVersion {
+  readonly version: number
+  readonly live: boolean
+  readonly sizeBytes?: number
+  readonly records?: number
+  readonly createdAt?: string
+  readonly [k: string]: unknown
+}
+
+export interface RemoteJob {
+  readonly id: string
+  readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled'
+  readonly progress?: { readonly bytesDone?: number; readonly bytesTotal?: number; readonly rateBytesPerSec?: number; readonly etaSeconds?: number }
+  readonly result?: { readonly version?: number; readonly [k: string]: unknown }
+  readonly error?: { readonly code: string; readonly message: string }
+}
+
+export interface NodeClientOptions {
+  readonly timeoutMs?: number
+  readonly adminToken?: string
+}
+
+/**
+ * Typed calls to one rostore node (docs/API.md). Reads return undefined for absent keys;
+ * every failure is a StoreError: RO_UNAVAILABLE for connection errors, timeouts and 5xx,
+ * the node's own code otherwise.
+ */
+export class NodeClient {
+  readonly endpoint: string
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 16 })
+  private readonly timeoutMs: number
+
+  constructor(
+    readonly node: ClusterNode,
+    private readonly opts: NodeClientOptions = {},
+  ) {
+    this.endpoint = `node ${node.id} (${node.host}:${node.port})`
+    this.timeoutMs = opts.timeoutMs ?? 5000
+  }
+
+  async get(store: string, key: Uint8Array | string): Promise<Buffer | undefined> {
+    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`)
+    if (res.status === 404 && res.body.length === 0) return undefined
+    if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
+    return res.body
+  }
+
+  async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
+    const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), { 'Content-Type': 'application/octet-stream' })
+    if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
+    return decodeValues(res.body, keys.length)
+  }
+
+  async storeInfo(store: string): Promise<RemoteStoreInfo> {
+    return this.json('GET', `/stores/${encodeURIComponent(store)}`)
+  }
+
+  async versions(store: string): Promise<{ live: number | null; versions: RemoteVersion[] }> {
+    return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
+  }
+
+  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number }): Promise<RemoteJob> {
+    return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/fetch`, body, true)
+  }
+
+  async job(id: string): Promise<RemoteJob> {
+    return this.json('GET', `/admin/jobs/${encodeURIComponent(id)}`, undefined, true)
+  }
+
+  async cancelJob(id: string): Promise<RemoteJob> {
+    return this.json('POST', `/admin/jobs/${encodeURIComponent(id)}/cancel`, {}, true)
+  }
+
+  async swap(store: string, version: number): Promise<unknown> {
+    return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/swap`, { version }, true)
+  }
+
+  async rollback(store: string, to?: number): Promise<{ from?: number; to?: number }> {
+    return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/rollback`, to === undefined ? {} : { to }, true)
+  }
+
+  async deleteVersion(store: string, version: number): Promise<void> {
+    await this.json('DELETE', `/admin/stores/${encodeURIComponent(store)}/versions/${version}`, undefined, true)
+  }
+
+  async setStale(store: string, reason: string | undefined): Promise<void> {
+    if (reason === undefined) await this.json('DELETE', `/admin/stores/${encodeURIComponent(store)}/stale`, undefined, true)
+    else await this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/stale`, { reason }, true)
+  }
+
+  async lock(store: string, owner: string, ttlMs: number): Promise<void> {
+    await this.json('POST', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner, ttlMs }, true)
+  }
+
+  async unlock(store: string, owner: string): Promise<void> {
+    await this.json('DELETE', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner }, true)
+  }
+
+  close(): void {
+    this.agent.destroy()
+  }
+
+  private async json<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, admin = false): Promise<T> {
+    const headers: Record<string, string> = {}
+    if (admin) {
+      if (!this.opts.adminToken) throw new StoreError('RO_UNAUTHORIZED', `${this.endpoint}: no admin token (give --admin-token or set ROSTORE_ADMIN_TOKEN)`)
+      headers['Authorization'] = `Bearer ${this.opts.adminToken}`
+    }
+    if (body !== undefined) headers['Content-Type'] = 'application/json'
+    const res = await this.call(method, path, body === undefined ? undefined : JSON.stringify(body), headers)
+    if (res.status < 200 || res.status >= 300) throw errorFromResponse(this.endpoint, res)
+    try {
+      return JSON.parse(res.body.toString('utf8')) as T
+    } catch (err) {
+      throw new StoreError('RO_BAD_REQUEST', `${this.endpoint}: answered ${res.status} with a body that is not JSON`, { cause: err })
+    }
+  }
+
+  private call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponse> {
+    return httpRequest({ host: this.node.host, port: this.node.port, method, path, body, headers, timeoutMs: this.timeoutMs, agent: this.agent })
+  }
+}
+
+/** Percent-encodes every byte outside the unreserved set, so binary keys travel intact. */
+export function percentEncode(key: Uint8Array | string): string {
+  const b = typeof key === 'string' ? Buffer.from(key, 'utf8') : key
+  let out = ''
+  for (const byte of b) {
+    const unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte === 0x2d || byte === 0x2e || byte === 0x5f || byte === 0x7e
+    out += unreserved ? String.fromCharCode(byte) : `%${byte < 16 ? '0' : ''}${byte.toString(16).toUpperCase()}`
+  }
+  return out
+}

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto'
+import { StoreError, errorMessage, isStoreError } from '../common/errors'
+import type { Cluster } from '../builder/cluster'
+import { ClusterAdmin, onEveryNode } from './cluster-admin'
+import type { RemoteJob } from './node-client'
+import { normalizeSource, readBuildManifests } from './source-manifests'
+
+export interface PushOptions {
+  readonly cluster: Cluster
+  readonly store: string
+  /** Build output: a path or an http(s) URL every node can read. */
+  readonly from: string
+  readonly adminToken?: string
+  /** Per-node fetch rate in bytes/s; default: the node's own limit. */
+  readonly throttle?: number
+  /** Whole fetch phase; default 3600 s. */
+  readonly timeoutMs?: number
+  /** Go live when at most this many nodes failed their fetch (below the replication). */
+  readonly allowFailedNodes?: number
+  /** Push even when the version is older than a node's live version. */
+  readonly force?: boolean
+  readonly pollMs?: number
+  readonly onEvent?: (e: PushEvent) => void
+}
+
+export type PushEvent =
+  | { readonly type: 'step'; readonly message: string }
+  | { readonly type: 'progress'; readonly nodeId: number; readonly bytesDone: number; readonly bytesTotal: number; readonly rate: number }
+
+export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged'
+
+export interface NodeOutcome {
+  readonly nodeId: number
+  readonly state: NodeState
+  readonly previous?: number | null
+  readonly error?: string
+}
+
+export interface PushResult {
+  readonly store: string
+  readonly version: number
+  readonly status: 'live' | 'live-with-failures' | 'failed' | 'already-live'
+  readonly nodes: readonly NodeOutcome[]
+  readonly fetchSeconds: number
+  readonly swapSeconds: number
+}
+
+/**
+ * Fetch a build on every node in parallel, swap only when all fetched, undo on failure:
+ * the cluster serves one version before and after. A lease on every node (taken in node
+ * order, so two pushes meet at the first node) makes concurrent pushes of one store fail
+ * fast instead of interleaving.
+ */
+export async function pushStore(o: PushOptions): Promise<PushResult> {
+  const emit = o.onEvent ?? (() => undefined)
+  const from = normalizeSource(o.from)
+  const allowFailed = o.allowFailedNodes ?? 0
+  const admin = new ClusterAdmin(o.cluster, o.adminToken)
+  const owner = `push-${randomUUID()}`
+  const timeoutMs = o.timeoutMs ?? 3_600_000
+  const locked: number[] = []
+  try {
+    emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${from}` })
+    const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
+    const version = manifests.values().next().value!.version
+    if (allowFailed < 0 || (allowFailed > 0 && allowFailed >= manifests.values().next().value!.replication)) {
+      throw new StoreError('RO_BAD_OPTION', `--allow-failed-nodes ${allowFailed} must be below the replication factor ${manifests.values().next().value!.replication}`)
+    }
+
+    // Lease every node in id order; a node that is down counts against allowFailed.
+    const down = new Map<number, string>()
+    for (const id of admin.ids.sort((a, b) => a - b)) {
+      try {
+        await admin.node(id).lock(o.store, owner, timeoutMs + 120_000)
+        locked.push(id)
+      } catch (err) {
+        if (isStoreError(err, 'RO_CONFLICT')) throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
+        if (!isStoreError(err, 'RO_UNAVAILABLE')) throw err
+        down.set(id, errorMessage(err))
+      }
+    }
+    if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
+
+    // Version checks before any byte moves.
+    const previous = new Map<number, number | null>()
+    const statuses = await onEveryNode(locked, (id) => admin.node(id).versions(o.store).catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))))
+    for (const [id, s] of statuses) {
+      if (s.status === 'rejected') {
+        down.set(id, errorMessage(s.reason))
+        continue
+      }
+      previous.set(id, s.value.live)
+      if (s.value.live !== null && s.value.live > version && !o.force) {
+        throw new StoreError('RO_CONFLICT', `node ${id} serves version ${s.value.live}, newer than ${version}; use --force to push an older version`)
+      }
+    }
+    if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
+    const targets = locked.filter((id) => !down.has(id))
+    if (targets.every((id) => previous.get(id) === version)) {
+      return { store: o.store, version, status: 'already-live', nodes: targets.map((nodeId) => ({ nodeId, state: 'unchanged' as const, previous: version })), fetchSeconds: 0, swapSeconds: 0 }
+    }
+
+    // Fetch everywhere (nodes that already hold the version skip it).
+    emit({ type: 'step', message: `fetching version ${version} on ${targets.length} nodes` })
+    const t0 = Date.now()
+    const deadline = t0 + timeoutMs
+    // Once more nodes failed than allowed, the others are cancelled rather than waited for.
+    const giveUp = new AbortController()
+    let fetchFailed = down.size
+    const holding = new Set<number>()
+    const fetched = await onEveryNode(targets, async (id) => {
+      try {
+        const have = statuses.get(id)
+        if (have?.status === 'fulfilled' && have.value.versions.some((v) => v.version === version)) return false
+        const job = await admin.node(id).startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
+        await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal, () => holding.add(id))
+        return true
+      } catch (err) {
+        if (++fetchFailed > allowFailed) giveUp.abort()
+        throw err
+      }
+    })
+    const fetchSeconds = (Date.now() - t0) / 1000
+    const fetchFailures = new Map([...down, ...[...fetched].filter(([, r]) => r.status === 'rejected').map(([id, r]) => [id, errorMessage((r as PromiseRejectedResult).reason)] as const)])
+
+    if (fetchFailures.size > allowFailed) {
+      emit({ type: 'step', message: `fetch failed on ${fetchFailures.size} node(s); removing the fetched copies, no node swapped` })
+      // Every node that may hold the new copy drops it (a cancelled fetch removes its own).
+      await onEveryNode([...holding], (id) => admin.node(id).deleteVersion(o.store, version))
+      return failed(version, o.cluster, fetchFailures, 'fetch failed', holding)
+    }
+
+    // Swap: all or nothing among the nodes that fetched.
+    const swapTargets = targets.filter((id) => !fetchFailures.has(id))
+    emit({ type: 'step', message: `swapping version ${version} live on ${swapTargets.length} nodes` })
+    const t1 = Date.now()
+    const swapped = await onEveryNode(swapTargets, (id) => admin.node(id).swap(o.store, version))
+    const swapSeconds = (Date.now() - t1) / 1000
+    const swapFailures = [...swapped].filter(([, r]) => r.status === 'rejected')
+    if (swapFailures.length > 0) {
+      const ok = [...swapped].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
+      emit({ type: 'step', message: `swap failed on node(s) ${swapFailures.map(([id]) => id).join(', ')}; rolling back ${ok.length} node(s)` })
+      const undone = await onEveryNode(ok, (id) => {
+        const prev = previous.get(id)
+        return prev === null || prev === undefined ? admin.node(id).deleteVersion(o.store, version) : admin.node(id).swap(o.store, prev)
+      })
+      const nodes: NodeOutcome[] = o.cluster.nodes.map((n) => {
+        const sf = swapped.get(n.id)
+        if (sf?.status === 'rejected') return { nodeId: n.id, state: 'swap-failed', previous: previous.get(n.id), error: errorMessage(sf.reason) }
+        const u = undone.get(n.id)
+        if (u) return { nodeId: n.id, state: 'rolled-back', previous: previous.get(n.id), ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}) }
+        return { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }
+      })
+      return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds }
+    }
+
+    // High availability: nodes that failed their fetch refuse reads until repaired.
+    for (const [id] of fetchFailures) {
+      await admin
+        .node(id)
+        .setStale(o.store, `push of version ${version} failed here; run rostore repair or push again`)
+        .catch(() => undefined)
+    }
+    const nodes: NodeOutcome[] = o.cluster.nodes.map((n) =>
+      fetchFailures.has(n.id) ? { nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) } : { nodeId: n.id, state: 'live', previous: previous.get(n.id) },
+    )
+    return { store: o.store, version, status: fetchFailures.size > 0 ? 'live-with-failures' : 'live', nodes, fetchSeconds, swapSeconds }
+  } finally {
+    await Promise.all(locked.map((id) => admin.node(id).unlock(o.store, owner).catch(() => undefined)))
+    admin.close()
+  }
+
+  function failed(version: number, cluster: Cluster, errors: ReadonlyMap<number, string>, why: string, cleaned = new Set<number>()): PushResult {
+    emit({ type: 'step', message: why })
+    return {
+      store: o.store,
+      version,
+      status: 'failed',
+      nodes: cluster.nodes.map((n) => (errors.has(n.id) ? { nodeId: n.id, state: 'fetch-failed' as const, error: errors.get(n.id) } : { nodeId: n.id, state: cleaned.has(n.id) ? ('cleaned-up' as const) : ('unchanged' as const) })),
+      fetchSeconds: 0,
+      swapSeconds: 0,
+    }
+  }
+}
+
+/** Polls a node's fetch job until it ends; past the deadline, cancels it. */
+async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadline: number, pollMs: number, emit: (e: PushEvent) => void, signal: AbortSignal, onFetched: () => void): Promise<void> {
+  const node = admin.node(id)
+  let j = job
+  while (j.state === 'running') {
+    if (Date.now() > deadline || signal.aborted) {
+      await node.cancelJob(j.id).catch(() => undefined)
+      // Wait for the cancellation to finish, so the node has removed its partial copy.
+      for (let i = 0; i < 100 && j.state === 'running'; i++) {
+        await new Promise((r) => setTimeout(r, 50))
+        j = await node.job(j.id).catch(() => ({ ...j, state: 'cancelled' as const }))
+      }
+      if (j.state === 'succeeded') onFetched()
+      throw new StoreError(signal.aborted ? 'RO_ABORTED' : 'RO_FETCH_FAILED', signal.aborted ? `node ${id}: fetch cancelled because another node failed` : `node ${id}: fetch did not finish before the push timeout`)
+    }
+    await new Promise((r) => setTimeout(r, pollMs))
+    j = await node.job(j.id)
+    const p = j.progress
+    if (p && typeof p.bytesDone === 'number') emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
+  }
+  if (j.state !== 'succeeded') throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
+  onFetched()
+}
