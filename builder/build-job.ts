@@ -12,7 +12,7 @@ import { clusterLayout } from './cluster'
 import { defaultChunkCount } from './chunk-count'
 import { splitBucket } from './map-step'
 import type { SegmentRef } from './run-merge'
-import type { RunFile } from './sort-buffer'
+import type { SortedRun } from './sort-buffer'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
 
@@ -24,6 +24,7 @@ export interface BuildSummary {
   readonly inputRecords: number
   readonly inputBytes: number
   readonly duplicates: number
+  /** Sorted runs spilled to disk (0 when the input fit in memory). */
   readonly runs: number
   readonly seconds: number
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
@@ -88,14 +89,14 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
       for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += r.kinds.values[k]
       progress.splitDone(split.end !== undefined && split.start !== undefined ? split.end - split.start : 0)
     })
-    const runs: RunFile[] = []
+    const runs: SortedRun[] = []
     for (const w of workers) runs.push(...(await w.request({ type: 'flush' }, 'flushed')).runs)
 
     // Reduce: every (node, chunk) bucket, also empty ones, becomes a chunk.
     const segmentsByBucket = new Map<number, SegmentRef[]>()
     for (const run of runs) for (const segment of run.segments) {
       const list = segmentsByBucket.get(segment.bucket) ?? []
-      list.push({ path: run.path, segment })
+      list.push({ run, segment })
       segmentsByBucket.set(segment.bucket, list)
     }
     const bucketCount = layout.length * chunks
@@ -133,7 +134,7 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
       inputRecords,
       inputBytes,
       duplicates: reduced.reduce((s, r) => s + r.duplicates, 0) / o.replication,
-      runs: runs.length,
+      runs: runs.filter((r) => r.kind === 'file').length,
       seconds: (Date.now() - started) / 1000,
       nodes,
     }

@@ -12,7 +12,7 @@ import { mappedSize, type MappedRecord } from './mapped-record'
 import { createMapContext, mapRecord, type MapContext } from './map-step'
 import { reduceBucket } from './reduce-step'
 import { mergeSegments } from './run-merge'
-import { SortBuffer, type RunFile } from './sort-buffer'
+import { SortBuffer, type SortedRun } from './sort-buffer'
 import type { FromWorker, KindCounts, ReduceTask, ToWorker, WorkerSetup } from './worker-protocol'
 
 /**
@@ -26,7 +26,7 @@ if (!port) throw new Error('build-worker must run in a worker thread')
 const PROGRESS_EVERY = 20000
 let ctx: MapContext | undefined
 let buffer: SortBuffer | undefined
-const runs: RunFile[] = []
+const runs: SortedRun[] = []
 let runSeq = 0
 
 async function context(): Promise<MapContext> {
@@ -111,7 +111,8 @@ async function handle(m: ToWorker): Promise<void> {
     case 'map':
       return mapSplit(m.split)
     case 'flush':
-      spill()
+      // What is still buffered stays in shared memory for the reducers.
+      if (buffer && buffer.size > 0) runs.push(buffer.toMemoryRun())
       buffer = undefined
       post({ type: 'flushed', runs: runs.splice(0) })
       return

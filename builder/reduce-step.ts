@@ -19,6 +19,9 @@ export function reduceBucket(
   policy: DuplicatePolicy,
   describeSource: (fileIndex: number, line: number) => string,
 ): ReduceResult {
+  // Readers reuse their buffers, so the look-behind record is copied into one reusable
+  // buffer of its own (the writer copies it again when it is written).
+  const held = new HeldRecord()
   let pending: MappedRecord | undefined
   let written = 0
   let duplicates = 0
@@ -31,15 +34,14 @@ export function reduceBucket(
           `duplicate key ${showKey(r.key)}: ${describeSource(pending.fileIndex, pending.line)} and ${describeSource(r.fileIndex, r.line)} (use --on-duplicate first|last to keep one)`,
         )
       }
-      if (policy === 'last') pending = copyRecord(r)
+      if (policy === 'last') pending = held.hold(r)
       continue
     }
     if (pending !== undefined) {
       writer.add(pending.hash, pending.key, pending.value)
       written++
     }
-    // Readers reuse their buffers, so the look-behind record must own its bytes.
-    pending = copyRecord(r)
+    pending = held.hold(r)
   }
   if (pending !== undefined) {
     writer.add(pending.hash, pending.key, pending.value)
@@ -48,16 +50,17 @@ export function reduceBucket(
   return { records: written, duplicates }
 }
 
-function copyRecord(r: MappedRecord): MappedRecord {
-  const bytes = Buffer.allocUnsafe(16 + r.key.length + r.value.length)
-  bytes.set(r.hash, 0)
-  bytes.set(r.key, 16)
-  bytes.set(r.value, 16 + r.key.length)
-  return {
-    ...r,
-    hash: bytes.subarray(0, 16),
-    key: bytes.subarray(16, 16 + r.key.length),
-    value: bytes.subarray(16 + r.key.length),
+class HeldRecord {
+  private buf = Buffer.allocUnsafe(4096)
+
+  hold(r: MappedRecord): MappedRecord {
+    const size = 16 + r.key.length + r.value.length
+    if (size > this.buf.length) this.buf = Buffer.allocUnsafe(Math.max(size, this.buf.length * 2))
+    const b = this.buf
+    b.set(r.hash, 0)
+    b.set(r.key, 16)
+    b.set(r.value, 16 + r.key.length)
+    return { ...r, hash: b.subarray(0, 16), key: b.subarray(16, 16 + r.key.length), value: b.subarray(16 + r.key.length, size) }
   }
 }
 

@@ -2,25 +2,55 @@ import { closeSync, openSync } from 'node:fs'
 import { StoreError } from '../common/errors'
 import { readUpTo } from '../common/sync-io'
 import { compareWithinBucket, decodeMapped, encodedSizeAt, type MappedRecord } from './mapped-record'
-import type { RunSegment } from './sort-buffer'
+import type { RunSegment, SortedRun } from './sort-buffer'
 
-/** One bucket's part of one sorted run file, read sequentially through a buffer. */
+/** One bucket's part of one sorted run. */
 export interface SegmentRef {
-  readonly path: string
+  readonly run: SortedRun
   readonly segment: RunSegment
 }
 
-class SegmentReader {
+interface RecordSource {
+  next(): MappedRecord | undefined
+  close(): void
+}
+
+/** A segment of a memory run: records read in place from the shared arena. */
+class MemorySegmentReader implements RecordSource {
+  private readonly arena: Buffer
+  private readonly order: Uint32Array
+  private i: number
+
+  constructor(run: Extract<SortedRun, { kind: 'memory' }>, private readonly segment: RunSegment) {
+    this.arena = Buffer.from(run.arena)
+    this.order = new Uint32Array(run.order)
+    this.i = segment.start
+  }
+
+  next(): MappedRecord | undefined {
+    if (this.i >= this.segment.end) return undefined
+    return decodeMapped(this.arena, this.order[this.i++] as number)
+  }
+
+  close(): void {}
+}
+
+/** A segment of a run file, read sequentially through a buffer. */
+class FileSegmentReader implements RecordSource {
   private buf: Buffer
   private start = 0
   private end = 0
   private filePos: number
   private readonly fd: number
 
-  constructor(private readonly ref: SegmentRef, bufferBytes: number) {
-    this.fd = openSync(ref.path, 'r')
+  constructor(
+    private readonly path: string,
+    private readonly segment: RunSegment,
+    bufferBytes: number,
+  ) {
+    this.fd = openSync(path, 'r')
     this.buf = Buffer.allocUnsafe(bufferBytes)
-    this.filePos = ref.segment.start
+    this.filePos = segment.start
   }
 
   /** The next record, as views valid until the following call. */
@@ -55,7 +85,7 @@ class SegmentReader {
     }
     this.start = 0
     this.end = keep
-    const want = Math.min(this.buf.length - keep, this.ref.segment.end - this.filePos)
+    const want = Math.min(this.buf.length - keep, this.segment.end - this.filePos)
     if (want <= 0) return
     const got = readUpTo(this.fd, this.buf.subarray(keep, keep + want), this.filePos)
     this.filePos += got
@@ -63,7 +93,7 @@ class SegmentReader {
   }
 
   private truncated(): never {
-    throw new StoreError('RO_IO', `${this.ref.path}: sorted run ends inside a record`)
+    throw new StoreError('RO_IO', `${this.path}: sorted run ends inside a record`)
   }
 }
 
@@ -72,22 +102,24 @@ class SegmentReader {
  * consumer that keeps a record past the next iteration must copy it.
  */
 export function* mergeSegments(refs: readonly SegmentRef[], bufferBytes: number): Generator<MappedRecord> {
-  const readers = refs.map((r) => new SegmentReader(r, bufferBytes))
+  const readers: RecordSource[] = refs.map((r) =>
+    r.run.kind === 'memory' ? new MemorySegmentReader(r.run, r.segment) : new FileSegmentReader(r.run.path, r.segment, bufferBytes),
+  )
   try {
-    const heap: { r: MappedRecord; src: SegmentReader }[] = []
+    const heap: Entry[] = []
     for (const src of readers) {
       const r = src.next()
       if (r) heapPush(heap, { r, src })
     }
     while (heap.length > 0) {
-      const top = heap[0] as { r: MappedRecord; src: SegmentReader }
+      const top = heap[0] as Entry
       yield top.r
       const next = top.src.next()
       if (next) {
         top.r = next
         siftDown(heap, 0)
       } else {
-        const last = heap.pop() as { r: MappedRecord; src: SegmentReader }
+        const last = heap.pop() as Entry
         if (heap.length > 0) {
           heap[0] = last
           siftDown(heap, 0)
@@ -99,7 +131,7 @@ export function* mergeSegments(refs: readonly SegmentRef[], bufferBytes: number)
   }
 }
 
-type Entry = { r: MappedRecord; src: SegmentReader }
+type Entry = { r: MappedRecord; src: RecordSource }
 
 function heapPush(heap: Entry[], e: Entry): void {
   heap.push(e)

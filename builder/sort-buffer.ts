@@ -17,10 +17,26 @@ export interface RunSegment {
   readonly records: number
 }
 
-export interface RunFile {
+/** A sorted run spilled to a file; segments are byte ranges of it. */
+export interface FileRun {
+  readonly kind: 'file'
   readonly path: string
   readonly segments: readonly RunSegment[]
 }
+
+/**
+ * A sorted run left in shared memory: the arena plus the record positions in sorted
+ * order; segments are index ranges of `order`. Reducers on other threads read it in
+ * place, so a build that fits in memory never writes or reads a run file.
+ */
+export interface MemoryRun {
+  readonly kind: 'memory'
+  readonly arena: SharedArrayBuffer
+  readonly order: SharedArrayBuffer
+  readonly segments: readonly RunSegment[]
+}
+
+export type SortedRun = FileRun | MemoryRun
 
 /** Bytes of bookkeeping per record beside the arena (positions and sort keys). */
 const PER_RECORD_OVERHEAD = 16
@@ -38,7 +54,7 @@ export class SortBuffer {
   constructor(budgetBytes: number) {
     const arenaBytes = Math.max(64 << 10, Math.min(Math.floor(budgetBytes * 0.8), 0x7fff0000))
     const maxRecords = Math.max(16, Math.floor((budgetBytes - arenaBytes) / PER_RECORD_OVERHEAD), Math.floor(arenaBytes / 256))
-    this.arena = Buffer.allocUnsafe(arenaBytes)
+    this.arena = Buffer.from(new SharedArrayBuffer(arenaBytes))
     this.positions = new Uint32Array(maxRecords)
     this.buckets = new Uint32Array(maxRecords)
     this.his = new Uint32Array(maxRecords)
@@ -69,7 +85,7 @@ export class SortBuffer {
   }
 
   /** Sorts what is buffered, writes it to `path` as one run, and empties the buffer. */
-  spill(path: string): RunFile {
+  spill(path: string): FileRun {
     const order = this.sortedOrder()
     const segments: RunSegment[] = []
     const fd = openSync(path, 'w')
@@ -111,7 +127,27 @@ export class SortBuffer {
     }
     this.used = 0
     this.count = 0
-    return { path, segments }
+    return { kind: 'file', path, segments }
+  }
+
+  /** Sorts what is buffered and hands the arena over as a memory run; the buffer is spent. */
+  toMemoryRun(): MemoryRun {
+    const order = this.sortedOrder()
+    const sorted = new Uint32Array(new SharedArrayBuffer(Math.max(4, order.length * 4)))
+    const segments: RunSegment[] = []
+    let segStart = 0
+    for (let i = 0; i < order.length; i++) {
+      const idx = order[i] as number
+      sorted[i] = this.positions[idx] as number
+      const bucket = this.buckets[idx] as number
+      if (i + 1 === order.length || this.buckets[order[i + 1] as number] !== bucket) {
+        segments.push({ bucket, start: segStart, end: i + 1, records: i + 1 - segStart })
+        segStart = i + 1
+      }
+    }
+    this.count = 0
+    this.used = this.arena.length
+    return { kind: 'memory', arena: this.arena.buffer as SharedArrayBuffer, order: sorted.buffer as SharedArrayBuffer, segments }
   }
 
   private sortedOrder(): Uint32Array {

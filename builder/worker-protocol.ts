@@ -3,7 +3,7 @@ import type { InputSplit } from '../formats/input/splits'
 import type { Compression, ClusterLayoutNode } from '../formats/store/metadata'
 import type { DuplicatePolicy } from './build-options'
 import type { SegmentRef } from './run-merge'
-import type { RunFile } from './sort-buffer'
+import type { SortedRun } from './sort-buffer'
 
 /** Messages between the build job (main thread) and its worker threads. */
 export interface WorkerSetup {
@@ -58,6 +58,6 @@ export interface ReducedChunk {
 export type FromWorker =
   | { readonly type: 'progress'; readonly records: number; readonly bytes: number }
   | { readonly type: 'mapped'; readonly records: number; readonly kinds: KindCounts }
-  | { readonly type: 'flushed'; readonly runs: readonly RunFile[] }
+  | { readonly type: 'flushed'; readonly runs: readonly SortedRun[] }
   | { readonly type: 'reduced'; readonly chunk: ReducedChunk }
   | { readonly type: 'error'; readonly code?: string; readonly message: string }

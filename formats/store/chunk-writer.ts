@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs'
+import { crc32 } from 'node:zlib'
 import { writeAll } from '../../common/sync-io'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
@@ -90,9 +91,13 @@ export class ChunkWriter {
       this.writeData(key)
       this.writeData(value)
     } else {
-      writeRecordHeader(this.dataBuf, this.dataUsed, key, value)
-      this.dataBuf.set(key, this.dataUsed + RECORD_HEADER_SIZE)
-      this.dataBuf.set(value, this.dataUsed + RECORD_HEADER_SIZE + key.length)
+      // Key and value land side by side, so one CRC call covers both.
+      const at = this.dataUsed
+      this.dataBuf.set(key, at + RECORD_HEADER_SIZE)
+      this.dataBuf.set(value, at + RECORD_HEADER_SIZE + key.length)
+      this.dataBuf.writeUInt32LE(key.length, at)
+      this.dataBuf.writeUInt32LE(value.length, at + 4)
+      this.dataBuf.writeUInt32LE(size === RECORD_HEADER_SIZE ? 0 : crc32(this.dataBuf.subarray(at + RECORD_HEADER_SIZE, at + size)), at + 8)
       this.dataUsed += size
     }
     this.records++

@@ -14,12 +14,9 @@ export interface ValueCodec {
   decode(stored: Uint8Array): Buffer
 }
 
-const none: ValueCodec = {
-  name: 'none',
-  id: 0,
-  encode: (v) => Buffer.from(v.buffer, v.byteOffset, v.byteLength),
-  decode: (s) => Buffer.from(s.buffer, s.byteOffset, s.byteLength),
-}
+const asBuffer = (v: Uint8Array): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength))
+
+const none: ValueCodec = { name: 'none', id: 0, encode: asBuffer, decode: asBuffer }
 
 const gzip: ValueCodec = {
   name: 'gzip',
@@ -31,8 +28,8 @@ const gzip: ValueCodec = {
 const snappy: ValueCodec = {
   name: 'snappy',
   id: 2,
-  encode: (v) => compressSync(Buffer.from(v.buffer, v.byteOffset, v.byteLength)),
-  decode: (s) => uncompressSync(Buffer.from(s.buffer, s.byteOffset, s.byteLength), { asBuffer: true }) as Buffer,
+  encode: (v) => compressSync(asBuffer(v)),
+  decode: (s) => uncompressSync(asBuffer(s), { asBuffer: true }) as Buffer,
 }
 
 const CODECS: readonly ValueCodec[] = [none, gzip, snappy]
