@@ -1,0 +1,211 @@
+import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { StoreError } from '../common/errors'
+import { nodeDirName } from '../formats/store/layout'
+import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/metadata'
+import { MAX_METADATA_BYTES } from '../formats/store/metadata-io'
+import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff'
+import { ensureFreeSpace, freeBytesOf } from './disk-space'
+import { downloadFile, type DownloadContext } from './download-file'
+import type { FetchMetrics } from './fetch-metrics'
+import { local } from './local-io'
+import { parseManifest } from './manifest'
+import { ProgressTracker, type FetchProgress } from './progress'
+import { readSmall } from './read-small'
+import { openSource } from './sources/open-source'
+import type { FetchSource } from './sources/source'
+import { TokenBucket } from './token-bucket'
+
+export type { FetchProgress, FileProgress, FileState } from './progress'
+
+export interface FetchOptions {
+  /** Build output root: a path, file://, http:// or https:// URL. */
+  readonly source: string
+  /** When given, `source` must lie under one of these prefixes (else RO_BAD_REQUEST). */
+  readonly allowedSources?: readonly string[]
+  readonly nodeId: number
+  /** Directory to create and fill; must not exist yet. Its parent must exist and should
+   *  be on the file system of the live versions, so that going live is a rename. */
+  readonly destDir: string
+  /** This fetch's own limit, on top of `bucket`. */
+  readonly maxBytesPerSec?: number
+  /** Node-wide limit shared by every fetch of the node. */
+  readonly bucket?: TokenBucket
+  readonly signal?: AbortSignal
+  /** Files downloaded in parallel; default 4. */
+  readonly concurrency?: number
+  /** Retries per file in a row without new bytes (and checksum failures per file); default 5. */
+  readonly retries?: number
+  /** First retry delay, doubling up to 5 s; default 200 ms. */
+  readonly retryBaseDelayMs?: number
+  /** A download with no byte for this long is cut and retried; default 30000. */
+  readonly stallTimeoutMs?: number
+  /** Free space kept on top of the fetch; default 64 MiB. */
+  readonly freeSpaceMarginBytes?: number
+  /** Free bytes where destDir goes; default statfs of destDir's parent. */
+  readonly freeBytes?: () => Promise<number>
+  /** Refuse a manifest of another store or version. */
+  readonly expect?: { readonly store?: string; readonly version?: number }
+  readonly onProgress?: (p: FetchProgress) => void
+  readonly metrics?: FetchMetrics
+}
+
+const DEFAULT_MARGIN = 64 << 20
+
+/** Data files first, index files last, biggest first within each: an index names data
+ *  that must already be there, and starting big files early shortens the tail. */
+export function downloadOrder(files: readonly FileEntry[]): FileEntry[] {
+  const rank = (f: FileEntry): number => (f.name.endsWith('.data') ? 0 : 1)
+  return [...files].sort((a, b) => rank(a) - rank(b) || b.size - a.size || a.name.localeCompare(b.name))
+}
+
+function checkOptions(o: FetchOptions): void {
+  if (!Number.isSafeInteger(o.nodeId) || o.nodeId < 0) throw new RangeError(`nodeId must be a non-negative integer, got ${o.nodeId}`)
+  if (typeof o.destDir !== 'string' || o.destDir === '') throw new TypeError('destDir is required')
+  const positiveInt = (k: 'concurrency' | 'stallTimeoutMs' | 'retryBaseDelayMs', v: number | undefined): void => {
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new RangeError(`${k} must be a positive integer, got ${v}`)
+  }
+  positiveInt('concurrency', o.concurrency)
+  positiveInt('stallTimeoutMs', o.stallTimeoutMs)
+  positiveInt('retryBaseDelayMs', o.retryBaseDelayMs)
+  if (o.retries !== undefined && (!Number.isSafeInteger(o.retries) || o.retries < 0)) throw new RangeError(`retries must be >= 0, got ${o.retries}`)
+  if (o.maxBytesPerSec !== undefined && !(o.maxBytesPerSec > 0)) throw new RangeError(`maxBytesPerSec must be positive, got ${o.maxBytesPerSec}`)
+}
+
+/** Runs `work` over `items` with `concurrency` workers; the first failure stops the rest
+ *  (through `stop`) and is the one reported, once every worker has settled. */
+async function runPool<T>(items: readonly T[], concurrency: number, stop: AbortController, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  let first: { err: unknown } | undefined
+  const worker = async (): Promise<void> => {
+    while (!stop.signal.aborted && next < items.length) {
+      const item = items[next++] as T
+      try {
+        await work(item)
+      } catch (err) {
+        first ??= { err }
+        stop.abort()
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker))
+  if (first !== undefined) throw first.err
+  stop.signal.throwIfAborted()
+}
+
+/** Writes a file durably under its final name: .part, fsync, rename. */
+async function writeDurably(path: string, bytes: Buffer): Promise<void> {
+  const part = `${path}.part`
+  await writeFile(part, bytes)
+  const fh = await open(part, 'r+')
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+  await rename(part, path)
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r')
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+}
+
+/**
+ * Pulls one node's directory of a store version from a build output into `destDir`,
+ * verified and complete, or leaves nothing behind. Resolves with the manifest.
+ */
+export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
+  checkOptions(opts)
+  const started = performance.now()
+  const destDir = resolve(opts.destDir)
+  const retries = opts.retries ?? 5
+  const backoff: BackoffPolicy = { baseMs: opts.retryBaseDelayMs ?? DEFAULT_BACKOFF.baseMs, maxMs: DEFAULT_BACKOFF.maxMs }
+  const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000
+  const stop = new AbortController()
+  const signal = opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal])
+  const m = opts.metrics
+  let store = opts.expect?.store ?? ''
+  let source: FetchSource | undefined
+  let created = false
+  let progress: ProgressTracker | undefined
+  try {
+    if (opts.signal?.aborted) throw new StoreError('RO_ABORTED', 'aborted before start')
+    source = await openSource(opts.source, opts.allowedSources === undefined ? {} : { allowedSources: opts.allowedSources })
+    const sourceDir = nodeDirName(opts.nodeId)
+    const metaName = `${sourceDir}/${METADATA_FILE}`
+    const metaBytes = await readSmall(source, metaName, {
+      maxBytes: MAX_METADATA_BYTES,
+      signal,
+      retries,
+      backoff,
+      stallTimeoutMs,
+      onRetry: () => m?.retries.inc({ store }),
+    })
+    const meta = parseManifest(metaBytes, source.describe(metaName), { nodeId: opts.nodeId, ...opts.expect })
+    store = meta.store
+    m?.bytes.inc({ store }, metaBytes.length)
+    const filesBytes = meta.files.reduce((a, f) => a + f.size, 0)
+    await ensureFreeSpace(filesBytes + metaBytes.length, opts.freeSpaceMarginBytes ?? DEFAULT_MARGIN, opts.freeBytes ?? (() => freeBytesOf(dirname(destDir))), dirname(destDir))
+    try {
+      await mkdir(destDir)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'EEXIST') throw new StoreError('RO_CONFLICT', `${destDir} already exists; a fetch fills a new directory only`, { cause: err })
+      throw new StoreError('RO_IO', `cannot create ${destDir}: ${(err as Error).message}`, { cause: err })
+    }
+    created = true
+    const order = downloadOrder(meta.files)
+    progress = new ProgressTracker(order, opts.onProgress)
+    const buckets: TokenBucket[] = []
+    if (opts.maxBytesPerSec !== undefined) buckets.push(new TokenBucket(opts.maxBytesPerSec))
+    if (opts.bucket !== undefined) buckets.push(opts.bucket)
+    const ctx: DownloadContext = {
+      source,
+      sourceDir,
+      destDir,
+      algorithm: meta.checksumAlgorithm,
+      buckets,
+      signal,
+      retries,
+      backoff,
+      stallTimeoutMs,
+      progress,
+      onBytes: (n) => m?.bytes.inc({ store }, n),
+      onRetry: () => m?.retries.inc({ store }),
+      onChecksumFailure: () => m?.checksumFailures.inc({ store }),
+    }
+    await runPool(order, opts.concurrency ?? 4, stop, (entry) => downloadFile(ctx, entry))
+    signal.throwIfAborted()
+    // Last: a directory with metadata.json in it is a complete one.
+    await local(`writing ${METADATA_FILE} in ${destDir}`, () => writeDurably(join(destDir, METADATA_FILE), metaBytes))
+    await local(`syncing ${destDir}`, async () => {
+      await fsyncDir(destDir)
+      await fsyncDir(dirname(destDir))
+    })
+    progress.final()
+    m?.duration.observe({ result: 'ok' }, (performance.now() - started) / 1000)
+    return meta
+  } catch (err) {
+    stop.abort()
+    const failure = toStoreError(err, opts.signal, opts.source)
+    progress?.final()
+    // Best effort: the error worth reporting is the one that failed the fetch.
+    if (created) await rm(destDir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined)
+    m?.duration.observe({ result: failure.code }, (performance.now() - started) / 1000)
+    throw failure
+  } finally {
+    source?.close?.()
+  }
+}
+
+function toStoreError(err: unknown, signal: AbortSignal | undefined, source: string): StoreError {
+  // Whatever the abort broke on its way (a socket, a throttle wait), the cause is the abort.
+  if (signal?.aborted) return new StoreError('RO_ABORTED', `fetch from ${source} aborted`, { cause: err })
+  if (err instanceof StoreError) return err
+  return new StoreError('RO_FETCH_FAILED', `fetch from ${source} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+}

@@ -1,0 +1,11 @@
+/** The fetcher's public surface: what server, swapper and CLI import. */
+export { fetchVersion, downloadOrder, type FetchOptions, type FetchProgress, type FileProgress, type FileState } from './fetch-job'
+export { registerFetchMetrics, type FetchMetrics } from './fetch-metrics'
+export { TokenBucket } from './token-bucket'
+export { throttle } from './throttle'
+export { checksumStream } from './checksum-stream'
+export { parseManifest, type ManifestExpectations } from './manifest'
+export { openSource, type OpenSourceOptions } from './sources/open-source'
+export { FileSource } from './sources/file'
+export { HttpSource } from './sources/http'
+export { RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './sources/source'
