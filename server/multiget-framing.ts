@@ -1,0 +1,89 @@
+import { StoreError } from '../common/errors'
+import { MAX_KEY_BYTES } from '../formats/input/types'
+
+/**
+ * Binary framing of `POST /stores/<store>/multi-get`, safe for any key and value bytes.
+ *
+ *   request  = *( keyLen:u32be  key:keyLen bytes )
+ *   response = *( status:u32be  [value:status bytes] )   one frame per requested key, in order
+ *              status = 0xFFFFFFFF: the key is absent (no value bytes follow)
+ *              otherwise: the value's length, followed by the value
+ *
+ * Pure functions; the client side of the wire uses encodeKeys/decodeValues.
+ */
+export const ABSENT = 0xffffffff
+export const MAX_MULTIGET_BODY_BYTES = 16 << 20
+export const MAX_MULTIGET_KEYS = 10_000
+
+export function encodeKeys(keys: readonly (Uint8Array | string)[]): Buffer {
+  const bufs = keys.map((k) => (typeof k === 'string' ? Buffer.from(k, 'utf8') : Buffer.from(k.buffer, k.byteOffset, k.byteLength)))
+  const out = Buffer.allocUnsafe(bufs.reduce((n, b) => n + 4 + b.length, 0))
+  let at = 0
+  for (const b of bufs) {
+    out.writeUInt32BE(b.length, at)
+    b.copy(out, at + 4)
+    at += 4 + b.length
+  }
+  return out
+}
+
+/**
+ * The keys of a request body (views into `body`). RO_BAD_REQUEST when the framing is
+ * broken, RO_TOO_LARGE for too many keys or a key longer than MAX_KEY_BYTES.
+ */
+export function decodeKeys(body: Buffer, maxKeys = MAX_MULTIGET_KEYS, maxKeyBytes = MAX_KEY_BYTES): Buffer[] {
+  const keys: Buffer[] = []
+  let at = 0
+  while (at < body.length) {
+    if (body.length - at < 4) throw new StoreError('RO_BAD_REQUEST', `multi-get body: truncated key length at byte ${at}`)
+    const len = body.readUInt32BE(at)
+    if (len > maxKeyBytes) throw new StoreError('RO_TOO_LARGE', `multi-get key ${keys.length} has ${len} bytes, more than ${maxKeyBytes}`)
+    if (body.length - at - 4 < len) throw new StoreError('RO_BAD_REQUEST', `multi-get body: key ${keys.length} runs past the end of the body`)
+    if (keys.length === maxKeys) throw new StoreError('RO_TOO_LARGE', `multi-get: more than ${maxKeys} keys`)
+    keys.push(body.subarray(at + 4, at + 4 + len))
+    at += 4 + len
+  }
+  return keys
+}
+
+/** The frame header of one value; the value bytes (if any) follow it. */
+export function valueHeader(value: Uint8Array | undefined): Buffer {
+  const h = Buffer.allocUnsafe(4)
+  if (value === undefined) h.writeUInt32BE(ABSENT, 0)
+  else {
+    if (value.length >= ABSENT) throw new RangeError('value too large for the multi-get framing')
+    h.writeUInt32BE(value.length, 0)
+  }
+  return h
+}
+
+export function encodeValues(values: readonly (Uint8Array | undefined)[]): Buffer {
+  const parts: Uint8Array[] = []
+  for (const v of values) {
+    parts.push(valueHeader(v))
+    if (v !== undefined) parts.push(v)
+  }
+  return Buffer.concat(parts)
+}
+
+/** Decode a response body; `expected` (the number of keys sent) is checked when given. */
+export function decodeValues(body: Buffer, expected?: number): (Buffer | undefined)[] {
+  const out: (Buffer | undefined)[] = []
+  let at = 0
+  while (at < body.length) {
+    if (body.length - at < 4) throw new StoreError('RO_CORRUPT', `multi-get response: truncated frame at byte ${at}`)
+    const status = body.readUInt32BE(at)
+    at += 4
+    if (status === ABSENT) {
+      out.push(undefined)
+      continue
+    }
+    if (body.length - at < status) throw new StoreError('RO_CORRUPT', `multi-get response: value ${out.length} runs past the end`)
+    out.push(body.subarray(at, at + status))
+    at += status
+  }
+  if (expected !== undefined && out.length !== expected) {
+    throw new StoreError('RO_CORRUPT', `multi-get response: ${out.length} values for ${expected} keys`)
+  }
+  return out
+}

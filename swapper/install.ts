@@ -1,0 +1,114 @@
+import { constants } from 'node:fs'
+import { copyFile, link, lstat, mkdir, open } from 'node:fs/promises'
+import { isAbsolute, join } from 'node:path'
+import { StoreError } from '../common/errors'
+import { METADATA_FILE, type StoreMetadata } from '../formats/store/metadata'
+import { readMetadata } from '../formats/store/metadata-io'
+import { fsyncDir } from './live-pointer'
+
+function ioError(what: string, err: unknown): StoreError {
+  const code = (err as NodeJS.ErrnoException).code
+  if (code === 'ENOSPC') return new StoreError('RO_NO_SPACE', `${what}: no space left on device`, { cause: err })
+  return new StoreError('RO_IO', `${what}: ${(err as Error).message}`, { cause: err })
+}
+
+/**
+ * metadata.json of a node directory, validated (readMetadata). A directory without one
+ * is RO_NOT_FOUND; a symlinked metadata.json is refused.
+ */
+export async function readNodeMetadata(dir: string): Promise<StoreMetadata> {
+  const path = join(dir, METADATA_FILE)
+  let st
+  try {
+    st = await lstat(path)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new StoreError('RO_NOT_FOUND', `${dir} is not a node directory: no ${METADATA_FILE}`)
+    }
+    throw ioError(`cannot read ${path}`, err)
+  }
+  if (!st.isFile()) throw new StoreError('RO_BAD_FORMAT', `${path} is not a regular file`)
+  return readMetadata(dir)
+}
+
+export interface StageOptions {
+  /** Hard-link the files instead of copying them (falls back to a copy across file systems). */
+  readonly link?: boolean
+  readonly signal?: AbortSignal
+  readonly onProgress?: (p: { readonly bytesDone: number; readonly bytesTotal: number; readonly file: string }) => void
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new StoreError('RO_ABORTED', 'cancelled')
+}
+
+async function fsyncFile(path: string): Promise<void> {
+  const fh = await open(path, 'r')
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+}
+
+/**
+ * Copy (or hard-link) the node directory `src` into the new directory `dest`: every
+ * file listed in its metadata, then metadata.json, each fsynced, then `dest` itself.
+ * Only regular files named in the metadata are taken (no symlinks, no other files).
+ * Copies use copy-on-write clones where the file system has them. Cancellable between
+ * files. Returns the metadata read from `src`.
+ */
+export async function stageNodeDir(src: string, dest: string, opts: StageOptions = {}): Promise<StoreMetadata> {
+  if (!isAbsolute(src)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
+  const meta = await readNodeMetadata(src)
+  const bytesTotal = meta.files.reduce((n, f) => n + f.size, 0)
+  let bytesDone = 0
+  try {
+    await mkdir(dest)
+  } catch (err) {
+    throw ioError(`cannot create ${dest}`, err)
+  }
+  const names = [...meta.files.map((f) => f.name), METADATA_FILE]
+  for (const name of names) {
+    throwIfAborted(opts.signal)
+    const from = join(src, name)
+    const to = join(dest, name)
+    let st
+    try {
+      st = await lstat(from)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new StoreError('RO_CORRUPT', `${from} is listed in the metadata but missing`)
+      }
+      throw ioError(`cannot read ${from}`, err)
+    }
+    if (!st.isFile()) throw new StoreError('RO_BAD_FORMAT', `${from} is not a regular file`)
+    const entry = meta.files.find((f) => f.name === name)
+    if (entry && entry.size !== st.size) {
+      throw new StoreError('RO_CORRUPT', `${from} has ${st.size} bytes, the metadata says ${entry.size}`)
+    }
+    let linked = false
+    if (opts.link) {
+      try {
+        await link(from, to)
+        linked = true
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK') throw ioError(`cannot link ${from}`, err)
+      }
+    }
+    try {
+      if (!linked) {
+        await copyFile(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE)
+        await fsyncFile(to)
+      }
+    } catch (err) {
+      throw ioError(`cannot copy ${from}`, err)
+    }
+    if (entry) bytesDone += entry.size
+    opts.onProgress?.({ bytesDone, bytesTotal, file: name })
+  }
+  await fsyncDir(dest)
+  return meta
+}

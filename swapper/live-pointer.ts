@@ -1,0 +1,66 @@
+import { open, readFile, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { StoreError } from '../common/errors'
+import { crashPoint } from './crash-points'
+import { LIVE_FILE, parseVersionText, tmpName } from './versions'
+
+/**
+ * The crash-safe pointer to the live version: `DIR/<store>/LIVE` holds the version number
+ * in decimal. It is replaced, never edited: write a temp file, fsync it, rename it over
+ * LIVE, fsync the directory. A reader of the directory sees the old pointer or the new
+ * one, before and after a crash; a temp file left by a crash is a `.tmp-*` that recovery
+ * removes.
+ */
+
+/** fsync a directory so a rename or unlink inside it is durable. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r')
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+}
+
+/** Replace `dir/name` with `content` atomically (temp + fsync + rename + fsync dir). */
+export async function writeFileAtomic(dir: string, name: string, content: string | Uint8Array): Promise<void> {
+  const tmp = join(dir, tmpName('file'))
+  try {
+    const fh = await open(tmp, 'wx', 0o644)
+    try {
+      await fh.writeFile(content)
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+    crashPoint('pointer:temp-written')
+    await rename(tmp, join(dir, name))
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined)
+    throw new StoreError('RO_IO', `cannot write ${join(dir, name)}: ${(err as Error).message}`, { cause: err })
+  }
+  crashPoint('pointer:renamed')
+  await fsyncDir(dir)
+}
+
+export async function writeLivePointer(storeDir: string, version: number): Promise<void> {
+  await writeFileAtomic(storeDir, LIVE_FILE, `${version}\n`)
+}
+
+export type PointerState =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'ok'; readonly version: number }
+  | { readonly kind: 'invalid'; readonly text: string }
+
+/** What LIVE says: absent, a version, or something unreadable (never written by rostore). */
+export async function readLivePointer(storeDir: string): Promise<PointerState> {
+  let text: string
+  try {
+    text = await readFile(join(storeDir, LIVE_FILE), 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'absent' }
+    throw new StoreError('RO_IO', `cannot read ${join(storeDir, LIVE_FILE)}: ${(err as Error).message}`, { cause: err })
+  }
+  const version = text.length <= 32 ? parseVersionText(text) : undefined
+  return version === undefined ? { kind: 'invalid', text: text.slice(0, 32) } : { kind: 'ok', version }
+}

@@ -1,0 +1,507 @@
+import { mkdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
+import { isAbsolute, join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { errorMessage, StoreError } from '../common/errors'
+import type { StoreMetadata } from '../formats/store/metadata'
+import type { StoreReader } from '../formats/store/store-reader-api'
+import { crashPoint } from './crash-points'
+import { silentLogger, type SwapHooks, type SwapKind, type SwapLogger, type SwapResult } from './events'
+import { readNodeMetadata, stageNodeDir, type StageOptions } from './install'
+import { LiveStore } from './live-store'
+import { fsyncDir, writeFileAtomic, writeLivePointer } from './live-pointer'
+import { recoverStoreDir } from './recover'
+import {
+  checkStoreName,
+  isValidVersion,
+  previousVersion,
+  retentionVictims,
+  sortVersions,
+  STALE_FILE,
+  tmpName,
+  trashName,
+  versionDirName,
+} from './versions'
+
+export const DEFAULT_KEEP_VERSIONS = 2
+
+export type OpenReader = (dir: string) => Promise<StoreReader>
+export type VerifyDir = (dir: string) => Promise<unknown>
+
+/** The real reader and verifier, loaded on first use. */
+export const defaultOpenReader: OpenReader = async (dir) => (await import('../formats/store/store-reader')).openStore(dir)
+export const defaultVerify: VerifyDir = async (dir) => (await import('../formats/store/verify')).verifyStore(dir)
+
+export interface StoreVersionsOptions {
+  readonly dataDir: string
+  readonly store: string
+  /** When set, versions built for another node are refused. */
+  readonly nodeId?: number
+  /** Backups kept besides the live version (default 2). */
+  readonly keepVersions?: number
+  /** Create the store directory when missing (a store arriving with its first install). */
+  readonly create?: boolean
+  readonly openReader?: OpenReader
+  readonly verify?: VerifyDir
+  readonly log?: SwapLogger
+  readonly hooks?: SwapHooks
+}
+
+export interface StaleMark {
+  readonly reason: string
+  readonly since: string
+}
+
+export interface VersionInfo {
+  readonly version: number
+  readonly live: boolean
+  readonly records: number
+  readonly sizeBytes: number
+  readonly createdAt: string
+}
+
+export interface InstallResult {
+  readonly store: string
+  readonly version: number
+  readonly records: number
+  readonly sizeBytes: number
+  readonly elapsedMs: number
+}
+
+/**
+ * The versions of one store on one node: the on-disk directories, the LIVE pointer, the
+ * STALE marker and the in-memory `LiveStore`. All changes (install, swap, rollback,
+ * delete, retention) run one at a time per store; reads never wait for them.
+ *
+ * Swap: open the new version's reader first (which loads and checks its index), flip
+ * LIVE (write temp + fsync + rename + fsync dir), then replace the in-memory reader.
+ * The old reader closes once its in-flight requests have released it. Old versions
+ * beyond the retention are deleted afterwards, off the request path.
+ */
+export class StoreVersions {
+  readonly live: LiveStore
+  readonly storeDir: string
+  private pointer: number | undefined
+  private readonly present = new Set<number>()
+  private readonly metaCache = new Map<number, StoreMetadata>()
+  private staleMark: StaleMark | undefined
+  private lock: Promise<unknown> = Promise.resolve()
+  private retention: Promise<void> | undefined
+  private retentionAgain = false
+  private closed = false
+  private loadErrorMessage: string | undefined
+  readonly keepVersions: number
+  private readonly openReader: OpenReader
+  private readonly verify: VerifyDir
+  private readonly log: SwapLogger
+  private readonly hooks: SwapHooks
+
+  private constructor(private readonly opts: StoreVersionsOptions) {
+    this.storeDir = join(opts.dataDir, opts.store)
+    this.keepVersions = opts.keepVersions ?? DEFAULT_KEEP_VERSIONS
+    if (!Number.isSafeInteger(this.keepVersions) || this.keepVersions < 0) {
+      throw new RangeError(`keepVersions must be a non-negative integer, got ${this.keepVersions}`)
+    }
+    this.openReader = opts.openReader ?? defaultOpenReader
+    this.verify = opts.verify ?? defaultVerify
+    this.log = opts.log ?? silentLogger
+    this.hooks = opts.hooks ?? {}
+    this.live = new LiveStore(opts.store, {
+      onReaderClosed: (version, err) => {
+        if (err !== undefined) this.log.warn('reader-close-failed', { store: this.store, version, error: errorMessage(err) })
+      },
+    })
+  }
+
+  /** Recover the store directory, then open its live version (if any). */
+  static async open(opts: StoreVersionsOptions): Promise<StoreVersions> {
+    checkStoreName(opts.store)
+    const sv = new StoreVersions(opts)
+    if (opts.create) await mkdir(sv.storeDir, { recursive: true })
+    const rec = await recoverStoreDir(sv.storeDir)
+    if (rec.removed.length > 0) sv.log.info('recovered', { store: sv.store, removed: rec.removed })
+    if (rec.repaired) sv.log.warn('live-pointer-repaired', { store: sv.store, reason: rec.repaired })
+    if (rec.incomplete.length > 0) {
+      sv.log.warn('incomplete-versions', { store: sv.store, versions: rec.incomplete, reason: 'no metadata.json; ignored' })
+    }
+    for (const v of rec.versions) sv.present.add(v)
+    sv.pointer = rec.live
+    sv.staleMark = await sv.readStale()
+    if (rec.live !== undefined) {
+      try {
+        const reader = await sv.openChecked(rec.live)
+        void sv.live.replace(reader)
+      } catch (err) {
+        sv.loadErrorMessage = errorMessage(err)
+        sv.log.error('open-live-failed', { store: sv.store, version: rec.live, error: sv.loadErrorMessage })
+      }
+    }
+    // A crash between a flip and its retention may have left too many versions.
+    sv.scheduleRetention()
+    return sv
+  }
+
+  get store(): string {
+    return this.opts.store
+  }
+
+  /** The live version according to LIVE (even when its reader failed to open). */
+  get liveVersion(): number | undefined {
+    return this.pointer
+  }
+
+  /** Why the live version could not be opened at startup, if it could not. */
+  get loadError(): string | undefined {
+    return this.loadErrorMessage
+  }
+
+  get stale(): StaleMark | undefined {
+    return this.staleMark
+  }
+
+  /** Versions on disk, ascending (kept in memory: only this object changes the directory). */
+  versions(): number[] {
+    return sortVersions(this.present)
+  }
+
+  /** Metadata of a present version, read once (version directories are immutable). */
+  async versionMetadata(version: number): Promise<StoreMetadata> {
+    const cached = this.metaCache.get(version)
+    if (cached) return cached
+    if (!this.present.has(version)) throw this.noSuchVersion(version)
+    const meta = await readNodeMetadata(this.versionDir(version))
+    this.metaCache.set(version, meta)
+    return meta
+  }
+
+  async listVersions(): Promise<VersionInfo[]> {
+    const out: VersionInfo[] = []
+    for (const v of this.versions()) {
+      try {
+        const meta = await this.versionMetadata(v)
+        const st = await stat(this.versionDir(v))
+        out.push({
+          version: v,
+          live: v === this.pointer,
+          records: meta.records,
+          sizeBytes: sizeOf(meta),
+          createdAt: st.mtime.toISOString(),
+        })
+      } catch (err) {
+        // Deleted meanwhile by retention: not listed.
+        if (this.present.has(v)) throw err
+      }
+    }
+    return out
+  }
+
+  versionDir(version: number): string {
+    return join(this.storeDir, versionDirName(version))
+  }
+
+  /**
+   * Copy (or link) the node directory `src` into staging, verify it (checksums and
+   * structure), check it belongs to this store and node, and rename it to
+   * `version-<V>`. It does not go live: call swap().
+   */
+  async install(src: string, opts: StageOptions = {}): Promise<InstallResult> {
+    const t0 = performance.now()
+    this.checkOpen()
+    if (!isAbsolute(src)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
+    const srcMeta = await readNodeMetadata(src)
+    this.checkBelongs(srcMeta, src)
+    if (this.present.has(srcMeta.version)) {
+      throw new StoreError('RO_CONFLICT', `store ${this.store} already has version ${srcMeta.version}`)
+    }
+    const staging = join(this.storeDir, tmpName('install'))
+    try {
+      await stageNodeDir(src, staging, opts)
+      crashPoint('install:staged')
+      const meta = await this.adopt(staging, { signal: opts.signal, expectVersion: srcMeta.version })
+      return {
+        store: this.store,
+        version: meta.version,
+        records: meta.records,
+        sizeBytes: sizeOf(meta),
+        elapsedMs: performance.now() - t0,
+      }
+    } finally {
+      await rm(staging, { recursive: true, force: true }).catch(() => undefined)
+    }
+  }
+
+  /** A fresh staging directory path inside the store directory (for fetches). */
+  stagingPath(kind: string): string {
+    return join(this.storeDir, tmpName(kind))
+  }
+
+  /**
+   * Verify a complete node directory staged inside the store directory and rename it
+   * to `version-<V>`. The caller removes `staging` if this throws.
+   */
+  async adopt(staging: string, opts: { signal?: AbortSignal; expectVersion?: number } = {}): Promise<StoreMetadata> {
+    this.checkOpen()
+    await this.verify(staging)
+    const meta = await readNodeMetadata(staging)
+    this.checkBelongs(meta, staging)
+    if (opts.expectVersion !== undefined && meta.version !== opts.expectVersion) {
+      throw new StoreError('RO_CONFLICT', `the metadata changed during the install (version ${meta.version})`)
+    }
+    crashPoint('install:verified')
+    await this.exclusive(async () => {
+      if (opts.signal?.aborted) throw new StoreError('RO_ABORTED', 'cancelled')
+      if (this.present.has(meta.version)) {
+        throw new StoreError('RO_CONFLICT', `store ${this.store} already has version ${meta.version}`)
+      }
+      try {
+        await rename(staging, this.versionDir(meta.version))
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        if (code === 'ENOTEMPTY' || code === 'EEXIST') {
+          throw new StoreError('RO_CONFLICT', `store ${this.store} already has version ${meta.version}`)
+        }
+        throw new StoreError('RO_IO', `cannot rename ${staging}: ${errorMessage(err)}`, { cause: err })
+      }
+      await fsyncDir(this.storeDir)
+      this.present.add(meta.version)
+      this.metaCache.set(meta.version, meta)
+    })
+    crashPoint('install:renamed')
+    this.log.info('installed', { store: this.store, version: meta.version, records: meta.records })
+    return meta
+  }
+
+  /** Make a present version live (also "roll forward" to a version rolled back from). */
+  async swap(version: number): Promise<SwapResult> {
+    if (!isValidVersion(version)) throw new StoreError('RO_BAD_REQUEST', 'version must be a positive integer')
+    return this.exclusive(() => this.flip(version, 'swap'))
+  }
+
+  /**
+   * Back to the newest version older than the live one, or to the named version. The
+   * version rolled back from is kept, so a swap can go forward to it again.
+   */
+  rollback(to?: number): Promise<SwapResult> {
+    return this.exclusive(async () => {
+      const live = this.pointer
+      if (live === undefined) throw new StoreError('RO_CONFLICT', `store ${this.store} has no live version to roll back from`)
+      let target = to
+      if (target === undefined) {
+        target = previousVersion(this.versions(), live)
+        if (target === undefined) {
+          throw new StoreError(
+            'RO_CONFLICT',
+            `store ${this.store} has no version older than the live version ${live} to roll back to`,
+          )
+        }
+      } else if (target === live) {
+        throw new StoreError('RO_CONFLICT', `version ${target} of store ${this.store} is already live`)
+      }
+      return this.flip(target, 'rollback')
+    })
+  }
+
+  /** Delete a version that is not live (rename to .trash-*, then remove). */
+  deleteVersion(version: number): Promise<void> {
+    return this.exclusive(async () => {
+      if (!this.present.has(version)) throw this.noSuchVersion(version)
+      if (version === this.pointer) {
+        throw new StoreError('RO_CONFLICT', `version ${version} of store ${this.store} is live; swap or roll back first`)
+      }
+      const trash = await this.trashVersion(version)
+      crashPoint('delete:trashed')
+      await fsyncDir(this.storeDir)
+      await rm(trash, { recursive: true, force: true })
+      this.log.info('version-deleted', { store: this.store, version })
+      this.hooks.onVersionsDeleted?.(this.store, [version])
+    })
+  }
+
+  /** Mark the store stale (reads answer 503) or clear the mark; kept on disk as STALE. */
+  setStale(reason: string | undefined): Promise<StaleMark | undefined> {
+    return this.exclusive(async () => {
+      if (reason === undefined) {
+        try {
+          await unlink(join(this.storeDir, STALE_FILE))
+          await fsyncDir(this.storeDir)
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+        }
+        this.staleMark = undefined
+      } else {
+        const mark: StaleMark = { reason, since: new Date().toISOString() }
+        await writeFileAtomic(this.storeDir, STALE_FILE, `${JSON.stringify(mark)}\n`)
+        this.staleMark = mark
+      }
+      this.log.info(reason === undefined ? 'stale-cleared' : 'stale-set', { store: this.store, reason })
+      return this.staleMark
+    })
+  }
+
+  /** Resolves when no change and no retention is running or scheduled. */
+  async idle(): Promise<void> {
+    for (;;) {
+      const lock = this.lock
+      const retention = this.retention
+      await lock.catch(() => undefined)
+      await retention
+      if (lock === this.lock && retention === this.retention) return
+    }
+  }
+
+  /** Stop accepting changes, wait for running ones, close the reader once drained. */
+  async close(): Promise<void> {
+    this.closed = true
+    await this.idle()
+    await this.live.close()
+  }
+
+  // ---------------------------------------------------------------------------------
+
+  private async flip(version: number, kind: SwapKind): Promise<SwapResult> {
+    this.checkOpen()
+    const t0 = performance.now()
+    const from = this.pointer
+    if (!this.present.has(version)) throw this.noSuchVersion(version)
+    if (version === from && this.live.version === version) {
+      return { store: this.store, kind, from, to: version, changed: false, elapsedMs: 0, flipMs: 0 }
+    }
+    const reader = await this.openChecked(version)
+    const t1 = performance.now()
+    try {
+      crashPoint('swap:opened')
+      await writeLivePointer(this.storeDir, version)
+    } catch (err) {
+      closeQuietly(reader)
+      throw err
+    }
+    crashPoint('swap:flipped')
+    this.pointer = version
+    this.loadErrorMessage = undefined
+    void this.live.replace(reader)
+    const t2 = performance.now()
+    const result: SwapResult = { store: this.store, kind, from, to: version, changed: true, elapsedMs: t2 - t0, flipMs: t2 - t1 }
+    this.log.info(kind, { store: this.store, from, to: version, elapsedMs: round(result.elapsedMs) })
+    this.hooks.onSwap?.(result)
+    this.scheduleRetention()
+    return result
+  }
+
+  /** Open a version's reader and check it is the version and store it claims to be. */
+  private async openChecked(version: number): Promise<StoreReader> {
+    const reader = await this.openReader(this.versionDir(version))
+    const m = reader.metadata
+    if (m.store !== this.store || m.version !== version) {
+      closeQuietly(reader)
+      throw new StoreError(
+        'RO_CORRUPT',
+        `${this.versionDir(version)} holds store ${JSON.stringify(m.store)} version ${m.version}`,
+      )
+    }
+    if (this.opts.nodeId !== undefined && m.nodeId !== this.opts.nodeId) {
+      closeQuietly(reader)
+      throw new StoreError('RO_CONFLICT', `${this.versionDir(version)} was built for node ${m.nodeId}, this is node ${this.opts.nodeId}`)
+    }
+    return reader
+  }
+
+  private checkBelongs(meta: StoreMetadata, dir: string): void {
+    if (meta.store !== this.store) {
+      throw new StoreError('RO_CONFLICT', `${dir} holds store ${JSON.stringify(meta.store)}, not ${JSON.stringify(this.store)}`)
+    }
+    if (this.opts.nodeId !== undefined && meta.nodeId !== this.opts.nodeId) {
+      throw new StoreError('RO_CONFLICT', `${dir} was built for node ${meta.nodeId}, this is node ${this.opts.nodeId}`)
+    }
+  }
+
+  private async trashVersion(version: number): Promise<string> {
+    const trash = join(this.storeDir, trashName(versionDirName(version)))
+    await rename(this.versionDir(version), trash)
+    this.present.delete(version)
+    this.metaCache.delete(version)
+    return trash
+  }
+
+  /** Run retention soon, off the caller's path; coalesces repeated requests. */
+  private scheduleRetention(): void {
+    if (this.retention) {
+      this.retentionAgain = true
+      return
+    }
+    this.retention = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(async () => {
+        do {
+          this.retentionAgain = false
+          // Let requests still reading a replaced version finish before its files go.
+          await this.live.drained()
+          await this.exclusive(() => this.applyRetention())
+        } while (this.retentionAgain && !this.closed)
+      })
+      .catch((err) => this.log.error('retention-failed', { store: this.store, error: errorMessage(err) }))
+      .finally(() => {
+        this.retention = undefined
+      })
+  }
+
+  private async applyRetention(): Promise<void> {
+    const live = this.pointer
+    if (live === undefined) return
+    const victims = retentionVictims(this.versions(), live, this.keepVersions)
+    if (victims.length === 0) return
+    const trashes: string[] = []
+    for (const v of victims) {
+      trashes.push(await this.trashVersion(v))
+      crashPoint('retention:trashed')
+    }
+    await fsyncDir(this.storeDir)
+    for (const t of trashes) await rm(t, { recursive: true, force: true })
+    this.log.info('retention', { store: this.store, live, deleted: victims, kept: this.versions() })
+    this.hooks.onVersionsDeleted?.(this.store, victims)
+  }
+
+  private async readStale(): Promise<StaleMark | undefined> {
+    let text: string
+    try {
+      text = await readFile(join(this.storeDir, STALE_FILE), 'utf8')
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw err
+    }
+    try {
+      const parsed = JSON.parse(text) as Partial<StaleMark>
+      return { reason: String(parsed.reason ?? 'stale'), since: String(parsed.since ?? '') }
+    } catch {
+      return { reason: 'stale', since: '' }
+    }
+  }
+
+  /** Run `fn` after every change queued before it; the queue survives failures. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(fn, fn)
+    this.lock = run.catch(() => undefined)
+    return run
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new StoreError('RO_UNAVAILABLE', `store ${this.store} is shutting down`)
+  }
+
+  private noSuchVersion(version: number): StoreError {
+    return new StoreError('RO_NOT_FOUND', `store ${this.store} has no version ${version}`)
+  }
+}
+
+export function sizeOf(meta: StoreMetadata): number {
+  return meta.files.reduce((n, f) => n + f.size, 0)
+}
+
+function closeQuietly(reader: StoreReader): void {
+  try {
+    reader.close()
+  } catch {
+    // already failing; the first error is the one reported
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000
+}

@@ -1,0 +1,71 @@
+import type { IncomingMessage } from 'node:http'
+import { AdminAuth, AdminDisabledError } from '../../../server/auth'
+import { isJobId, Jobs } from '../../../server/jobs'
+import { StoreError } from '../../../common/errors'
+
+const req = (authorization?: string): IncomingMessage => ({ headers: authorization === undefined ? {} : { authorization } }) as IncomingMessage
+
+describe('AdminAuth', () => {
+  test('accepts exactly the token', () => {
+    const a = new AdminAuth('s3cret-token-value')
+    expect(a.enabled).toBe(true)
+    expect(() => a.check(req('Bearer s3cret-token-value'))).not.toThrow()
+    expect(() => a.check(req('bearer s3cret-token-value'))).not.toThrow()
+    for (const bad of [undefined, '', 'Bearer', 'Bearer ', 'Bearer s3cret-token-valuE', 'Bearer s3cret-token-value2', 'Basic s3cret-token-value', 's3cret-token-value', 'Bearer s3cret token-value']) {
+      expect(() => a.check(req(bad))).toThrow(expect.objectContaining({ code: 'RO_UNAUTHORIZED' }))
+    }
+  })
+
+  test('without a token admin is disabled, not open', () => {
+    for (const t of [undefined, '']) {
+      const a = new AdminAuth(t)
+      expect(a.enabled).toBe(false)
+      expect(() => a.check(req('Bearer '))).toThrow(AdminDisabledError)
+      expect(() => a.check(req())).toThrow(AdminDisabledError)
+    }
+  })
+})
+
+describe('Jobs', () => {
+  test('success, failure, cancel, lookup', async () => {
+    const finished: string[] = []
+    const jobs = new Jobs({ onFinish: (j) => finished.push(`${j.kind}:${j.state}`) })
+    const ok = jobs.start('install', 's', async ({ progress }) => {
+      progress({ n: 1 })
+      return { version: 3 }
+    })
+    expect(isJobId(ok.id)).toBe(true)
+    expect(ok.state).toBe('running')
+    expect(await jobs.wait(ok.id)).toMatchObject({ state: 'succeeded', result: { version: 3 }, progress: { n: 1 } })
+
+    const bad = jobs.start('install', 's', async () => {
+      throw new StoreError('RO_CHECKSUM_MISMATCH', 'nope')
+    })
+    expect(await jobs.wait(bad.id)).toMatchObject({ state: 'failed', error: { code: 'RO_CHECKSUM_MISMATCH', message: 'nope' } })
+
+    const slow = jobs.start('fetch', 's', ({ signal }) =>
+      new Promise((_, reject) => signal.addEventListener('abort', () => reject(new StoreError('RO_ABORTED', 'x')))),
+    )
+    expect(jobs.running().map((j) => j.id)).toEqual([slow.id])
+    jobs.cancel(slow.id)
+    expect(await jobs.wait(slow.id)).toMatchObject({ state: 'cancelled' })
+    expect(() => jobs.cancel(slow.id)).toThrow(expect.objectContaining({ code: 'RO_CONFLICT' }))
+    expect(() => jobs.cancel('00000000-0000-0000-0000-000000000000')).toThrow(expect.objectContaining({ code: 'RO_NOT_FOUND' }))
+    expect(finished).toEqual(['install:succeeded', 'install:failed', 'fetch:cancelled'])
+    expect(isJobId('../x')).toBe(false)
+  })
+
+  test('bounded running jobs and remembered finished jobs', async () => {
+    const jobs = new Jobs({ maxRunning: 2, maxFinished: 3 })
+    const gates: (() => void)[] = []
+    const hold = (): Promise<void> => new Promise((r) => gates.push(r))
+    jobs.start('a', 's', hold)
+    jobs.start('a', 's', hold)
+    expect(() => jobs.start('a', 's', hold)).toThrow(expect.objectContaining({ code: 'RO_CONFLICT' }))
+    await new Promise((r) => setImmediate(r))
+    gates.forEach((g) => g())
+    await jobs.cancelAll()
+    for (let i = 0; i < 5; i++) await jobs.wait(jobs.start('b', 's', async () => i).id)
+    expect(jobs.list().length).toBe(3)
+  })
+})

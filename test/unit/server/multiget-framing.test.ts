@@ -1,0 +1,40 @@
+import fc from 'fast-check'
+import { ABSENT, decodeKeys, decodeValues, encodeKeys, encodeValues } from '../../../server/multiget-framing'
+
+describe('multi-get framing', () => {
+  test('keys round-trip, any bytes', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 50 }), (keys) => {
+        const decoded = decodeKeys(encodeKeys(keys))
+        expect(decoded.map((k) => [...k])).toEqual(keys.map((k) => [...k]))
+      }),
+    )
+  })
+
+  test('values round-trip, absent distinct from empty', () => {
+    fc.assert(
+      fc.property(fc.array(fc.option(fc.uint8Array({ maxLength: 64 }), { nil: undefined }), { maxLength: 50 }), (vals) => {
+        const decoded = decodeValues(encodeValues(vals), vals.length)
+        expect(decoded.map((v) => (v === undefined ? null : [...v]))).toEqual(vals.map((v) => (v === undefined ? null : [...v])))
+      }),
+    )
+    expect(encodeValues([undefined, Buffer.alloc(0)])).toEqual(Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]))
+    expect(ABSENT).toBe(0xffffffff)
+  })
+
+  test('documented example', () => {
+    // keys "a" and "bc"
+    expect(encodeKeys(['a', 'bc']).toString('hex')).toBe('00000001' + '61' + '00000002' + '6263')
+    // "a" -> "xyz", "bc" absent
+    expect(encodeValues([Buffer.from('xyz'), undefined]).toString('hex')).toBe('00000003' + '78797a' + 'ffffffff')
+  })
+
+  test('malformed or oversized requests', () => {
+    expect(() => decodeKeys(Buffer.from([0, 0, 0]))).toThrow(expect.objectContaining({ code: 'RO_BAD_REQUEST' }))
+    expect(() => decodeKeys(Buffer.from([0, 0, 0, 5, 1, 2]))).toThrow(expect.objectContaining({ code: 'RO_BAD_REQUEST' }))
+    expect(() => decodeKeys(Buffer.from([0, 1, 0, 0]))).toThrow(expect.objectContaining({ code: 'RO_TOO_LARGE' }))
+    expect(() => decodeKeys(encodeKeys(['a', 'b', 'c']), 2)).toThrow(expect.objectContaining({ code: 'RO_TOO_LARGE' }))
+    expect(decodeKeys(Buffer.alloc(0))).toEqual([])
+    expect(() => decodeValues(encodeValues([Buffer.from('x')]), 2)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+  })
+})
