@@ -57,17 +57,18 @@ export class NodeClient {
     this.timeoutMs = opts.timeoutMs ?? 5000
   }
 
-  async get(store: string, key: Uint8Array | string): Promise<Buffer | undefined> {
+  /** The value (undefined when absent) and the store version that answered. */
+  async get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }> {
     const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`)
-    if (res.status === 404 && res.body.length === 0) return undefined
+    if (res.status === 404 && res.body.length === 0 && res.headers[VERSION_HEADER] !== undefined) return { value: undefined, version: versionOf(res) }
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
-    return res.body
+    return { value: res.body, version: versionOf(res) }
   }
 
-  async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
+  async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
     const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), { 'Content-Type': 'application/octet-stream' })
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
-    return decodeValues(res.body, keys.length)
+    return { values: decodeValues(res.body, keys.length), version: versionOf(res) }
   }
 
   async storeInfo(store: string): Promise<RemoteStoreInfo> {
@@ -138,6 +139,14 @@ export class NodeClient {
   private call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponse> {
     return httpRequest({ host: this.node.host, port: this.node.port, method, path, body, headers, timeoutMs: this.timeoutMs, agent: this.agent })
   }
+}
+
+/** Every read response names the version that served it (lower-cased by node:http). */
+const VERSION_HEADER = 'x-rostore-version'
+
+function versionOf(res: HttpResponse): number {
+  const v = Number(res.headers[VERSION_HEADER])
+  return Number.isSafeInteger(v) ? v : 0
 }
 
 /** Percent-encodes every byte outside the unreserved set, so binary keys travel intact. */

@@ -154,6 +154,8 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds }
     }
 
+    // A node that was stale (a failed high-availability push) is current again.
+    await onEveryNode(swapTargets, (id) => admin.node(id).setStale(o.store, undefined))
     // High availability: nodes that failed their fetch refuse reads until repaired.
     for (const [id] of fetchFailures) {
       await admin

@@ -18,8 +18,14 @@ export interface StoreClientOptions {
  * serializers from the nodes, computes each key's replica list with the builder's routing
  * function, asks the master first and fails over to the next replica on connection
  * errors, timeouts, 5xx and stale stores (503). Absent keys are `undefined`.
+ *
+ * It also refuses answers from a version older than the newest it has seen: a node that
+ * was down during a high-availability push comes back serving the previous version
+ * without knowing it is stale, and its replicas answer instead.
  */
 export class StoreClient {
+  private newest: number
+
   private constructor(
     readonly store: string,
     readonly info: RemoteStoreInfo,
@@ -27,25 +33,32 @@ export class StoreClient {
     private readonly ring: Ring,
     private readonly hasher: KeyHasher,
     private readonly batchSize: number,
-  ) {}
+  ) {
+    this.newest = info.version
+  }
+
+  /** The newest store version seen; answers from older versions are not used. */
+  get version(): number {
+    return this.newest
+  }
 
   static async connect(opts: StoreClientOptions): Promise<StoreClient> {
     const nodes = new Map(opts.cluster.nodes.map((n) => [n.id, new NodeClient(n, { timeoutMs: opts.timeoutMs ?? 2000 })]))
-    const failures: string[] = []
-    for (const c of nodes.values()) {
-      try {
-        const info = await c.storeInfo(opts.store)
-        for (const n of info.layout) {
-          if (!nodes.has(n.id)) throw new StoreError('RO_BAD_CLUSTER', `store ${opts.store} was built for node ${n.id}, which cluster.json does not list`)
-        }
-        return new StoreClient(opts.store, info, nodes, buildRing(info.layout), await createKeyHasher(info.keyHash), opts.batchSize ?? 1000)
-      } catch (err) {
-        if (isStoreError(err, 'RO_BAD_CLUSTER')) throw err
-        failures.push(errorMessage(err))
+    const answers = await Promise.allSettled([...nodes.values()].map((c) => c.storeInfo(opts.store)))
+    const infos = answers.flatMap((a) => (a.status === 'fulfilled' && !a.value.stale ? [a.value] : []))
+    const newest = infos.sort((a, b) => b.version - a.version)[0]
+    if (!newest) {
+      for (const c of nodes.values()) c.close()
+      const why = answers.map((a) => (a.status === 'rejected' ? errorMessage(a.reason) : 'stale'))
+      throw new StoreError('RO_UNAVAILABLE', `no node could describe store ${opts.store}: ${why.join('; ')}`)
+    }
+    for (const n of newest.layout) {
+      if (!nodes.has(n.id)) {
+        for (const c of nodes.values()) c.close()
+        throw new StoreError('RO_BAD_CLUSTER', `store ${opts.store} was built for node ${n.id}, which cluster.json does not list`)
       }
     }
-    for (const c of nodes.values()) c.close()
-    throw new StoreError('RO_UNAVAILABLE', `no node could describe store ${opts.store}: ${failures.join('; ')}`)
+    return new StoreClient(opts.store, newest, nodes, buildRing(newest.layout), await createKeyHasher(newest.keyHash), opts.batchSize ?? 1000)
   }
 
   /** Replica node ids of a key, master first. */
@@ -55,27 +68,32 @@ export class StoreClient {
 
   async get(key: Uint8Array | string): Promise<Buffer | undefined> {
     const failures: string[] = []
+    let older: { value: Buffer | undefined; version: number } | undefined
     for (const id of this.replicasOf(key)) {
       try {
-        return await this.nodes.get(id)!.get(this.store, key)
+        const r = await this.nodes.get(id)!.get(this.store, key)
+        if (r.version >= this.newest) {
+          this.newest = r.version
+          return r.value
+        }
+        if (!older || r.version > older.version) older = r
       } catch (err) {
         if (!isFailover(err)) throw err
         failures.push(errorMessage(err))
       }
     }
+    if (older) return this.settleOlder(older.version, older.value)
     throw new StoreError('RO_UNAVAILABLE', `no replica answered for the key: ${failures.join('; ')}`)
   }
 
   /** Values in the order of `keys`; keys are batched into one multi-get per node. */
   async getMany(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
     const out = new Array<Buffer | undefined>(keys.length)
+    const older = new Map<number, { value: Buffer | undefined; version: number }>()
     const replicas = keys.map((k) => this.replicasOf(k))
     let pending = keys.map((_, i) => i)
     const failures: string[] = []
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt >= this.info.replication) {
-        throw new StoreError('RO_UNAVAILABLE', `no replica answered for ${pending.length} keys: ${failures.join('; ')}`)
-      }
+    for (let attempt = 0; pending.length > 0 && attempt < this.info.replication; attempt++) {
       const byNode = new Map<number, number[]>()
       for (const i of pending) {
         const node = replicas[i]![attempt]!
@@ -88,19 +106,42 @@ export class StoreClient {
         [...byNode].flatMap(([node, idxs]) =>
           batches(idxs, this.batchSize).map(async (batch) => {
             try {
-              const values = await this.nodes.get(node)!.getMany(this.store, batch.map((i) => keys[i]!))
-              batch.forEach((i, j) => (out[i] = values[j]))
+              const r = await this.nodes.get(node)!.getMany(this.store, batch.map((i) => keys[i]!))
+              if (r.version >= this.newest) {
+                this.newest = r.version
+                batch.forEach((i, j) => (out[i] = r.values[j]))
+                return
+              }
+              batch.forEach((i, j) => {
+                if ((older.get(i)?.version ?? 0) < r.version) older.set(i, { value: r.values[j], version: r.version })
+              })
             } catch (err) {
               if (!isFailover(err)) throw err
               failures.push(errorMessage(err))
-              retry.push(...batch)
             }
+            retry.push(...batch)
           }),
         ),
       )
       pending = retry
     }
+    const unanswered = pending.filter((i) => !older.has(i))
+    if (unanswered.length > 0) throw new StoreError('RO_UNAVAILABLE', `no replica answered for ${unanswered.length} keys: ${failures.join('; ')}`)
+    for (const i of pending) {
+      const o = older.get(i)!
+      out[i] = this.settleOlder(o.version, o.value)
+    }
     return out
+  }
+
+  /**
+   * Every replica that answered serves an older version than the newest seen: the
+   * cluster was rolled back (or the newer replicas are down). Take the newest answer and
+   * lower the bar to it.
+   */
+  private settleOlder(version: number, value: Buffer | undefined): Buffer | undefined {
+    this.newest = version
+    return value
   }
 
   /** A value as the store's value serializer says: text, parsed JSON, or base64 of bytes. */

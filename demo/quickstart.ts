@@ -30,7 +30,7 @@ export async function runQuickstart(opts: { keep?: boolean; log?: (line: string)
     const versions = [1, 2]
     for (const v of versions) {
       const input = join(sample, `recommendations-v${v}.jsonl`)
-      log(`${v === 1 ? 2 : 5}. building version ${v} of store "recs" from ${input}`)
+      log(`${v === 1 ? 2 : 4}. building version ${v} of store "recs" from ${input}`)
       const out = join(work, `build-v${v}`)
       const b = await buildStore({ inputs: [input], format: 'jsonl', cluster, store: 'recs', output: out, replication: 2, version: v, compression: 'snappy' })
       log(`   ${b.inputRecords} records -> ${b.nodes.map((n) => `node ${n.nodeId}: ${n.records}`).join(', ')} (${b.seconds.toFixed(2)} s)`)
@@ -38,18 +38,18 @@ export async function runQuickstart(opts: { keep?: boolean; log?: (line: string)
       const p = await pushStore({ cluster, store: 'recs', from: out, adminToken, onEvent: (e) => e.type === 'step' && log(`   push: ${e.message}`) })
       if (p.status !== 'live') throw new Error(`push of version ${v} ended ${p.status}: ${JSON.stringify(p.nodes)}`)
       log(`   version ${v} live on every node (fetch ${p.fetchSeconds.toFixed(2)} s, swap ${(p.swapSeconds * 1000).toFixed(1)} ms)`)
-      await readKeys(v === 1 ? 3 : 6, `reading through the routing client (expect model "v${v}")`, `v${v}`)
+      await readKeys(v === 1 ? 3 : 5, `reading through the routing client (expect model "v${v}")`, `v${v}`)
     }
 
-    log('7. rolling the whole cluster back')
+    log('6. rolling the whole cluster back')
     const r = await rollbackCluster({ cluster, store: 'recs', adminToken })
     log(`   every node back on version ${r.to}`)
-    await readKeys(8, 'reading again (expect model "v1")', 'v1')
+    await readKeys(7, 'reading again (expect model "v1")', 'v1')
     for (const n of await clusterVersions(cluster, 'recs', adminToken)) {
       log(`   node ${n.nodeId}: live ${n.live}, holds ${n.versions.map((x) => x.version).join(', ')}`)
     }
 
-    log('9. stopping the nodes')
+    log('8. stopping the nodes')
     const codes = await local.stop()
     local = undefined
     if (codes.some((c) => c !== 0)) throw new Error(`a node exited with ${codes.join(', ')}`)

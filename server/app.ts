@@ -27,6 +27,7 @@ import type { NodeMetrics } from './metrics'
 import { UNKNOWN_STORE } from './metrics'
 import { decodeKeys, MAX_MULTIGET_BODY_BYTES, valueHeader } from './multiget-framing'
 import type { FetchRunner } from './fetch-route'
+import type { PushLocks } from './push-lock'
 
 export interface AppContext {
   readonly nodeId: number
@@ -40,6 +41,7 @@ export interface AppContext {
   readonly startedAt: number
   readonly keepVersions: number
   readonly fetch?: FetchRunner
+  readonly pushLocks: PushLocks
   readonly shuttingDown: () => boolean
   readonly address: () => { host: string; port: number }
 }
@@ -204,6 +206,7 @@ function route(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info:
       if (action.length === 1 && a0 === 'swap') return dispatch(['POST'], (q2, r, i) => swap(ctx, store, q2, r, i))
       if (action.length === 1 && a0 === 'rollback') return dispatch(['POST'], (q2, r, i) => rollback(ctx, store, q2, r, i))
       if (action.length === 1 && a0 === 'stale') return dispatch(['PUT', 'DELETE'], (q2, r, i) => stale(ctx, store, q2, r, i))
+      if (action.length === 1 && a0 === 'lock') return dispatch(['POST', 'DELETE'], (q2, r, i) => pushLock(ctx, store, q2, r, i))
     }
     throw new StoreError('RO_NOT_FOUND', `no admin route ${method} ${path.slice(0, 200)}`)
   }
@@ -514,6 +517,24 @@ async function stale(ctx: AppContext, store: string, req: IncomingMessage, res: 
   if (typeof reason !== 'string' || reason.length > 1024) throw badRequest('reason must be a string of at most 1024 characters')
   const mark = await sv.setStale(reason)
   sendJson(res, 200, { store, stale: mark })
+}
+
+/** The lease a cluster push holds on the store while it runs (server/push-lock.ts). */
+async function pushLock(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> {
+  info.op = 'admin_lock'
+  checkStoreName(store)
+  const body = await readJsonObject(req)
+  onlyFields(body, ['owner', 'ttlMs'])
+  const owner = body['owner']
+  if (typeof owner !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(owner)) throw badRequest('owner must be 1-128 characters of [A-Za-z0-9._:-]')
+  if (req.method === 'DELETE') {
+    ctx.pushLocks.release(store, owner)
+    sendJson(res, 200, { store, locked: false })
+    return
+  }
+  const ttl = body['ttlMs']
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > 7 * 24 * 3600_000) throw badRequest('ttlMs must be an integer from 1000 to 604800000')
+  sendJson(res, 200, { store, locked: true, ...ctx.pushLocks.acquire(store, owner, ttl) })
 }
 
 function listJobs(ctx: AppContext, res: ServerResponse, info: RequestInfo): void {

@@ -10,6 +10,7 @@ import { AdminAuth } from './auth'
 import { createFetchRunner } from './fetch-route'
 import { MAX_URL_BYTES } from './http-util'
 import { Jobs } from './jobs'
+import { PushLocks } from './push-lock'
 import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
 
@@ -133,6 +134,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     auth,
     metrics,
     jobs,
+    pushLocks: new PushLocks(),
     log,
     accessLog: opts.accessLog ?? false,
     startedAt: Date.now(),

@@ -1,0 +1,80 @@
+import { spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { cliPath } from '../../../common/paths'
+import { writeInput } from '../../helpers/input-files'
+import { startCluster, type TestCluster } from '../../helpers/node-process'
+import { makeTmp } from '../../helpers/tmp'
+
+jest.setTimeout(120_000)
+const tmp = makeTmp()
+const token = 'cli-test-token-abcdefghij'
+let nodes: TestCluster | undefined
+
+function cli(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [cliPath(), ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 })
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+afterAll(async () => {
+  await nodes?.killAll()
+  tmp.cleanup()
+})
+
+test('the quick start runs end to end, prints each step and exits 0 leaving nothing running', () => {
+  const r = cli(['demo'])
+  expect(r.stderr).not.toMatch(/internal error/)
+  expect(r.code).toBe(0)
+  expect(r.stdout).toMatch(/version 1 live on every node/)
+  expect(r.stdout).toMatch(/every node back on version 1/)
+  expect(r.stdout).toMatch(/all nodes drained and exited 0/)
+})
+
+test('build, push, get, versions and rollback through the CLI', async () => {
+  nodes = await startCluster({ dir: tmp.dir, nodes: 3, partitionsPerNode: 2, token })
+  const cluster = nodes.clusterFile
+  for (const v of [1, 2]) {
+    const input = join(tmp.dir, `v${v}.jsonl`)
+    await writeInput(input, 'jsonl', [['alpha', `a${v}`], ['beta', `b${v}`]])
+    const b = cli(['build', '--input', input, '--format', 'jsonl', '--cluster', cluster, '--store', 'cli', '--output', join(tmp.dir, `out${v}`), '--replication', '2', '--version', String(v)])
+    expect(b.code).toBe(0)
+    expect(b.stdout).toMatch(/2 input records/)
+    expect(cli(['verify', join(tmp.dir, `out${v}`)]).code).toBe(0)
+    const p = cli(['push', '--cluster', cluster, '--store', 'cli', '--from', join(tmp.dir, `out${v}`)], { ROSTORE_ADMIN_TOKEN: token })
+    expect(p.stdout).toMatch(new RegExp(`version ${v}: live`))
+    expect(p.code).toBe(0)
+  }
+  const one = cli(['get', '--cluster', cluster, '--store', 'cli', 'alpha'])
+  expect(one.code).toBe(0)
+  expect(one.stdout).toBe('a2')
+  const missing = cli(['get', '--cluster', cluster, '--store', 'cli', 'gamma'])
+  expect(missing.code).toBe(1)
+  expect(missing.stderr).toMatch(/not found/)
+  const keysFile = join(tmp.dir, 'keys.txt')
+  writeFileSync(keysFile, 'alpha\ngamma\nbeta\n')
+  const json = cli(['get', '--cluster', cluster, '--store', 'cli', '--json', '--keys-file', keysFile])
+  expect(json.code).toBe(0)
+  expect(json.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+    { key: 'alpha', found: true, value: 'a2' },
+    { key: 'gamma', found: false },
+    { key: 'beta', found: true, value: 'b2' },
+  ])
+  const versions = cli(['versions', '--cluster', cluster, '--store', 'cli', '--json'], { ROSTORE_ADMIN_TOKEN: token })
+  expect(JSON.parse(versions.stdout).nodes.map((n: { live: number }) => n.live)).toEqual([2, 2, 2])
+  const rb = cli(['rollback', '--cluster', cluster, '--store', 'cli', '--admin-token', token])
+  expect(rb.code).toBe(0)
+  expect(cli(['get', '--cluster', cluster, '--store', 'cli', 'beta']).stdout).toBe('b1')
+  const noToken = cli(['rollback', '--cluster', cluster, '--store', 'cli'], { ROSTORE_ADMIN_TOKEN: '' })
+  expect(noToken.code).toBe(1)
+  expect(noToken.stderr).toMatch(/RO_UNAUTHORIZED|RO_UNAVAILABLE/)
+})
+
+test('bad input on the command line: the error names file and line, exit 1, no output', async () => {
+  const input = join(tmp.dir, 'bad.tsv')
+  writeFileSync(input, 'a\t1\nbroken line\n')
+  const cluster = join(tmp.dir, 'c1.json')
+  writeFileSync(cluster, JSON.stringify({ name: 'c', nodes: [{ id: 0, host: '127.0.0.1', port: 7000, partitions: [0] }] }))
+  const r = cli(['build', '--input', input, '--format', 'tsv', '--cluster', cluster, '--store', 's', '--output', join(tmp.dir, 'bad-out')])
+  expect(r.code).toBe(1)
+  expect(r.stderr).toMatch(new RegExp(`${input}:2: .*\\[RO_BAD_INPUT\\]`))
+})
