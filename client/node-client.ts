@@ -1,7 +1,7 @@
 import { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
 import type { ClusterNode } from '../builder/cluster'
-import { decodeValues, encodeKeys } from '../server/multiget-framing'
+import { decodeValues, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, type HttpResponse } from './http'
 
 /** What a node says about one of its stores (GET /stores/<store>). */

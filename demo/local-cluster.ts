@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { parseCluster, type Cluster } from '../builder/cluster'
+import { freePort } from '../common/net'
 import { cliPath } from '../common/paths'
 import { httpRequest } from '../client/http'
 
@@ -16,18 +16,6 @@ export interface LocalCluster {
   readonly clusterFile: string
   readonly adminToken: string
   stop(): Promise<number[]>
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      s.close(() => resolve(port))
-    })
-  })
 }
 
 export async function startLocalCluster(dir: string, nodes: number, partitionsPerNode: number, adminToken: string): Promise<LocalCluster> {

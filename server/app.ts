@@ -25,7 +25,7 @@ import { isJobId, type Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import { UNKNOWN_STORE } from './metrics'
-import { decodeKeys, MAX_MULTIGET_BODY_BYTES, valueHeader } from './multiget-framing'
+import { decodeKeys, MAX_MULTIGET_BODY_BYTES, valueHeader } from '../formats/wire/multiget'
 import type { FetchRunner } from './fetch-route'
 import type { PushLocks } from './push-lock'
 

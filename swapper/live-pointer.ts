@@ -1,3 +1,4 @@
+import { fsyncDir } from '../common/fs-durable'
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../common/errors'
@@ -12,15 +13,7 @@ import { LIVE_FILE, parseVersionText, tmpName } from './versions'
  * removes.
  */
 
-/** fsync a directory so a rename or unlink inside it is durable. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r')
-  try {
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
-}
+export { fsyncDir }
 
 /** Replace `dir/name` with `content` atomically (temp + fsync + rename + fsync dir). */
 export async function writeFileAtomic(dir: string, name: string, content: string | Uint8Array): Promise<void> {

@@ -1,8 +1,8 @@
+import { freePort } from '../../common/net'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -33,17 +33,7 @@ export interface AccessLogEntry {
   readonly range: string
 }
 
-/** Binds 127.0.0.1:0 and lets go: the kernel's pick is free for the next bind. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port
-      srv.close(() => resolve(port))
-    })
-  })
-}
+export { freePort }
 
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { freePort } from '../../common/net'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { cliPath } from '../../common/paths'
 
@@ -28,19 +28,7 @@ export interface ClusterSpec {
   readonly nodes: readonly ClusterNodeSpec[]
 }
 
-/** A port free right now on `host` (the OS picks it; a race with other processes is possible but rare). */
-export function freePort(host = LOOPBACK): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.unref()
-    srv.once('error', reject)
-    srv.listen({ host, port: 0 }, () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
-}
+export { freePort }
 
 /**
  * Write a cluster.json of `nodes` nodes on loopback with free ports; partitions are dealt

@@ -2,7 +2,7 @@ import { cpSync, existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { makeTmp } from '../../helpers/tmp'
 import { json, NodeProcess, startSingleNode, writeClusterFile } from '../../helpers/node-process'
-import { decodeValues, encodeKeys } from '../../../server/multiget-framing'
+import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { verifyStore } from '../../../formats/store/verify'
 import { KEY_COUNT, keyOf, leftovers, makeVersions, STORE, storeEntries, versionOfValue } from './fixture'
 

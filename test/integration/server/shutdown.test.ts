@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { makeTmp } from '../../helpers/tmp'
 import { request, startSingleNode, type NodeProcess } from '../../helpers/node-process'
-import { decodeValues, encodeKeys } from '../../../server/multiget-framing'
+import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { keyOf, makeVersions, STORE, valueOf } from './fixture'
 
 const TOKEN = 'shutdown-token-0123456789'

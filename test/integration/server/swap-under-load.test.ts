@@ -2,7 +2,7 @@ import { Agent } from 'node:http'
 import { join } from 'node:path'
 import { makeTmp } from '../../helpers/tmp'
 import { json, request, startSingleNode, type NodeProcess } from '../../helpers/node-process'
-import { decodeValues, encodeKeys } from '../../../server/multiget-framing'
+import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { KEY_COUNT, keyOf, makeVersions, STORE, valueOf, versionOfValue } from './fixture'
 
 const TOKEN = 'load-test-token-0123456789'

@@ -6,7 +6,7 @@ import { makeTmp } from '../../helpers/tmp'
 import { json, request, type HttpResult } from '../../helpers/node-process'
 import { startNode, type RunningNode } from '../../../server/node'
 import { nullLogger } from '../../../server/log'
-import { decodeValues, encodeKeys } from '../../../server/multiget-framing'
+import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 
 const TOKEN = 'unit-test-token-0123456789'
 const AUTH = { authorization: `Bearer ${TOKEN}` }

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { ABSENT, decodeKeys, decodeValues, encodeKeys, encodeValues } from '../../../server/multiget-framing'
+import { ABSENT, decodeKeys, decodeValues, encodeKeys, encodeValues } from '../../../../formats/wire/multiget'
 
 describe('multi-get framing', () => {
   test('keys round-trip, any bytes', () => {

@@ -1,5 +1,5 @@
-import { StoreError } from '../common/errors'
-import { MAX_KEY_BYTES } from '../formats/input/types'
+import { StoreError } from '../../common/errors'
+import { MAX_KEY_BYTES } from '../input/types'
 
 /**
  * Binary framing of `POST /stores/<store>/multi-get`, safe for any key and value bytes.
