@@ -79,7 +79,8 @@ async function reduce(task: ReduceTask): Promise<void> {
   const writer = new ChunkWriter(task.dir, { store: task.store, version: task.version, nodeId: task.nodeId, chunk: task.chunk }, codecByName(setup.compression).id)
   let result
   try {
-    result = reduceBucket(mergeSegments(task.segments, setup.mergeBufferBytes), writer, setup.onDuplicate, describeSource)
+    const stable = task.segments.every((s) => s.run.kind === 'memory')
+    result = reduceBucket(mergeSegments(task.segments, setup.mergeBufferBytes), writer, setup.onDuplicate, describeSource, stable)
   } catch (err) {
     writer.close()
     throw err

@@ -1,3 +1,5 @@
+import { readU32BE, writeU32BE } from '../common/bytes'
+
 /**
  * The map step's output, one per (record, replica): where it goes and how it sorts.
  * Encoded back to back in memory arenas and in sorted run files:
@@ -27,13 +29,14 @@ export function mappedSize(r: MappedRecord): number {
 }
 
 export function encodeMapped(r: MappedRecord, out: Buffer, at: number): number {
-  out.writeUInt32BE(r.bucket, at)
+  // Plain byte stores: Buffer's write methods cost a bounds check and a call each.
+  writeU32BE(out, at, r.bucket)
   out.set(r.hash, at + 4)
-  out.writeUInt32BE(r.fileIndex, at + 20)
+  writeU32BE(out, at + 20, r.fileIndex)
   out.writeDoubleBE(r.order, at + 24)
   out.writeDoubleBE(r.line, at + 32)
-  out.writeUInt32BE(r.key.length, at + 40)
-  out.writeUInt32BE(r.value.length, at + 44)
+  writeU32BE(out, at + 40, r.key.length)
+  writeU32BE(out, at + 44, r.value.length)
   out.set(r.key, at + MAPPED_HEADER_SIZE)
   out.set(r.value, at + MAPPED_HEADER_SIZE + r.key.length)
   return at + MAPPED_HEADER_SIZE + r.key.length + r.value.length
@@ -42,18 +45,18 @@ export function encodeMapped(r: MappedRecord, out: Buffer, at: number): number {
 /** Total size of the encoded record starting at `at`, or -1 if `buf` does not hold its header. */
 export function encodedSizeAt(buf: Buffer, at: number, end: number): number {
   if (end - at < MAPPED_HEADER_SIZE) return -1
-  return MAPPED_HEADER_SIZE + buf.readUInt32BE(at + 40) + buf.readUInt32BE(at + 44)
+  return MAPPED_HEADER_SIZE + readU32BE(buf, at + 40) + readU32BE(buf, at + 44)
 }
 
 /** Views into `buf`: valid until the buffer is reused. */
 export function decodeMapped(buf: Buffer, at: number): MappedRecord {
-  const keyLen = buf.readUInt32BE(at + 40)
-  const valueLen = buf.readUInt32BE(at + 44)
+  const keyLen = readU32BE(buf, at + 40)
+  const valueLen = readU32BE(buf, at + 44)
   const k = at + MAPPED_HEADER_SIZE
   return {
-    bucket: buf.readUInt32BE(at),
+    bucket: readU32BE(buf, at),
     hash: buf.subarray(at + 4, at + 20),
-    fileIndex: buf.readUInt32BE(at + 20),
+    fileIndex: readU32BE(buf, at + 20),
     order: buf.readDoubleBE(at + 24),
     line: buf.readDoubleBE(at + 32),
     key: buf.subarray(k, k + keyLen),

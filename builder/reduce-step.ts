@@ -18,10 +18,12 @@ export function reduceBucket(
   writer: ChunkWriter,
   policy: DuplicatePolicy,
   describeSource: (fileIndex: number, line: number) => string,
+  /** True when every record's bytes stay valid after the next is pulled (shared-memory runs). */
+  stableViews = false,
 ): ReduceResult {
-  // Readers reuse their buffers, so the look-behind record is copied into one reusable
-  // buffer of its own (the writer copies it again when it is written).
-  const held = new HeldRecord()
+  // Buffered readers reuse their buffers, so the look-behind record is copied into one
+  // reusable buffer of its own (the writer copies it again when it is written).
+  const held = stableViews ? { hold: (r: MappedRecord) => r } : new HeldRecord()
   let pending: MappedRecord | undefined
   let written = 0
   let duplicates = 0

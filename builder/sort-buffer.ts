@@ -106,7 +106,7 @@ export class SortBuffer {
           segRecords = 0
         }
         const at = this.positions[idx] as number
-        const size = MAPPED_HEADER_SIZE + this.arena.readUInt32BE(at + 40) + this.arena.readUInt32BE(at + 44)
+        const size = MAPPED_HEADER_SIZE + readU32(this.arena, at + 40) + readU32(this.arena, at + 44)
         if (outUsed + size > out.length) {
           filePos += writeAll(fd, out.subarray(0, outUsed), filePos)
           outUsed = 0

@@ -78,7 +78,7 @@ export class ChunkWriter {
     const recordOffset = this.dataPos + this.dataUsed
     if (this.indexUsed + INDEX_ENTRY_SIZE > BUFFER_SIZE) this.flushIndex()
     const e = this.indexUsed
-    this.indexBuf.set(hash.subarray(0, 8), e)
+    for (let i = 0; i < 8; i++) this.indexBuf[e + i] = hash[i] as number
     writeU64(this.indexBuf, e + 8, recordOffset)
     this.indexUsed += INDEX_ENTRY_SIZE
 
