@@ -78,6 +78,12 @@ export interface InstallResult {
  * beyond the retention are deleted afterwards, off the request path.
  */
 export class StoreVersions {
+  /**
+   * The reader of the newest installed (not yet live) version, opened when it was
+   * adopted: loading and checking an index is O(records), so doing it before the swap
+   * keeps the swap itself O(1) whatever the store size.
+   */
+  private prepared: { readonly version: number; readonly reader: StoreReader } | undefined
   readonly live: LiveStore
   readonly storeDir: string
   private pointer: number | undefined
@@ -266,6 +272,7 @@ export class StoreVersions {
       this.metaCache.set(meta.version, meta)
     })
     crashPoint('install:renamed')
+    await this.prepare(meta.version)
     this.log.info('installed', { store: this.store, version: meta.version, records: meta.records })
     return meta
   }
@@ -307,6 +314,7 @@ export class StoreVersions {
       if (version === this.pointer) {
         throw new StoreError('RO_CONFLICT', `version ${version} of store ${this.store} is live; swap or roll back first`)
       }
+      if (this.prepared?.version === version) closeQuietly(this.takePrepared(version)!)
       const trash = await this.trashVersion(version)
       crashPoint('delete:trashed')
       await fsyncDir(this.storeDir)
@@ -352,7 +360,35 @@ export class StoreVersions {
   async close(): Promise<void> {
     this.closed = true
     await this.idle()
+    if (this.prepared) closeQuietly(this.takePrepared(this.prepared.version)!)
     await this.live.close()
+  }
+
+  /** Opens a freshly adopted version's reader ahead of its swap; failure only costs speed. */
+  private async prepare(version: number): Promise<void> {
+    let reader: StoreReader
+    try {
+      reader = await this.openChecked(version)
+    } catch (err) {
+      this.log.warn('prepare-failed', { store: this.store, version, error: errorMessage(err) })
+      return
+    }
+    await this.exclusive(async () => {
+      const old = this.prepared
+      if (this.closed || !this.present.has(version) || this.pointer === version) {
+        closeQuietly(reader)
+        return
+      }
+      this.prepared = { version, reader }
+      if (old) closeQuietly(old.reader)
+    })
+  }
+
+  private takePrepared(version: number): StoreReader | undefined {
+    const p = this.prepared
+    if (p?.version !== version) return undefined
+    this.prepared = undefined
+    return p.reader
   }
 
   // ---------------------------------------------------------------------------------
@@ -365,7 +401,7 @@ export class StoreVersions {
     if (version === from && this.live.version === version) {
       return { store: this.store, kind, from, to: version, changed: false, elapsedMs: 0, flipMs: 0 }
     }
-    const reader = await this.openChecked(version)
+    const reader = this.takePrepared(version) ?? (await this.openChecked(version))
     const t1 = performance.now()
     try {
       crashPoint('swap:opened')
