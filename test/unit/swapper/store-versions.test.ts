@@ -32,6 +32,37 @@ describe('StoreVersions (real node directories)', () => {
     return d
   }
 
+  test('an installed version is opened at install time, so its swap opens nothing', async () => {
+    const opened: string[] = []
+    const { openStore } = await import('../../../formats/store/store-reader')
+    const sv = await StoreVersions.open({
+      dataDir: dataDir(),
+      store: 'users',
+      create: true,
+      nodeId: 0,
+      openReader: async (dir) => {
+        opened.push(dir)
+        return openStore(dir)
+      },
+    })
+    await sv.install(await source(tmp.dir, 1))
+    expect(opened).toHaveLength(1)
+    await sv.swap(1)
+    expect(opened).toHaveLength(1)
+    await sv.install(await source(tmp.dir, 2))
+    await sv.install(await source(tmp.dir, 3))
+    expect(opened).toHaveLength(3)
+    // Only the newest install stays prepared: swapping to 2 opens it again.
+    await sv.swap(2)
+    expect(opened).toHaveLength(4)
+    await sv.swap(3)
+    expect(opened).toHaveLength(4)
+    const lease = sv.live.acquire()!
+    expect(lease.reader.get('key-5')?.toString()).toBe(value(3, 5))
+    lease.release()
+    await sv.close()
+  })
+
   test('install, swap, rollback, roll forward; reads follow the live version', async () => {
     const sv = await StoreVersions.open({ dataDir: dataDir(), store: 'users', create: true, nodeId: 0 })
     expect(sv.liveVersion).toBeUndefined()
