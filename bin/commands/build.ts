@@ -1,10 +1,12 @@
 import type { Argv } from 'yargs'
+import { StoreError } from '../../common/errors'
 import { buildStore } from '../../builder/build-job'
 import { DUPLICATE_POLICIES, type DuplicatePolicy } from '../../builder/build-options'
 import { loadCluster } from '../../builder/cluster'
 import { INPUT_FORMATS, type InputFormat } from '../../formats/input/types'
 import { COMPRESSIONS, type Compression } from '../../formats/store/metadata'
 import { createBuildProgressBar, printBuildSummary } from '../build-progress'
+import { prepareHadoopJob } from '../../builder/hadoop/print-command'
 
 export const command = 'build'
 export const describe = 'Build per-node, per-chunk store files from input files'
@@ -27,8 +29,17 @@ export const builder = (y: Argv) =>
     .option('tmpdir', { type: 'string', describe: 'where sorted runs spill (default: OS temp dir)' })
     .option('on-duplicate', { choices: DUPLICATE_POLICIES, default: 'error' as const, describe: 'what to do with a key given twice' })
     .option('progress', { type: 'boolean', describe: 'show a progress bar (default: when stderr is a terminal)' })
+    .option('engine', { choices: ['local', 'hadoop'] as const, default: 'local' as const, describe: 'local: worker threads here; hadoop: prepare a Hadoop Streaming job' })
+    .option('print-command', { type: 'boolean', default: false, describe: 'hadoop: write the job spec and print the commands that run the job (docs/HADOOP.md)' })
+    .option('reducers', { type: 'number', describe: 'hadoop: reduce tasks (default: one per node and chunk)' })
+    .option('job-dir', { type: 'string', describe: 'hadoop: local directory for the job spec and script (default ./rostore-job-<store>-<version>)' })
+    .option('hadoop-dir', { type: 'string', describe: "hadoop: the job's working directory on the cluster file system" })
+    .option('task-command', { type: 'string', describe: 'hadoop: how tasks start rostore (default: rostore)' })
+    .option('streaming-jar', { type: 'string', describe: 'hadoop: path of hadoop-streaming*.jar (default: from $HADOOP_HOME)' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  if (a.engine === 'hadoop') return printHadoopJob(a)
+  if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: add --engine hadoop')
   const bar = (a.progress ?? process.stderr.isTTY) ? createBuildProgressBar() : undefined
   try {
     const summary = await buildStore({
@@ -54,4 +65,31 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   } finally {
     bar?.stop()
   }
+}
+
+async function printHadoopJob(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  if (!a['print-command']) throw new StoreError('RO_BAD_OPTION', '--engine hadoop runs on a Hadoop cluster: add --print-command to prepare the job and print the commands that run it')
+  const job = await prepareHadoopJob({
+    build: {
+      inputs: a.input,
+      format: a.format as InputFormat,
+      cluster: await loadCluster(a.cluster),
+      store: a.store,
+      output: a.output,
+      replication: a.replication,
+      keyField: a['key-field'],
+      valueField: a['value-field'],
+      chunks: a.chunks,
+      compression: a.compression as Compression,
+      version: a.version,
+      onDuplicate: a['on-duplicate'] as DuplicatePolicy,
+    },
+    reducers: a.reducers,
+    jobDir: a['job-dir'],
+    hadoopDir: a['hadoop-dir'],
+    taskCommand: a['task-command'],
+    streamingJar: a['streaming-jar'],
+  })
+  process.stdout.write(job.script)
+  process.stderr.write(`job spec ${job.specPath}; the commands above are also in ${job.jobDir}/run-hadoop.sh\n`)
 }

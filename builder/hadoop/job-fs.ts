@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process'
-import { mkdir, mkdtemp, open, readdir, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { basename, join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { StoreError } from '../../common/errors'
 import { fsyncDir } from '../../common/fs-durable'
@@ -282,6 +282,8 @@ class RemoteOutput implements OutputLocation {
       for (const n of names) if (!(await hdfsTest(this.cmd, '-e', `${finalDir}/${n}`))) throw err
     }
     for (const n of names) await rm(join(staged, n), { force: true })
+    // The staging directory (<tmp>/rostore-<attempt>-XXXXXX/<node dir>) once it is empty.
+    await rmdir(staged).then(() => rmdir(dirname(staged)), () => undefined).catch(() => undefined)
   }
 
   async list(nodeDir: string): Promise<Map<string, number>> {

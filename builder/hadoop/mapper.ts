@@ -12,7 +12,7 @@ import { atOffset, LineRecords } from './line-records'
 import { mapStatsLine, shuffleLineSize, writeShuffleLine } from './shuffle-key'
 import { emptyKinds, type FilePositions, type MapStats } from './stats'
 import { SyncLineReader, SyncWriter } from './streaming-io'
-import { taskEnv } from './task-env'
+import { hadoopStatus, taskEnv } from './task-env'
 
 /**
  * `rostore hadoop map`: the Streaming mapper. stdin carries
@@ -112,6 +112,7 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   }
   out.write(mapStatsLine(task.taskId, JSON.stringify(stats)))
   out.flush()
+  if (process.env['mapreduce_task_attempt_id'] !== undefined) process.stderr.write(`reporter:counter:rostore,map input records,${records}\n`)
   return stats
 }
 
@@ -124,6 +125,7 @@ async function mapFiles(job: HadoopJobSpec, reader: SyncLineReader, files: FileI
     line = line.replace(/^\d+\t/, '')
     if (line.trim() === '') continue
     const fileIndex = files.indexOf(line)
+    hadoopStatus(`reading ${line}`)
     const { local, release } = await fetchInput(cmd, line)
     try {
       for await (const rec of readInput(local, job.format, { keyField: job.keyField, valueField: job.valueField })) take(rec, fileIndex)

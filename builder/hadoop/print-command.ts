@@ -6,7 +6,8 @@ import { normalizeBuildOptions, type BuildOptions } from '../build-options'
 import { defaultChunkCount } from '../chunk-count'
 import { hdfsCommand, isRemote, listRemoteInputs, localPath, outputLocation, readFirstLine, type ListedInput } from './job-fs'
 import { JOB_FILE_NAME, makeJobSpec, writeJobSpec, type HadoopJobSpec } from './job-spec'
-import { KEY_FIELD_SEPARATOR } from './shuffle-key'
+import { keyFieldPartition } from './partitioner'
+import { BUCKET_HEX, KEY_FIELD_SEPARATOR } from './shuffle-key'
 
 /**
  * `rostore build --engine hadoop --print-command`: fixes everything the tasks must agree
@@ -140,6 +141,18 @@ async function listAllInputs(inputs: readonly string[], cmd: string): Promise<Li
   return out
 }
 
+/** How KeyFieldBasedPartitioner spreads the buckets over the reducers (it hashes the bucket field). */
+export function bucketSpread(buckets: number, reducers: number): { used: number; max: number } {
+  const counts = new Map<number, number>()
+  const b = Buffer.alloc(BUCKET_HEX)
+  for (let bucket = 0; bucket < buckets; bucket++) {
+    b.write(bucket.toString(16).padStart(BUCKET_HEX, '0'), 0, 'latin1')
+    const r = keyFieldPartition(b, 0, b.length, reducers)
+    counts.set(r, (counts.get(r) ?? 0) + 1)
+  }
+  return { used: counts.size, max: Math.max(0, ...counts.values()) }
+}
+
 /** A word for sh: bare when safe, else single-quoted. */
 export function shellQuote(s: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`
@@ -156,10 +169,13 @@ function renderScript(o: HadoopPrintOptions, spec: HadoopJobSpec, specPath: stri
   const statsDir = `${hadoopDir}/stats`
   const hadoopDirLocal = /^file:/i.test(hadoopDir)
   const jar = o.streamingJar !== undefined ? q(o.streamingJar) : '"${HADOOP_STREAMING_JAR:-$(ls "$HADOOP_HOME"/share/hadoop/tools/lib/hadoop-streaming-*.jar | head -n 1)}"'
+  const spread = bucketSpread(buckets, spec.reducers)
   const lines: string[] = [
     '#!/bin/sh',
     `# rostore build on Hadoop Streaming: store ${spec.store} version ${spec.version}, ${spec.format} input (${spec.inputs.length} files),`,
-    `# ${spec.cluster.nodes.length} nodes x ${spec.chunks} chunks = ${buckets} (node, chunk) buckets, ${spec.reducers} reduce tasks.`,
+    `# ${spec.cluster.nodes.length} nodes x ${spec.chunks} chunks = ${buckets} (node, chunk) buckets, ${spec.reducers} reduce tasks;`,
+    `# the partitioner gives buckets to ${spread.used} of them, at most ${spread.max} to one. Keys sort in Hadoop's`,
+    '# default byte order of Text keys, which is the index order: no comparator option is needed.',
     `# Job spec: ${specPath}`,
     `# Every task node needs Node.js >= 20 and rostore (started as: ${task}). See docs/HADOOP.md.`,
     'set -e',

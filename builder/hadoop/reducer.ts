@@ -13,7 +13,7 @@ import { atOffset } from './line-records'
 import { lineBucket, parseMapStatsLine, parseShuffleLine, shuffleKeyLength } from './shuffle-key'
 import { chunkStatsLine, mapStatsOutputLine, type ChunkStats } from './stats'
 import { SyncLineReader, SyncWriter } from './streaming-io'
-import { taskEnv } from './task-env'
+import { hadoopStatus, taskEnv } from './task-env'
 
 /**
  * `rostore hadoop reduce`: the Streaming reducer. stdin holds shuffle lines sorted by key,
@@ -28,8 +28,6 @@ export interface ReduceTaskOptions {
   readonly env?: NodeJS.ProcessEnv
   readonly input?: number
   readonly output?: number
-  /** Called after each chunk is committed (tests use it to die at a chosen moment). */
-  readonly onCommitted?: (stats: ChunkStats) => void
 }
 
 export interface ReduceTaskSummary {
@@ -86,10 +84,10 @@ export async function runReduceTask(o: ReduceTaskOptions): Promise<ReduceTaskSum
     out.write(chunkStatsLine(c))
     // Flushed per chunk: the line is the only record of a committed chunk a rerun can rely on.
     out.flush()
-    o.onCommitted?.(c)
   }
   out.flush()
-  if (o.env?.['mapreduce_task_attempt_id'] ?? process.env['mapreduce_task_attempt_id']) {
+  // Hadoop Streaming counters (stderr lines with the reporter: prefix), when under Hadoop.
+  if (process.env['mapreduce_task_attempt_id'] !== undefined) {
     process.stderr.write(`reporter:counter:rostore,chunks written,${chunks.length}\nreporter:counter:rostore,records written,${chunks.reduce((s, c) => s + c.records, 0)}\n`)
   }
   return { chunks, mapStats }
@@ -119,6 +117,7 @@ async function writeChunk(
   const stats = writer.finish()
   const names = [indexFileName(chunk), dataFileName(chunk)]
   const [indexChecksum, dataChecksum] = await Promise.all(names.map((n) => checksumFile(join(dir, n))))
+  hadoopStatus(`committing node ${nodeId} chunk ${chunk}: ${result.records} records`)
   await location.commit(dir, attempt, nodeDir, names)
   return {
     bucket,

@@ -33,3 +33,11 @@ export function taskOfAttempt(attemptId: string): string {
   const m = /^attempt_(.+)_\d+$/.exec(attemptId)
   return m ? `task_${m[1]}` : attemptId
 }
+
+/**
+ * A Streaming status line (stderr, "reporter:" prefix): shows in the task's status and
+ * counts as progress while a commit keeps the task from reading input. Only under Hadoop.
+ */
+export function hadoopStatus(message: string): void {
+  if (process.env['mapreduce_task_attempt_id'] !== undefined) process.stderr.write(`reporter:status:${message.replace(/\n/g, ' ')}\n`)
+}
