@@ -36,7 +36,7 @@ async function writeInput(path: string, records: number, valueBytes: number): Pr
       x = (Math.imul(x, 1103515245) + 12345) >>> 0
       v += chars[(x >>> 16) % 62]
     }
-    if (!out.write(`${i}\t${v}\n`)) await new Promise((r) => out.once('drain', r))
+    if (!out.write(`${i}\t${v}\n`)) await new Promise<void>((r) => out.once('drain', () => r()))
   }
   await new Promise<void>((resolve, reject) => {
     out.once('error', reject)
