@@ -63,6 +63,9 @@ class FileSegmentReader implements RecordSource {
         if (this.end > this.start) this.truncated()
         return undefined
       }
+      // The header came with this refill: a record bigger than the buffer needs another,
+      // now that its size is known.
+      if (this.end - this.start < size) this.refill(size)
       if (this.end - this.start < size) this.truncated()
     }
     const r = decodeMapped(this.buf, this.start)

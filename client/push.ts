@@ -140,13 +140,26 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     if (swapFailures.length > 0) {
       const ok = [...swapped].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
       emit({ type: 'step', message: `swap failed on node(s) ${swapFailures.map(([id]) => id).join(', ')}; rolling back ${ok.length} node(s)` })
-      const undone = await onEveryNode(ok, (id) => {
-        const prev = previous.get(id)
-        return prev === null || prev === undefined ? admin.node(id).deleteVersion(o.store, version) : admin.node(id).swap(o.store, prev)
-      })
+      // A failed swap may still have happened (the answer was lost, or came too late):
+      // those nodes are swapped back too. For a node that did not swap it is a no-op; one
+      // that is unreachable is reported.
+      const [undone, reswapped] = await Promise.all([
+        onEveryNode(ok, (id) => {
+          const prev = previous.get(id)
+          return prev === null || prev === undefined ? admin.node(id).deleteVersion(o.store, version) : admin.node(id).swap(o.store, prev)
+        }),
+        onEveryNode(
+          swapFailures.map(([id]) => id).filter((id) => previous.get(id) !== null && previous.get(id) !== undefined),
+          (id) => admin.node(id).swap(o.store, previous.get(id) as number),
+        ),
+      ])
       const nodes: NodeOutcome[] = o.cluster.nodes.map((n) => {
         const sf = swapped.get(n.id)
-        if (sf?.status === 'rejected') return { nodeId: n.id, state: 'swap-failed', previous: previous.get(n.id), error: errorMessage(sf.reason) }
+        if (sf?.status === 'rejected') {
+          const back = reswapped.get(n.id)
+          const undo = back?.status === 'rejected' ? `; swapping it back to ${previous.get(n.id)} failed too: ${errorMessage(back.reason)}` : ''
+          return { nodeId: n.id, state: 'swap-failed', previous: previous.get(n.id), error: `${errorMessage(sf.reason)}${undo}` }
+        }
         const u = undone.get(n.id)
         if (u) return { nodeId: n.id, state: 'rolled-back', previous: previous.get(n.id), ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}) }
         return { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }

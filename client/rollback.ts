@@ -43,7 +43,9 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     if (distinct.size !== 1) throw new StoreError('RO_CONFLICT', `nothing changed: nodes would roll back to different versions (${[...targets].map(([id, v]) => `node ${id}: ${v}`).join(', ')}); name one with --to`)
     const to = [...distinct][0]!
 
-    const done = await onEveryNode(admin.ids, (id) => admin.node(id).rollback(o.store, to))
+    // Nodes already on the target stay as they are: a cluster left mixed by a failed push
+    // (a node that died after its flip) is realigned with --to.
+    const done = await onEveryNode(admin.ids.filter((id) => states.get(id)!.live !== to), (id) => admin.node(id).rollback(o.store, to))
     const failed = [...done].filter(([, r]) => r.status === 'rejected')
     if (failed.length > 0) {
       const ok = [...done].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)

@@ -21,15 +21,19 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
   const keyField = opts.keyField ?? 'key'
   let file: FileHandle | undefined
   let reader: RecordBatchReader | undefined
+  // Stream format only: whether the file ends with the end-of-stream marker.
+  let streamEnded: boolean | undefined
   try {
     try {
       file = await open(path, 'r')
       // An empty file is an input with no rows (a job that wrote nothing), not a broken one.
       const { size } = await file.stat()
       if (size === 0) return
-      await checkFooter(file, size, path)
+      streamEnded = await checkFooter(file, size, path)
       reader = await RecordBatchReader.from(file)
       await reader.open()
+      // A file of a few bytes opens as a reader with no schema message at all.
+      if (reader.schema === undefined) throw badInput(path, 'not a readable Arrow IPC file: no schema message (the file is cut short)')
     } catch (err) {
       throw libraryFailure(path, 'not a readable Arrow IPC file', err)
     }
@@ -49,7 +53,13 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
       } catch (err) {
         throw libraryFailure(atRow(path, row), 'cannot read Arrow data', err)
       }
-      if (step.done === true) break
+      if (step.done === true) {
+        // Read now, not before: a cut inside a message keeps apache-arrow's own message.
+        if (streamEnded === false) {
+          throw badInput(atRow(path, row), 'truncated Arrow IPC stream: the file ends without the end-of-stream marker (rows from here on are missing)')
+        }
+        break
+      }
       signal?.throwIfAborted()
       const batch = step.value
       const keys = batch.getChild(keyField)
@@ -83,17 +93,32 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
 
 const MAGIC = Buffer.from('ARROW1')
 
+const CONTINUATION = 0xffffffff
+
 /**
  * A file-format file cut short (an interrupted copy) has lost its footer, and
  * apache-arrow then fails with a null dereference; say what is actually wrong.
+ *
+ * The stream format has no footer, and a stream cut exactly between two messages reads
+ * as a shorter, complete stream: only the end-of-stream marker its writer adds on close
+ * tells the two apart (0xFFFFFFFF then a zero length; streams older than Arrow 0.15,
+ * without continuation markers, end with the zero length alone). For a stream, returns
+ * whether the file ends with it; undefined for the file format.
  */
-async function checkFooter(file: FileHandle, size: number, path: string): Promise<void> {
+async function checkFooter(file: FileHandle, size: number, path: string): Promise<boolean | undefined> {
   const head = Buffer.alloc(MAGIC.length)
   const tail = Buffer.alloc(MAGIC.length)
   await file.read(head, 0, head.length, 0)
-  if (!head.equals(MAGIC)) return // the stream format has no footer
+  if (!head.equals(MAGIC)) {
+    if (size < 8) return false
+    const last = Buffer.alloc(8)
+    await file.read(last, 0, 8, size - 8)
+    const legacy = head.readUInt32LE(0) !== CONTINUATION
+    return last.readUInt32LE(4) === 0 && (legacy || last.readUInt32LE(0) === CONTINUATION)
+  }
   if (size >= 2 * MAGIC.length) await file.read(tail, 0, tail.length, size - tail.length)
   if (!tail.equals(MAGIC)) throw badInput(path, 'truncated Arrow IPC file: it starts like the file format but has no footer')
+  return undefined
 }
 
 function wholeRow(columns: ReadonlyArray<readonly [string, Vector | null]>, i: number): Record<string, unknown> {

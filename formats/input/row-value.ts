@@ -82,7 +82,15 @@ function describe(value: unknown): string {
  * JSON.stringify would. Undefined is `null` at the top level, as in JSON.stringify arrays.
  */
 export function toJsonText(value: unknown): string {
-  return write(value, '') ?? 'null'
+  try {
+    return write(value, '') ?? 'null'
+  } catch (err) {
+    // write() recurses once per level: a value nested thousands of levels deep (valid
+    // JSON, which JSON.parse accepts) overflows the stack. Readers report FieldErrors
+    // with the record's position.
+    if (err instanceof Error && err.name === 'RangeError') throw new FieldError(`value is nested too deeply to be written as JSON (${err.message})`)
+    throw err
+  }
 }
 
 function write(value: unknown, key: string): string | undefined {

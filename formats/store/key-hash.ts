@@ -12,6 +12,12 @@ export interface KeyHasher {
 }
 
 export const MD5 = 'md5'
+const COLLIDE = /^md5-collide-(\d{1,2})$/
+
+/** Whether `name` is a key hash createKeyHasher knows (checked when metadata is read). */
+export function isKnownKeyHash(name: string): boolean {
+  return name === MD5 || COLLIDE.test(name)
+}
 
 /** hash-wasm's reusable MD5: ~5x cheaper per short key than node:crypto here. */
 export async function createKeyHasher(name: string = MD5): Promise<KeyHasher> {
@@ -22,7 +28,7 @@ export async function createKeyHasher(name: string = MD5): Promise<KeyHasher> {
     return md5.digest('binary')
   }
   if (name === MD5) return { name, hash: plain }
-  const collide = /^md5-collide-(\d+)$/.exec(name)
+  const collide = COLLIDE.exec(name)
   if (collide) {
     // Keep only `bits` bits of byte 0 and zero bytes 1-7: routing and chunking still
     // work, and the 8-byte index prefix collides for almost every pair of keys.

@@ -1,6 +1,7 @@
 import { open, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
+import { isKnownKeyHash } from './key-hash'
 import { isChunkFileName } from './layout'
 import {
   CHECKSUM_ALGORITHMS,
@@ -29,7 +30,11 @@ export async function readMetadata(dir: string): Promise<StoreMetadata> {
     if (err instanceof StoreError) throw err
     throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
   }
-  return parseMetadata(text, file)
+  const meta = parseMetadata(text, file)
+  // A store directory is read to hash keys (readers, verify): refuse a hash they cannot
+  // compute. (Manifests alone, for fetching, need no hasher.)
+  if (!isKnownKeyHash(meta.keyHash)) throw new StoreError('RO_CORRUPT', `${file}: unknown "keyHash" ${JSON.stringify(meta.keyHash)}`)
+  return meta
 }
 
 export function parseMetadata(text: string, file: string): StoreMetadata {
@@ -68,7 +73,8 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
   int('version', 1)
   int('nodeId')
   str('clusterName')
-  int('replication', 1)
+  // Routing (verify, clients) needs the layout to be a whole ring holding `replication` nodes.
+  const replication = int('replication', 1)
   str('keyHash')
   const chunks = int('chunks', 1)
   const records = int('records')
@@ -83,12 +89,22 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
   if ((chunkRecords as number[]).reduce((a, b) => a + b, 0) !== records) bad('"records" is not the sum of "chunkRecords"')
   const layout = m['layout']
   if (!Array.isArray(layout) || layout.length === 0) bad('"layout" must be a non-empty array')
+  const ids = new Set<number>()
+  const partitions = new Set<number>()
   for (const n of layout as unknown[]) {
     const node = n as Record<string, unknown>
     if (typeof n !== 'object' || n === null || !Number.isSafeInteger(node['id']) || !Array.isArray(node['partitions'])) {
       bad('"layout" entries must have "id" and "partitions"')
     }
+    if (ids.has(node['id'] as number)) bad(`"layout" lists node ${String(node['id'])} twice`)
+    ids.add(node['id'] as number)
+    for (const p of node['partitions'] as unknown[]) {
+      if (!Number.isSafeInteger(p) || (p as number) < 0 || partitions.has(p as number)) bad(`"layout": bad or repeated partition ${JSON.stringify(p)}`)
+      partitions.add(p as number)
+    }
   }
+  for (let p = 0; p < partitions.size; p++) if (!partitions.has(p)) bad(`"layout": partitions must be 0..${partitions.size - 1}, ${p} is missing`)
+  if (replication > ids.size) bad(`"replication" ${replication} exceeds the ${ids.size} nodes of "layout"`)
   const files = m['files']
   if (!Array.isArray(files)) return bad('"files" must be an array')
   const names = new Set<string>()

@@ -22,7 +22,10 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
   const codec = codecByName(metadata.compression)
   const chunks: OpenChunk[] = []
   try {
-    for (let c = 0; c < metadata.chunks; c++) chunks.push(await openChunk(dir, metadata, c, codec, opts.verifyIndex ?? true))
+    for (let c = 0; c < metadata.chunks; c++) {
+      chunks.push(await openChunk(dir, metadata, c, codec, opts.verifyIndex ?? true))
+      checkFirstKey(chunks[c] as OpenChunk, c, metadata.chunks, hasher)
+    }
   } catch (err) {
     for (const ch of chunks) closeSync(ch.dataFd)
     throw err
@@ -57,15 +60,15 @@ class ChunkedStoreReader implements StoreReader {
     const pos = this.search(chunk, targetHi, targetLo, this.counter)
     this.lastProbes = this.counter.probes
     if (pos >= chunk.hi.length || chunk.hi[pos] !== targetHi || chunk.lo[pos] !== targetLo) return undefined
-    const hit = this.readIfKey(chunk, chunk.offsets[pos] as number, kb)
+    const hit = this.readIfKey(chunk, chunk.offsets[pos] as number, kb, hash)
     if (hit !== undefined) return hit
     // Equal prefixes are hash collisions: the key stored in the data file decides.
     for (let i = pos - 1; i >= 0 && chunk.hi[i] === targetHi && chunk.lo[i] === targetLo; i--) {
-      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb)
+      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash)
       if (value !== undefined) return value
     }
     for (let i = pos + 1; i < chunk.hi.length && chunk.hi[i] === targetHi && chunk.lo[i] === targetLo; i++) {
-      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb)
+      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash)
       if (value !== undefined) return value
     }
     return undefined
@@ -81,8 +84,8 @@ class ChunkedStoreReader implements StoreReader {
     for (const c of this.chunks) closeSync(c.dataFd)
   }
 
-  /** One pread of READ_AHEAD bytes covers header, key and a small value. */
-  private readIfKey(chunk: OpenChunk, offset: number, key: Uint8Array): Buffer | undefined {
+  /** One pread of READ_AHEAD bytes covers header, key and a small value. `hash` is the key's. */
+  private readIfKey(chunk: OpenChunk, offset: number, key: Uint8Array, hash: Uint8Array): Buffer | undefined {
     const avail = chunk.dataSize - offset
     let buf = this.scratch
     const got = readSync(chunk.dataFd, buf, 0, Math.min(buf.length, avail), offset)
@@ -91,7 +94,7 @@ class ChunkedStoreReader implements StoreReader {
     const valueLen = buf.readUInt32LE(4)
     const total = RECORD_HEADER_SIZE + keyLen + valueLen
     if (total > avail) corrupt(chunk.dataFile, `record at offset ${offset} runs past the end of the file`)
-    if (keyLen !== key.length) return this.checkedMiss(chunk, offset, buf, got, total)
+    if (keyLen !== key.length) return this.checkedMiss(chunk, offset, buf, got, total, hash)
     if (total > got) {
       buf = Buffer.allocUnsafe(total)
       readFully(chunk.dataFd, buf, offset, chunk.dataFile)
@@ -99,23 +102,59 @@ class ChunkedStoreReader implements StoreReader {
     const storedKey = buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLen)
     const stored = buf.subarray(RECORD_HEADER_SIZE + keyLen, total)
     if (recordCrc(storedKey, stored) !== buf.readUInt32LE(8)) corrupt(chunk.dataFile, `record at offset ${offset} fails its checksum`)
-    if (!storedKey.equals(key)) return undefined
+    if (!storedKey.equals(key)) return this.collision(chunk, offset, storedKey, hash)
     const value = this.codec.decode(stored)
     // The scratch buffer is reused by the next lookup: hand out a copy.
     return value.buffer === this.scratch.buffer ? Buffer.from(value) : value
   }
 
   /** A different key under the same prefix: still verify it, so corruption is never a miss. */
-  private checkedMiss(chunk: OpenChunk, offset: number, buf: Buffer, got: number, total: number): undefined {
+  private checkedMiss(chunk: OpenChunk, offset: number, buf: Buffer, got: number, total: number, hash: Uint8Array): undefined {
     if (total > got) {
       buf = Buffer.allocUnsafe(total)
       readFully(chunk.dataFd, buf, offset, chunk.dataFile)
     }
     const keyLen = buf.readUInt32LE(0)
-    if (recordCrc(buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLen), buf.subarray(RECORD_HEADER_SIZE + keyLen, total)) !== buf.readUInt32LE(8)) {
+    const storedKey = buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLen)
+    if (recordCrc(storedKey, buf.subarray(RECORD_HEADER_SIZE + keyLen, total)) !== buf.readUInt32LE(8)) {
       corrupt(chunk.dataFile, `record at offset ${offset} fails its checksum`)
     }
+    return this.collision(chunk, offset, storedKey, hash)
+  }
+
+  /**
+   * The record holds another key than the one looked up. That is a hash prefix collision
+   * only if its key has the same 8-byte prefix; otherwise the data is damaged in a way the
+   * record CRC cannot see (a zeroed header reads as a valid empty record), and answering
+   * "absent" would be a wrong answer.
+   */
+  private collision(chunk: OpenChunk, offset: number, storedKey: Uint8Array, hash: Uint8Array): undefined {
+    const h = this.hasher.hash(storedKey)
+    if (readU32BE(h, 0) !== readU32BE(hash, 0) || readU32BE(h, 4) !== readU32BE(hash, 4)) {
+      corrupt(chunk.dataFile, `record at offset ${offset} holds a key that does not belong to its index entry`)
+    }
     return undefined
+  }
+}
+
+/**
+ * The key of a chunk's first record must hash, with the metadata's key hash, to the
+ * first index entry and to this chunk. One read per chunk at open ties `keyHash` and
+ * `chunks` of metadata.json (which no checksum covers) to the files: edited, they would
+ * otherwise make lookups miss keys that are there.
+ */
+function checkFirstKey(chunk: OpenChunk, c: number, chunks: number, hasher: KeyHasher): void {
+  if (chunk.hi.length === 0) return
+  const offset = chunk.offsets[0] as number
+  const head = Buffer.alloc(RECORD_HEADER_SIZE)
+  readFully(chunk.dataFd, head, offset, chunk.dataFile)
+  const keyLen = head.readUInt32LE(0)
+  if (offset + RECORD_HEADER_SIZE + keyLen > chunk.dataSize) corrupt(chunk.dataFile, `record at offset ${offset} runs past the end of the file`)
+  const key = Buffer.alloc(keyLen)
+  readFully(chunk.dataFd, key, offset + RECORD_HEADER_SIZE, chunk.dataFile)
+  const h = hasher.hash(key)
+  if (readU32BE(h, 0) !== chunk.hi[0] || readU32BE(h, 4) !== chunk.lo[0] || chunkOf(h, chunks) !== c) {
+    corrupt(chunk.dataFile, `the first record's key does not hash to its index entry and chunk (metadata keyHash ${hasher.name}, ${chunks} chunks)`)
   }
 }
 

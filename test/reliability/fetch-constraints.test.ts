@@ -1,0 +1,185 @@
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { Nginx } from '../helpers/nginx'
+import { json, startSingleNode, type NodeProcess } from '../helpers/node-process'
+import { makeVersionDir, readEveryKey, reportFigures, versionDirsOf } from '../helpers/reliability-kit'
+import { makeTmp } from '../helpers/tmp'
+
+/**
+ * Promise 7 of docs/RELIABILITY.md: fetch sources are constrained. A node started with
+ * --allowed-source (an nginx URL prefix and a local directory) refuses every fetch from
+ * elsewhere, however the source is spelled (a sibling prefix, "..", percent-encoded dot
+ * segments and slashes, another host name, a query, a symlink out of the allowed tree, an
+ * unknown scheme): the job fails with RO_BAD_REQUEST, no request reaches the server, nothing
+ * is staged. From an allowed source, a manifest naming anything but this node's own chunk
+ * files (paths, "..", metadata.json, sub-directories, odd spellings) is refused before any
+ * file is requested. test/integration/fetcher/fetch-http.test.ts and
+ * test/unit/fetcher/{open-source,manifest}.test.ts check the pieces; this goes through a
+ * real node's fetch route.
+ */
+
+jest.setTimeout(60_000)
+const tmp = makeTmp('rostore-fetch-constraints-')
+const TOKEN = 'fetch-constraints-token-0123456789'
+const STORE = 'users'
+const KEYS = 100
+let node: NodeProcess
+let nginx: Nginx
+let dataDir: string
+const figures = { sourcesRefused: 0, sourcesAllowed: 0, manifestsRefused: 0, requestsThatReachedNginx: 0 }
+
+const www = (): string => join(tmp.dir, 'www')
+const builds = (): string => join(tmp.dir, 'builds')
+const storeDir = (): string => join(dataDir, STORE)
+
+beforeAll(async () => {
+  await makeVersionDir(join(www(), 'allowed', 'v1', 'node-0'), { store: STORE, version: 1, keys: KEYS })
+  await makeVersionDir(join(www(), 'other', 'v2', 'node-0'), { store: STORE, version: 2, keys: KEYS })
+  await makeVersionDir(join(www(), 'allowed-old', 'v3', 'node-0'), { store: STORE, version: 3, keys: KEYS })
+  await makeVersionDir(join(builds(), 'allowed', 'v4', 'node-0'), { store: STORE, version: 4, keys: KEYS })
+  await makeVersionDir(join(builds(), 'outside', 'v5', 'node-0'), { store: STORE, version: 5, keys: KEYS })
+  symlinkSync(join(builds(), 'outside', 'v5'), join(builds(), 'allowed', 'link-out'))
+  nginx = await Nginx.launch({ root: www() })
+  dataDir = join(tmp.dir, 'data')
+  node = await startSingleNode({
+    dir: join(tmp.dir, 'node'),
+    dataDir,
+    token: TOKEN,
+    keepVersions: 10,
+    extraArgs: ['--allowed-source', `${nginx.url}allowed`, '--allowed-source', join(builds(), 'allowed')],
+  })
+})
+
+afterAll(async () => {
+  if (node?.running) await node.kill9()
+  await nginx?.dispose()
+  tmp.cleanup()
+  const f = figures
+  reportFigures(
+    'fetch-constraints',
+    `fetch-constraints: ${f.sourcesRefused} sources outside the allow-list refused, ${f.sourcesAllowed} allowed sources fetched, ${f.manifestsRefused} manifests naming files outside the version directory refused; requests that reached nginx for refused sources or files: ${f.requestsThatReachedNginx}`,
+    f,
+  )
+})
+
+async function fetchJob(source: string, version?: number): Promise<Record<string, unknown>> {
+  const r = await node.admin('POST', `/stores/${STORE}/fetch`, { source, ...(version === undefined ? {} : { version }) })
+  expect(r.status).toBe(202)
+  return node.waitJob(String(json(r)['id']), 30_000)
+}
+
+async function nginxHits(prefix: string): Promise<string[]> {
+  return (await nginx.accessLog()).filter((e) => e.uri.startsWith(prefix)).map((e) => e.uri)
+}
+
+test('sources outside --allowed-source are refused before any request, nothing staged', async () => {
+  const host = `127.0.0.1:${nginx.port}`
+  const refused = [
+    `${nginx.url}other/v2`,
+    `${nginx.url}allowed-old/v3`,
+    `${nginx.url}allowed/../other/v2`,
+    `${nginx.url}allowed/%2e%2e/other/v2`,
+    `${nginx.url}allowed/%2E%2E/other/v2`,
+    `${nginx.url}allowed/..%2Fother/v2`,
+    `${nginx.url}allowed%2F..%2Fother/v2`,
+    `${nginx.url}allowed/v1%5C..%5C..%5Cother`,
+    `http://localhost:${nginx.port}/allowed/v1`,
+    `http://${host}@evil.example/allowed/v1`,
+    `${nginx.url}allowed/v1?x=../../other`,
+    `${nginx.url}allowed/v1#frag`,
+    `https://${host}/allowed/v1`,
+    `ftp://${host}/allowed/v1`,
+    `gopher://${host}/allowed/v1`,
+    join(builds(), 'outside', 'v5'),
+    pathToFileURL(join(builds(), 'outside', 'v5')).href,
+    `${join(builds(), 'allowed')}/../outside/v5`,
+    join(builds(), 'allowed', 'link-out'),
+    join(builds(), 'allowed-other'),
+    'relative/builds/allowed/v4',
+    '/',
+  ]
+  for (const source of refused) {
+    const job = await fetchJob(source)
+    expect({ source, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({ source, state: 'failed', code: 'RO_BAD_REQUEST' })
+    figures.sourcesRefused++
+  }
+  const hits = [...(await nginxHits('/other/')), ...(await nginxHits('/allowed-old/'))]
+  figures.requestsThatReachedNginx += hits.length
+  expect(hits).toEqual([])
+  expect(versionDirsOf(storeDir())).toEqual([])
+  expect(readdirSync(storeDir()).filter((n) => n.startsWith('.tmp-'))).toEqual([])
+})
+
+test('sources under --allowed-source are fetched, verified and served', async () => {
+  for (const [source, version] of [
+    [`${nginx.url}allowed/v1`, 1],
+    [`${nginx.url}allowed/v1/../v1/`, undefined],
+    [join(builds(), 'allowed', 'v4'), 4],
+  ] as const) {
+    if (version === undefined) {
+      // The same build again, spelled with a ".." that stays inside: allowed, and a conflict.
+      const job = await fetchJob(source)
+      expect(job).toMatchObject({ state: 'failed', error: { code: 'RO_CONFLICT' } })
+      continue
+    }
+    const job = await fetchJob(source, version)
+    expect({ source, state: job['state'] }).toEqual({ source, state: 'succeeded' })
+    figures.sourcesAllowed++
+  }
+  expect(versionDirsOf(storeDir())).toEqual([1, 4])
+  expect((await node.admin('POST', `/stores/${STORE}/swap`, { version: 4 })).status).toBe(200)
+  expect(await readEveryKey(node, STORE, KEYS)).toBe(4)
+})
+
+test('a manifest naming files outside its version directory is refused before any file is requested', async () => {
+  const good = JSON.parse(readFileSync(join(www(), 'allowed', 'v1', 'node-0', 'metadata.json'), 'utf8')) as { files: { name: string; size: number; checksum: string }[] } & Record<string, unknown>
+  const names = [
+    '../x',
+    '../../../../../../etc/passwd',
+    '/etc/passwd',
+    'metadata.json',
+    'sub/0.data',
+    '0.data/../../x',
+    '..',
+    '.',
+    '.0.data',
+    '00.data',
+    '0.data ',
+    '0.DATA',
+    '0.data\u0000',
+    '%2e%2e%2fx',
+    '..\\x',
+    'node-1/0.data',
+    '',
+    '0.data.part',
+    'LIVE',
+  ]
+  const manifests: [string, unknown][] = names.map((name) => [
+    `name ${JSON.stringify(name)}`,
+    { ...good, files: good.files.map((f, i) => (i === 0 ? { ...f, name } : f)) },
+  ])
+  manifests.push(['a name listed twice', { ...good, files: [...good.files.slice(0, -1), { ...good.files[0]! }] }])
+  manifests.push(['a name that is not a string', { ...good, files: [{ ...good.files[0]!, name: ['0.data'] }, ...good.files.slice(1)] }])
+  manifests.push(['another node\'s manifest', { ...good, nodeId: 7 }])
+  manifests.push(['another store\'s manifest', { ...good, store: 'other' }])
+  let k = 0
+  for (const [what, manifest] of manifests) {
+    const dir = join(www(), 'allowed', `evil-${k}`, 'node-0')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'metadata.json'), JSON.stringify(manifest))
+    // Bait: files a path-following fetcher would find.
+    writeFileSync(join(www(), 'allowed', `evil-${k}`, 'x'), 'bait')
+    const job = await fetchJob(`${nginx.url}allowed/evil-${k}`)
+    expect({ what, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({ what, state: 'failed', code: 'RO_BAD_REQUEST' })
+    const hits = (await nginxHits(`/allowed/evil-${k}/`)).filter((u) => u !== `/allowed/evil-${k}/node-0/metadata.json`)
+    figures.requestsThatReachedNginx += hits.length
+    expect({ what, hits }).toEqual({ what, hits: [] })
+    figures.manifestsRefused++
+    k++
+  }
+  // Nothing was written next to the versions or outside the data directory.
+  expect(readdirSync(storeDir()).sort()).toEqual(['LIVE', 'version-1', 'version-4'])
+  expect(readdirSync(dataDir)).toEqual([STORE])
+  expect(await readEveryKey(node, STORE, KEYS)).toBe(4)
+})
