@@ -14,7 +14,8 @@ import type { OpenOptions, StoreReader } from './store-reader-api'
 
 export type { OpenOptions, StoreReader } from './store-reader-api'
 
-const READ_AHEAD = 4096
+/** Largest first read of a record; records beyond it take a second read. */
+const MAX_READ_AHEAD = 4096
 
 export async function openStore(dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
   const metadata = await readMetadata(dir)
@@ -37,7 +38,7 @@ class ChunkedStoreReader implements StoreReader {
   lastProbes = 0
   private readonly counter: ProbeCounter = { probes: 0 }
   // Never pooled (alloc, not allocUnsafe), so no other Buffer shares its memory.
-  private readonly scratch = Buffer.alloc(READ_AHEAD)
+  private readonly scratch = Buffer.alloc(MAX_READ_AHEAD)
   private closed = false
 
   constructor(
@@ -84,11 +85,11 @@ class ChunkedStoreReader implements StoreReader {
     for (const c of this.chunks) closeSync(c.dataFd)
   }
 
-  /** One pread of READ_AHEAD bytes covers header, key and a small value. `hash` is the key's. */
+  /** One pread of the chunk's read-ahead covers header, key and a typical value. `hash` is the key's. */
   private readIfKey(chunk: OpenChunk, offset: number, key: Uint8Array, hash: Uint8Array): Buffer | undefined {
     const avail = chunk.dataSize - offset
     let buf = this.scratch
-    const got = readSync(chunk.dataFd, buf, 0, Math.min(buf.length, avail), offset)
+    const got = readSync(chunk.dataFd, buf, 0, Math.min(chunk.readAhead, avail), offset)
     if (got < RECORD_HEADER_SIZE) corrupt(chunk.dataFile, `short read at offset ${offset}`)
     const keyLen = buf.readUInt32LE(0)
     const valueLen = buf.readUInt32LE(4)
