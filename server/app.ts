@@ -25,7 +25,7 @@ import { isJobId, type Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import { UNKNOWN_STORE } from './metrics'
-import { decodeKeys, MAX_MULTIGET_BODY_BYTES, valueHeader } from '../formats/wire/multiget'
+import { decodeKeys, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../formats/wire/multiget'
 import type { FetchRunner } from './fetch-route'
 import type { PushLocks } from './push-lock'
 
@@ -369,29 +369,38 @@ async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, re
   if (!lease) throw noLiveVersion(sv)
   res.once('close', lease.release)
   let hits = 0
+  const count = (vs: readonly (Buffer | undefined)[]): void => {
+    for (const v of vs) if (v !== undefined) hits++
+  }
   // The first batch is read before the status line, so most failures still get a status.
+  // Each batch goes out as one buffer: a write per value costs more than the lookups.
   let values = lease.reader.getMany(keys.slice(0, MULTIGET_BATCH))
-  res.writeHead(200, {
+  count(values)
+  const headers = {
     'Content-Type': 'application/octet-stream',
     [VERSION_HEADER]: String(lease.version),
     'X-Rostore-Keys': String(keys.length),
     'Cache-Control': 'no-store',
-  })
-  for (let at = 0; ; ) {
-    for (const v of values) {
-      if (v !== undefined) hits++
-      res.write(valueHeader(v))
-      if (v !== undefined && v.length > 0) res.write(v)
+  }
+  if (keys.length <= MULTIGET_BATCH) {
+    const bodyOut = encodeValues(values)
+    res.writeHead(200, { ...headers, 'Content-Length': bodyOut.length })
+    res.end(bodyOut)
+  } else {
+    res.writeHead(200, headers)
+    for (let at = 0; ; ) {
+      res.write(encodeValues(values))
+      at += values.length
+      if (at >= keys.length || res.destroyed) break
+      if (res.writableNeedDrain) await drainOrClose(res)
+      if (res.destroyed) break
+      values = lease.reader.getMany(keys.slice(at, at + MULTIGET_BATCH))
+      count(values)
     }
-    at += values.length
-    if (at >= keys.length || res.destroyed) break
-    if (res.writableNeedDrain) await drainOrClose(res)
-    if (res.destroyed) break
-    values = lease.reader.getMany(keys.slice(at, at + MULTIGET_BATCH))
+    res.end()
   }
   ctx.metrics.keys.inc({ store, result: 'hit' }, hits)
   ctx.metrics.keys.inc({ store, result: 'miss' }, keys.length - hits)
-  res.end()
 }
 
 function drainOrClose(res: ServerResponse): Promise<void> {

@@ -46,24 +46,26 @@ export function decodeKeys(body: Buffer, maxKeys = MAX_MULTIGET_KEYS, maxKeyByte
   return keys
 }
 
-/** The frame header of one value; the value bytes (if any) follow it. */
-export function valueHeader(value: Uint8Array | undefined): Buffer {
-  const h = Buffer.allocUnsafe(4)
-  if (value === undefined) h.writeUInt32BE(ABSENT, 0)
-  else {
-    if (value.length >= ABSENT) throw new RangeError('value too large for the multi-get framing')
-    h.writeUInt32BE(value.length, 0)
-  }
-  return h
-}
-
+/** One buffer for all frames: sized first, then filled (no per-value allocation). */
 export function encodeValues(values: readonly (Uint8Array | undefined)[]): Buffer {
-  const parts: Uint8Array[] = []
+  let size = 0
   for (const v of values) {
-    parts.push(valueHeader(v))
-    if (v !== undefined) parts.push(v)
+    if (v !== undefined && v.length >= ABSENT) throw new RangeError('value too large for the multi-get framing')
+    size += 4 + (v?.length ?? 0)
   }
-  return Buffer.concat(parts)
+  const out = Buffer.allocUnsafe(size)
+  let at = 0
+  for (const v of values) {
+    if (v === undefined) {
+      out.writeUInt32BE(ABSENT, at)
+      at += 4
+    } else {
+      out.writeUInt32BE(v.length, at)
+      out.set(v, at + 4)
+      at += 4 + v.length
+    }
+  }
+  return out
 }
 
 /** Decode a response body; `expected` (the number of keys sent) is checked when given. */
