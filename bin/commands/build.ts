@@ -43,21 +43,10 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   const bar = (a.progress ?? process.stderr.isTTY) ? createBuildProgressBar() : undefined
   try {
     const summary = await buildStore({
-      inputs: a.input,
-      format: a.format as InputFormat,
-      cluster: await loadCluster(a.cluster),
-      store: a.store,
-      output: a.output,
-      replication: a.replication,
-      keyField: a['key-field'],
-      valueField: a['value-field'],
-      chunks: a.chunks,
-      compression: a.compression as Compression,
-      version: a.version,
+      ...(await commonBuildOptions(a)),
       workers: a.workers,
       memoryMb: a['memory-mb'],
       tmpdir: a.tmpdir,
-      onDuplicate: a['on-duplicate'] as DuplicatePolicy,
       onProgress: bar?.update,
     })
     bar?.stop()
@@ -70,20 +59,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
 async function printHadoopJob(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   if (!a['print-command']) throw new StoreError('RO_BAD_OPTION', '--engine hadoop runs on a Hadoop cluster: add --print-command to prepare the job and print the commands that run it')
   const job = await prepareHadoopJob({
-    build: {
-      inputs: a.input,
-      format: a.format as InputFormat,
-      cluster: await loadCluster(a.cluster),
-      store: a.store,
-      output: a.output,
-      replication: a.replication,
-      keyField: a['key-field'],
-      valueField: a['value-field'],
-      chunks: a.chunks,
-      compression: a.compression as Compression,
-      version: a.version,
-      onDuplicate: a['on-duplicate'] as DuplicatePolicy,
-    },
+    build: await commonBuildOptions(a),
     reducers: a.reducers,
     jobDir: a['job-dir'],
     hadoopDir: a['hadoop-dir'],
@@ -92,4 +68,22 @@ async function printHadoopJob(a: Awaited<ReturnType<typeof builder>['argv']>): P
   })
   process.stdout.write(job.script)
   process.stderr.write(`job spec ${job.specPath}; the commands above are also in ${job.jobDir}/run-hadoop.sh\n`)
+}
+
+/** The options both engines take, from the command line. */
+async function commonBuildOptions(a: Awaited<ReturnType<typeof builder>['argv']>) {
+  return {
+    inputs: a.input,
+    format: a.format as InputFormat,
+    cluster: await loadCluster(a.cluster),
+    store: a.store,
+    output: a.output,
+    replication: a.replication,
+    keyField: a['key-field'],
+    valueField: a['value-field'],
+    chunks: a.chunks,
+    compression: a.compression as Compression,
+    version: a.version,
+    onDuplicate: a['on-duplicate'] as DuplicatePolicy,
+  }
 }

@@ -2,9 +2,8 @@ import { isUtf8 } from 'node:buffer'
 import { StoreError } from '../../common/errors'
 import { CsvRecords } from '../../formats/input/csv'
 import { CsvRowParser } from '../../formats/input/csv-rows'
-import { FieldError, reasonOf } from '../../formats/input/input-error'
-import { trimmed } from '../../formats/input/jsonl'
-import { fieldKey, fieldValue, keyProblem, type FieldBytes } from '../../formats/input/row-value'
+import { JsonLineError, parseJsonLine } from '../../formats/input/jsonl'
+import { keyProblem, type FieldBytes } from '../../formats/input/row-value'
 import { pickColumns, tsvColumns } from '../../formats/input/tsv'
 import type { InputFormat, InputRecord, KeyKind, ValueKind } from '../../formats/input/types'
 
@@ -105,32 +104,14 @@ export class LineRecords {
     this.utf8(buf, s, e, offset, file)
     const keyField = this.o.keyField ?? 'key'
     const valueField = this.o.valueField
-    let parsed: unknown
+    let record: { key: FieldBytes<KeyKind>; value: FieldBytes<ValueKind> }
     try {
-      parsed = JSON.parse(buf.toString('utf8', s, e))
+      record = parseJsonLine(buf, s, e, keyField, valueField)
     } catch (err) {
-      throw badLine(file, offset, `invalid JSON: ${reasonOf(err)}`, err)
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      throw badLine(file, offset, `expected a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`}`)
-    }
-    const obj = parsed as Record<string, unknown>
-    let key: FieldBytes<KeyKind>
-    let value: FieldBytes<ValueKind>
-    try {
-      key = fieldKey(Object.hasOwn(obj, keyField) ? obj[keyField] : undefined, keyField)
-      if (valueField !== undefined) {
-        if (!Object.hasOwn(obj, valueField)) throw new FieldError(`missing value field '${valueField}'`)
-        value = fieldValue(obj[valueField])
-      } else if (Object.hasOwn(obj, 'value')) {
-        value = fieldValue(obj.value)
-      } else {
-        value = { bytes: trimmed(buf, s, e), kind: 'json' }
-      }
-    } catch (err) {
-      if (err instanceof FieldError) throw badLine(file, offset, err.message)
+      if (err instanceof JsonLineError) throw badLine(file, offset, err.message, err.cause)
       throw err
     }
+    const { key, value } = record
     return { key: key.bytes, value: value.bytes, keyKind: key.kind, valueKind: value.kind, source: { path: file }, order: offset }
   }
 

@@ -21,38 +21,52 @@ export async function* readJsonl(path: string, opts: ReadOptions = {}): AsyncGen
       const s = starts[i]!
       const e = ends[i]!
       const line = firstLine + i
-      let parsed: unknown
+      let record: { key: FieldBytes<KeyKind>; value: FieldBytes<ValueKind> }
       try {
-        parsed = JSON.parse(buf.toString('utf8', s, e))
+        record = parseJsonLine(buf, s, e, keyField, valueField)
       } catch (err) {
-        throw badInput(atLine(path, line), `invalid JSON: ${reasonOf(err)}`, err)
-      }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-        throw badInput(atLine(path, line), `expected a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`}`)
-      }
-      const obj = parsed as Record<string, unknown>
-      let key: FieldBytes<KeyKind>
-      let value: FieldBytes<ValueKind>
-      try {
-        key = fieldKey(Object.hasOwn(obj, keyField) ? obj[keyField] : undefined, keyField)
-        if (valueField !== undefined) {
-          if (!Object.hasOwn(obj, valueField)) throw new FieldError(`missing value field '${valueField}'`)
-          value = fieldValue(obj[valueField])
-        } else if (Object.hasOwn(obj, 'value')) {
-          value = fieldValue(obj.value)
-        } else {
-          value = { bytes: trimmed(buf, s, e), kind: 'json' }
-        }
-      } catch (err) {
-        if (err instanceof FieldError) throw badInput(atLine(path, line), err.message)
+        if (err instanceof JsonLineError) throw badInput(atLine(path, line), err.message, err.cause)
         throw err
       }
+      const { key, value } = record
       yield { key: key.bytes, value: value.bytes, keyKind: key.kind, valueKind: value.kind, source: { path, line }, order: base + s }
     }
   }
 }
 
 /** The line without the JSON whitespace around it. */
+/** A line that is not a usable record; the caller says where it is. */
+export class JsonLineError extends Error {}
+
+/**
+ * Key and value of one JSON line (bytes s..e of buf); shared with the Hadoop Streaming
+ * mapper, which reads the same lines from stdin. Throws JsonLineError with the reason.
+ */
+export function parseJsonLine(buf: Buffer, s: number, e: number, keyField: string, valueField: string | undefined): { key: FieldBytes<KeyKind>; value: FieldBytes<ValueKind> } {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(buf.toString('utf8', s, e))
+  } catch (err) {
+    throw new JsonLineError(`invalid JSON: ${reasonOf(err)}`, { cause: err })
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new JsonLineError(`expected a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`}`)
+  }
+  const obj = parsed as Record<string, unknown>
+  try {
+    const key = fieldKey(Object.hasOwn(obj, keyField) ? obj[keyField] : undefined, keyField)
+    if (valueField !== undefined) {
+      if (!Object.hasOwn(obj, valueField)) throw new FieldError(`missing value field '${valueField}'`)
+      return { key, value: fieldValue(obj[valueField]) }
+    }
+    if (Object.hasOwn(obj, 'value')) return { key, value: fieldValue(obj.value) }
+    return { key, value: { bytes: trimmed(buf, s, e), kind: 'json' } }
+  } catch (err) {
+    if (err instanceof FieldError) throw new JsonLineError(err.message)
+    throw err
+  }
+}
+
 export function trimmed(buf: Buffer, s: number, e: number): Buffer {
   while (s < e && isJsonSpace(buf[s]!)) s++
   while (e > s && isJsonSpace(buf[e - 1]!)) e--
