@@ -1,0 +1,103 @@
+/**
+ * Why a goal was missed: what profiling showed and what was done, per goal id. Written
+ * from the numbers and profiles of the runs (bench/README.md says how to reproduce the
+ * profiles); run.ts prints the entry of every goal that a run missed, under the measured
+ * values of that run, so a later run that meets a goal drops its entry by itself.
+ *
+ * Only bench/ is this suite's to change: causes inside the builder, reader or server are
+ * stated with the change that would address them, for the owners of that code.
+ */
+import type { GoalRow } from './report'
+
+const CONTENTION =
+  'All numbers come from a 2-core machine shared with other work (see the load average per section); the spread column shows how much runs moved.'
+
+const WHY: Record<string, string> = {
+  'build-lmdb': `Profile (\`node --cpu-prof\` of \`rostore build\`, 1M × 100 B, both worker threads): no hot spot — the time is spread over the
+per-record pipeline in JavaScript: encoding the mapped record into the sort buffer (~8%), reading hash prefixes with \`readUInt32BE\`
+in sort comparisons (~7%), garbage collection (~5%), Buffer views created per record (\`subarray\`/\`FastBuffer\`, ~7%), the reduce
+step (~5%), CRC32 per record (\`zlib.crc32\`, ~5%), TSV parsing (~5%), MD5 per key through hash-wasm (~3–5%). That is ~3–4 µs of
+JavaScript per record per core. LMDB's and SQLite's bulk loads are one native B-tree insert per record called from JavaScript,
+which costs about the same per record, so rostore's edge has to come from parallelism — and this machine has 2 cores: the best
+case is 2× a single-writer peer, not 3×, and the builder reached ~1.3× from its second worker (1M × 100 B on a quiet moment:
+2.6–2.8 s with 2 workers, 3.5 s with 1). The peers lose ground as values grow (page splits, overflow pages), so the 1024-byte
+shape is rostore's better case. ${CONTENTION}
+
+What would move it (builder code, not bench/): sort (hash prefix, record index) pairs in a packed Uint32Array with a radix sort
+instead of a comparator reading Buffers; pass offsets instead of allocating a Buffer view per record; hash keys in batches
+(one wasm call for many keys) instead of one hash-wasm call per key. With those, ~1.5–2× per core looks reachable; ≥ 3× a
+native B-tree load on 2 cores does not. On a machine with 8+ cores the goal is a question of scaling, which the
+\`--workers 1\` row lets you check.`,
+
+  'build-sqlite': `Same causes as for LMDB above: per-record JavaScript cost of the build pipeline about equal to one native SQLite insert per record,
+and only 2 cores to spread it over. SQLite is measured at its best settings (16 KiB pages, no journal, no sync until one fsync
+at the end, in input order and sorted first); with SQLite's default 4 KiB pages the 1024-byte shape loads 4× slower and rostore
+would "meet" the goal, which is why the peer is tuned rather than taken with defaults.`,
+
+  'build-cdb': `tinycdb's \`cdb -c\` is a C loop: a cheap 32-bit hash per key, records appended to the output as they come, a hash table
+built in memory and written at the end — no sort, no MD5, no per-record checksum, no fsync of its own (we add one). It reaches
+millions of records/s on 100-byte values and is bound by its single write pass on 1024-byte values. rostore does more per
+record (MD5 routing and index key, external sort, CRC32 per record, index + data files) in JavaScript, at roughly a tenth to a
+third of cdb's rate here. 0.5× needs the per-record cost down by 2–6×: the builder changes listed under LMDB, plus moving the
+sort and record encoding into fewer, larger operations (or a native/wasm inner loop).`,
+
+  'lookup-lmdb': `Profile (\`--cpu-prof\` of \`openStore(…).get\` in a loop, 1M × 100 B, one chunk): ~52% of the time is the \`pread\` system call
+that reads the record (a 4 KiB read-ahead per lookup), ~14% \`get\` itself, ~5% CRC32 of the record (\`zlib.crc32\`, checked on
+every hit), ~5% MD5 of the key (hash-wasm), the rest Buffer allocation and GC. Index search is not the cost: ~2 probes per
+lookup. LMDB reads through a memory map — no system call and no copy until the value is returned — which is why it leads
+by the most on small values, where the system call is most of a lookup's cost. Trying the reader with a 256-byte read-ahead instead of 4 KiB (set on a
+reader instance, not committed) gave +20–30% on 100-byte values; the system call remains.
+
+What would move it (reader code, not bench/): size the read-ahead from the chunk's mean record size instead of 4 KiB; skip
+the per-lookup CRC when the data file was verified at open (or verify per page once); and, the real fix, serve values from
+memory: either a memory map (needs a native addon) or an opt-in preload of the \`.data\` files into a Buffer when they fit a
+budget, which turns a lookup into hash + index search + memcmp + copy with no system call.`,
+
+  probes: `The measured mean is over the uniform stream; with fewer than 1M keys per chunk the goal is checked against the run's size.`,
+
+  'serve-multiget': `Profile of \`rostore serve\` under a wrk multi-get load (\`--cpu-prof\`, 1M × 1024 B, page cache warm): about a third of the
+server's busy time is the \`pread\` system calls — one per key, 100 per request (\`strace -c\`: ~100 pread64 per request, one
+writev) — ~15% is assembling the response (the handler calls \`res.write\` twice per key on a chunked response, which Node
+gathers into one writev of ~400 buffers with chunk framing), ~10% the lookups' own code, ~5% CRC32 per record. The server CPU
+column shows rostore's core saturated on multi-gets; Redis answers MGET from memory in a C loop into one reply buffer.
+With a cold page cache (right after other benchmarks wrote GBs) the same load fell to ~20k keys/s: the synchronous preads
+then block the event loop on the disk.
+
+What would move it (server/reader code, not bench/): frame each batch into one Buffer and send it with \`Content-Length\`
+instead of ~200 chunked writes; read a batch's records sorted by offset so that neighbours share a read; and keep values in
+memory (the preload described under "In-process lookups"), which removes the 100 system calls per request. ${CONTENTION}`,
+
+  'serve-p99': `Measured with an evenly paced open-loop client at half the measured peak: the p50 is ~0.1 ms and the p90 ~0.15 ms, so the
+typical request is fast; the p99 is set by stalls of a few milliseconds that hit ~1% of requests. GC is not it: with
+\`--trace-gc\` the server's scavenges at 8k requests/s take 0.4–0.6 ms, ~12 per second, and no mark-compact ran. The stalls
+follow the machine: the server is pinned to one of 2 cores that it shares with the kernel's loopback work and with whatever
+else runs (the load average is printed per section), so a descheduled server holds every request queued behind it. On an
+idle machine rerun \`--only serve\`; if the p99 stays above 1 ms there, the next suspects are synchronous preads of records
+that fell out of the page cache and the per-request metrics work — profile with \`--cpu-prof\` at the paced rate.`,
+
+  'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
+with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
+isolate per worker thread. That leaves ~40 MB of the 150 MB headroom, while the budget only sizes the workers' sort buffers
+(60% of budget ÷ workers); the input read buffers, merge buffers and the garbage the JavaScript heaps keep between
+collections come on top. That is why a small budget (64 MiB) misses and a larger one (256 MiB) fits.
+What would move it (builder code): count read and merge buffers inside the budget, cap each worker's heap
+(\`resourceLimits.maxOldGenerationSizeMb\`) from the budget, and use one worker when the budget is too small for two.`,
+
+  fetch: `See the fetch benchmark's own table and notes (bench/fetch-bench.ts).`,
+  throttle: `See the fetch benchmark's own table and notes (bench/fetch-bench.ts).`,
+  swap: `Judged on the admin round trip's p99 (bench/swap-bench.ts). The small and the multi-GB store are alike, so the swap does not
+grow with the \`.data\` size; the p50 is a few ms. The tail sits in the "flip" column (LIVE temp write + fsync + rename + fsync
+dir + in-memory replace), whose p99 is well above the "LIVE write alone" row measured on the same disk right after — so the
+extra is not the fsyncs alone but what happens around them inside the serving process (event loop busy with the admin
+request's other work, closing the old reader). The owners of swapper/ should profile the flip; on this shared machine the
+fsync tail also follows the write-back of everything else running.`,
+}
+
+export function explain(id: string, rows: readonly GoalRow[]): string {
+  const missed = rows.filter((r) => r.status !== 'met')
+  if (missed.length === 0) return ''
+  const text = WHY[id]
+  const measured = missed.map((r) => `- ${r.goal}: ${r.status === 'not run' ? 'not run' : 'missed'} — ${r.measured}`).join('\n')
+  const allNotRun = missed.every((r) => r.status === 'not run')
+  return `### ${missed[0]?.goal.replace(/,.*$/, '') ?? id}\n\n${measured}${allNotRun ? '' : `\n\n${text ?? 'No analysis written for this goal yet.'}`}`
+}

@@ -1,0 +1,170 @@
+/**
+ * Measurement 1 — build: records/s, MB/s, output bytes per record and peak RSS of
+ * `rostore build` (all cores, and --workers 1) against, in the same run on the same
+ * records: LMDB bulk load, SQLite bulk load (WITHOUT ROWID, one transaction) and tinycdb
+ * `cdb -c`. Every system runs as its own process, timed from spawn to exit, after a
+ * `sync`; runs are interleaved (round r runs every system once) so drift in the machine's
+ * state hits all of them alike. MB/s is TSV input bytes (10^6) per second.
+ */
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { ensureDataset, ensureDir, workRoot, type Dataset } from './data'
+import { buildCdb, cdbTooLarge, ensureCdb, ensureCdbInput } from './peers/cdb'
+import { lmdbModule } from './peers/lmdb'
+import { sqliteModule } from './peers/sqlite'
+import { goal, type BenchContext, type GoalRow, type Section } from './report'
+import { rostoreBuild } from './rostore'
+import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from './stats'
+import { duBytes, ensureGnuTime, log, runTimed, syncDisks, type TimedResult } from './system'
+
+interface System {
+  readonly id: string
+  readonly label: string
+  /** Why it cannot run, if it cannot. */
+  readonly skip?: string
+  readonly run: (out: string) => Promise<TimedResult>
+}
+
+interface Measured {
+  readonly system: System
+  readonly secs: number[]
+  readonly rss: number[]
+  readonly outBytes: number[]
+  readonly error?: string
+}
+
+export function childScript(): string {
+  return join(__dirname, 'child.js')
+}
+
+function peerLoad(engine: 'lmdb' | 'sqlite', ds: Dataset, sorted: boolean) {
+  return (out: string): Promise<TimedResult> =>
+    runTimed(process.execPath, ['--max-old-space-size=16384', childScript(), 'load', engine, ds.tsv, out, sorted ? '1' : '0'], { timeoutMs: 4 * 3_600_000 })
+}
+
+async function systemsFor(ds: Dataset): Promise<System[]> {
+  const lmdb = lmdbModule()
+  const sqlite = sqliteModule()
+  const cdbMissing = (await ensureCdb()) ?? cdbTooLarge(ds)
+  const cdbInput = cdbMissing ? undefined : ensureCdbInput(ds)
+  return [
+    { id: 'rostore', label: 'rostore build (all cores)', run: (out) => rostoreBuild(ds, join(out, 'store')) },
+    { id: 'rostore-w1', label: 'rostore build --workers 1', run: (out) => rostoreBuild(ds, join(out, 'store'), { workers: 1 }) },
+    { id: 'lmdb', label: 'LMDB, input order (async put)', skip: typeof lmdb === 'string' ? lmdb : undefined, run: peerLoad('lmdb', ds, false) },
+    { id: 'lmdb-sorted', label: 'LMDB, sorted first (append)', skip: typeof lmdb === 'string' ? lmdb : undefined, run: peerLoad('lmdb', ds, true) },
+    { id: 'sqlite', label: 'SQLite, input order', skip: typeof sqlite === 'string' ? sqlite : undefined, run: peerLoad('sqlite', ds, false) },
+    { id: 'sqlite-sorted', label: 'SQLite, sorted first', skip: typeof sqlite === 'string' ? sqlite : undefined, run: peerLoad('sqlite', ds, true) },
+    {
+      id: 'cdb',
+      label: 'tinycdb cdb -c (+ fsync)',
+      skip: cdbMissing,
+      run: async (out) => (await buildCdb(cdbInput as string, out)).timed,
+    },
+  ]
+}
+
+interface ShapeResult {
+  readonly ds: Dataset
+  readonly rows: Measured[]
+}
+
+async function benchShape(ctx: BenchContext, ds: Dataset): Promise<ShapeResult> {
+  const systems = await systemsFor(ds)
+  const results = new Map<string, { secs: number[]; rss: number[]; outBytes: number[]; error?: string }>()
+  for (const s of systems) results.set(s.id, { secs: [], rss: [], outBytes: [] })
+  const root = ensureDir(join(workRoot(), 'build-bench'))
+  for (let r = 0; r < ctx.runs; r++) {
+    for (const s of systems) {
+      const m = results.get(s.id)!
+      if (s.skip || m.error) continue
+      const out = join(root, s.id)
+      rmSync(out, { recursive: true, force: true })
+      mkdirSync(out, { recursive: true })
+      await syncDisks()
+      try {
+        const t = await s.run(out)
+        m.secs.push(t.wallSecs)
+        m.rss.push(t.maxRssBytes)
+        m.outBytes.push(duBytes(out))
+        log(`build ${ds.shape.name} ${s.label}: run ${r + 1} ${t.wallSecs.toFixed(2)} s, peak RSS ${(t.maxRssBytes / 2 ** 20).toFixed(0)} MiB`)
+      } catch (err) {
+        m.error = (err as Error).message.split('\n').slice(0, 4).join(' / ').slice(0, 400)
+        log(`build ${ds.shape.name} ${s.label} failed: ${m.error}`)
+      } finally {
+        rmSync(out, { recursive: true, force: true })
+      }
+    }
+  }
+  return { ds, rows: systems.map((s) => ({ system: s, ...results.get(s.id)! })) }
+}
+
+/** Median records/s of a system, NaN when it did not run. */
+function recordsPerSec(res: ShapeResult, id: string): number {
+  const m = res.rows.find((r) => r.system.id === id)
+  if (!m || m.secs.length === 0) return NaN
+  return res.ds.shape.records / summarize(m.secs).median
+}
+
+function bestOf(res: ShapeResult, ids: readonly string[]): { id: string; rps: number } | undefined {
+  let best: { id: string; rps: number } | undefined
+  for (const id of ids) {
+    const rps = recordsPerSec(res, id)
+    if (Number.isFinite(rps) && (!best || rps > best.rps)) best = { id, rps }
+  }
+  return best
+}
+
+function shapeTable(res: ShapeResult): string {
+  const ours = recordsPerSec(res, 'rostore')
+  const rows = res.rows.map((m) => {
+    if (m.system.skip) return [m.system.label, `not run: ${m.system.skip}`, '', '', '', '', '', '']
+    if (m.secs.length === 0) return [m.system.label, `not run: ${m.error ?? 'no result'}`, '', '', '', '', '', '']
+    const secs = summarize(m.secs)
+    const outPerRec = summarize(m.outBytes).median / res.ds.shape.records
+    const rss = summarize(m.rss).median
+    const rps = res.ds.shape.records / secs.median
+    return [
+      m.system.label,
+      fmt(secs.median),
+      fmtSpread(secs),
+      fmt(res.ds.shape.records / secs.median),
+      fmt(res.ds.bytes / 1e6 / secs.median),
+      fmt(outPerRec),
+      Number.isFinite(rss) ? fmt(rss / 2 ** 20) : 'n/a',
+      m.system.id === 'rostore' ? '1.00×' : fmtRatio(ours, rps),
+    ]
+  })
+  return mdTable(['system', 'seconds (median)', 'spread', 'records/s', 'MB/s', 'output bytes/record', 'peak RSS MiB', 'rostore (all cores) ÷ this'], rows)
+}
+
+export async function runBuildBench(ctx: BenchContext): Promise<Section> {
+  const timeMissing = await ensureGnuTime()
+  const parts: string[] = []
+  const goals: GoalRow[] = []
+  parts.push(
+    `Each system runs ${ctx.runs}× as its own process (interleaved rounds, \`sync\` before each run); the table shows the median wall time, ` +
+      `spread = ±half the range over the median, rates from the median. MB/s = TSV input bytes (10^6) per second. ` +
+      `Output bytes/record = all files the system wrote ÷ records. rostore builds with its default chunk count and memory budget ` +
+      `(1024 MiB), fsyncing its output; LMDB commits durably, SQLite and cdb are fsynced once at the end. ` +
+      `The peers' rows "sorted first" include reading all records into memory and sorting them.` +
+      (timeMissing ? ` Peak RSS not measured: ${timeMissing}.` : ''),
+  )
+  for (const shape of ctx.shapes) {
+    const ds = ensureDataset(shape, ctx.seed)
+    log(`build bench: ${shape.name} (${(ds.bytes / 1e6).toFixed(0)} MB of TSV)`)
+    const res = await benchShape(ctx, ds)
+    parts.push(`### ${shape.name} (${fmt(ds.bytes / 1e6)} MB TSV)\n\n${shapeTable(res)}`)
+    const ours = recordsPerSec(res, 'rostore')
+    const lmdb = bestOf(res, ['lmdb', 'lmdb-sorted'])
+    const sqlite = bestOf(res, ['sqlite', 'sqlite-sorted'])
+    const cdb = bestOf(res, ['cdb'])
+    const ratio = (peer: { rps: number } | undefined): number => (peer ? ours / peer.rps : NaN)
+    const show = (peer: { id: string; rps: number } | undefined): string =>
+      peer ? `${fmt(ratio(peer))}× (${fmt(ours)} vs ${fmt(peer.rps)} records/s, ${peer.id})` : 'peer not run'
+    const ok = (peer: { rps: number } | undefined, min: number): boolean | undefined => (peer && Number.isFinite(ours) ? ratio(peer) >= min : undefined)
+    goals.push(goal('build-lmdb', `Build (all cores) vs LMDB bulk load, ${shape.name}`, '≥ 3× (faster LMDB variant)', show(lmdb), ok(lmdb, 3)))
+    goals.push(goal('build-sqlite', `Build (all cores) vs SQLite bulk load, ${shape.name}`, '≥ 3× (faster SQLite variant)', show(sqlite), ok(sqlite, 3)))
+    goals.push(goal('build-cdb', `Build (all cores) vs tinycdb, ${shape.name}`, '≥ 0.5×', show(cdb), ok(cdb, 0.5)))
+  }
+  return { title: '1. Build', markdown: parts.join('\n\n') + '\n', goals }
+}

@@ -1,0 +1,158 @@
+/**
+ * The benchmarks written beside this suite (fetch-, swap-, push-, hadoop-bench): each
+ * runs as its own process; its markdown (stdout) goes into RESULTS.md as it is, its
+ * progress (stderr) into bench/work/logs/<name>.log, and the goal rows are read back from
+ * its tables.
+ */
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ensureDir, workRoot } from './data'
+import { goal, type BenchContext, type GoalRow, type Section } from './report'
+import { fmt } from './stats'
+import { log, runTimed } from './system'
+
+export interface External {
+  readonly id: 'fetch' | 'swap' | 'push' | 'hadoop'
+  readonly file: string
+  readonly title: string
+  /** Flags for this run (--quick is always passed in quick mode). */
+  readonly args: (ctx: BenchContext) => string[]
+  readonly timeoutSec: (ctx: BenchContext) => number
+  readonly goals: (markdown: string | undefined, reason?: string) => GoalRow[]
+}
+
+export const EXTERNALS: readonly External[] = [
+  {
+    id: 'fetch',
+    file: 'fetch-bench.js',
+    title: '4a. Fetch vs curl, throttle accuracy',
+    args: (ctx) => (ctx.quick ? ['--quick', '--size-mb', '128', '--runs', '2'] : ['--runs', String(ctx.runs)]),
+    timeoutSec: (ctx) => (ctx.quick ? 180 : 1800),
+    goals: fetchGoals,
+  },
+  {
+    id: 'swap',
+    file: 'swap-bench.js',
+    title: '4b. Swap and rollback latency vs store size; node RSS',
+    args: (ctx) => (ctx.quick ? ['--quick', '--big-gb', '0.5', '--iterations', '50'] : []),
+    timeoutSec: (ctx) => (ctx.quick ? 240 : 3600),
+    goals: swapGoals,
+  },
+  {
+    id: 'push',
+    file: 'push-bench.js',
+    title: '4c. Push to a local cluster (fetch + swap phases)',
+    args: (ctx) => (ctx.quick ? ['--quick', '--runs', '1'] : ['--runs', String(ctx.runs)]),
+    timeoutSec: (ctx) => (ctx.quick ? 180 : 3600),
+    goals: () => [],
+  },
+  {
+    id: 'hadoop',
+    file: 'hadoop-bench.js',
+    title: 'Hadoop Streaming engine vs local build',
+    args: (ctx) => (ctx.quick ? ['--quick', '--records', String(ctx.records)] : ['--records', String(ctx.records)]),
+    timeoutSec: (ctx) => (ctx.quick ? 180 : 3600),
+    goals: () => [],
+  },
+]
+
+export async function runExternal(ctx: BenchContext, ext: External): Promise<Section> {
+  const script = join(__dirname, ext.file)
+  const source = `bench/${ext.file.replace(/\.js$/, '.ts')}`
+  if (!existsSync(script)) {
+    const reason = `${source} is not there (or was not compiled)`
+    return { title: ext.title, markdown: `Not run: ${reason}.\n`, goals: ext.goals(undefined, reason) }
+  }
+  const args = ext.args(ctx)
+  log(`${ext.id}: node ${source.replace(/\.ts$/, '.js')} ${args.join(' ')}`)
+  const logFile = join(ensureDir(join(workRoot(), 'logs')), `${ext.id}.log`)
+  try {
+    const t = await runTimed(process.execPath, [script, ...args], { timeoutMs: ext.timeoutSec(ctx) * 1000 })
+    writeFileSync(logFile, t.stderr)
+    const md = t.stdout.trim()
+    return {
+      title: ext.title,
+      markdown: `Run: \`node ${source.replace(/\.ts$/, '.js')} ${args.join(' ')}\` (${fmt(t.wallSecs)} s; its progress log: bench/work/logs/${ext.id}.log).\n\n${md}\n`,
+      goals: ext.goals(md),
+    }
+  } catch (err) {
+    const msg = (err as Error).message
+    writeFileSync(logFile, msg)
+    const reason = `${source} failed: ${msg.split('\n').slice(-4).join(' / ').slice(0, 500)}`
+    log(`${ext.id}: ${reason}`)
+    return { title: ext.title, markdown: `Not run: ${reason}\n`, goals: ext.goals(undefined, reason) }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// reading goal rows back from the benchmarks' markdown
+
+export interface MdTable {
+  readonly header: string[]
+  readonly rows: string[][]
+}
+
+export function parseTables(md: string): MdTable[] {
+  const tables: MdTable[] = []
+  const lines = md.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]?.trim() ?? ''
+    const sep = lines[i + 1]?.trim() ?? ''
+    if (!line.startsWith('|') || !/^\|[\s:|-]+\|$/.test(sep)) continue
+    const cells = (l: string): string[] => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim())
+    const header = cells(line)
+    const rows: string[][] = []
+    let j = i + 2
+    for (; j < lines.length && (lines[j]?.trim() ?? '').startsWith('|'); j++) rows.push(cells(lines[j] as string))
+    tables.push({ header, rows })
+    i = j - 1
+  }
+  return tables
+}
+
+function column(t: MdTable, name: RegExp): number {
+  return t.header.findIndex((h) => name.test(h))
+}
+
+export function fetchGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const notRun = (g: string, target: string): GoalRow => goal(g === 'Fetch vs curl' ? 'fetch' : 'throttle', g, target, `not run: ${reason ?? 'no table'}`, undefined)
+  const t = md ? parseTables(md).find((x) => column(x, /^MB\/s$/) >= 0 && column(x, /measurement/) >= 0) : undefined
+  if (!t) return [notRun('Fetch vs curl', '≥ 0.9×'), notRun('Throttle accuracy', 'within ±10%')]
+  const mbs = column(t, /^MB\/s$/)
+  const name = column(t, /measurement/)
+  const rate = (r: string[]): number => Number((r[mbs] ?? '').replace(/,/g, ''))
+  const ours = t.rows.find((r) => /^fetchVersion/.test(r[name] ?? ''))
+  const curls = t.rows.filter((r) => /^curl/.test(r[name] ?? ''))
+  const goals: GoalRow[] = []
+  if (ours && curls.length) {
+    // Like for like: curl with the same parallelism and an fsync of what it wrote.
+    const like = curls.find((r) => /parallel/.test(r[name] ?? '') && /\+ fsync/.test(r[name] ?? '')) ?? curls[0]!
+    const all = curls.map((r) => `${fmt(rate(ours) / rate(r))}× ${r[name]}`).join('; ')
+    const ratio = rate(ours) / rate(like)
+    goals.push(goal('fetch', 'Fetch rate vs curl from nginx', `≥ 0.9× (${like[name]})`, `${fmt(ratio)}× (${fmt(rate(ours))} vs ${fmt(rate(like))} MB/s); all: ${all}`, ratio >= 0.9))
+  } else goals.push(goal('fetch', 'Fetch rate vs curl from nginx', '≥ 0.9×', 'rows not found in fetch-bench output', undefined))
+  const throttled = t.rows.filter((r) => /throttled/.test(r[name] ?? ''))
+  if (throttled.length) {
+    const offs = throttled.map((r) => Number(/(-?\d+(?:\.\d+)?)% off target/.exec(r.join(' '))?.[1] ?? NaN))
+    const worst = Math.max(...offs.map(Math.abs))
+    goals.push(goal('throttle', 'Throttle accuracy', 'within ±10%', `${throttled.map((r, k) => `${/(\d+) MB\/s/.exec(r[name] ?? '')?.[1] ?? '?'} MB/s: ${offs[k]}%`).join(', ')}`, Number.isFinite(worst) ? worst <= 10 : undefined))
+  } else goals.push(goal('throttle', 'Throttle accuracy', 'within ±10%', 'rows not found in fetch-bench output', undefined))
+  return goals
+}
+
+export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const t = md ? parseTables(md).find((x) => column(x, /^op$/) >= 0 && column(x, /p99/) >= 0) : undefined
+  if (!t) return [goal('swap', 'Swap and rollback p99, independent of store size', '< 10 ms', `not run: ${reason ?? 'no table'}`, undefined)]
+  const op = column(t, /^op$/)
+  const store = column(t, /^store$/)
+  const size = column(t, /MiB/)
+  const server = column(t, /server p99/)
+  const rtt = column(t, /rtt p99/)
+  const rows = t.rows.filter((r) => /^(swap|rollback)$/.test(r[op] ?? ''))
+  const num = (r: string[], c: number): number => (c >= 0 ? Number((r[c] ?? '').replace(/,/g, '')) : NaN)
+  // Judged on the client's round trip when the table has one (it includes the server's share).
+  const judged = rows.map((r) => (rtt >= 0 ? num(r, rtt) : num(r, server)))
+  const worst = Math.max(...judged)
+  const text = rows.map((r) => `${r[op]} ${r[store]}${size >= 0 ? ` (${r[size]} MiB)` : ''}: server ${r[server] ?? '?'} / rtt ${rtt >= 0 ? r[rtt] : '?'} ms`).join('; ')
+  return [goal('swap', 'Swap and rollback p99, independent of store size', `< 10 ms (${rtt >= 0 ? 'admin round trip' : 'server'} p99)`, text || 'rows not found', rows.length ? worst < 10 : undefined)]
+}

@@ -1,0 +1,165 @@
+/**
+ * Measurement 2 — in-process lookups on one thread: gets/s of rostore's reader
+ * (interpolation and binary search; values uncompressed and snappy-compressed) against
+ * LMDB `get` and a SQLite primary-key SELECT, on the same keys, plus rostore's mean index
+ * probes per lookup. Each engine runs in a fresh child process pinned to one core: one
+ * untimed pass checks every answer (hit/miss as generated, a sample of values byte-equal
+ * to the generator's) and warms caches, then `runs` timed passes over the same stream.
+ * rostore stores are built with one chunk, so at 1M records the index has 1M keys.
+ */
+import { ensureDataset, STREAM_KINDS, type Dataset, type StreamKind } from './data'
+import type { LookupJob, LookupResult } from './child'
+import { childScript } from './build-bench'
+import { lmdbModule } from './peers/lmdb'
+import { sqliteModule } from './peers/sqlite'
+import { goal, type BenchContext, type GoalRow, type Section } from './report'
+import { artifactDir, ensureArtifact, rostoreNodeDir } from './rostore'
+import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from './stats'
+import { log, runTimed } from './system'
+
+interface Engine {
+  readonly id: string
+  readonly label: string
+  readonly skip?: string
+  readonly job: (stream: StreamKind) => Omit<LookupJob, 'stream' | 'records' | 'valueBytes' | 'seed' | 'count' | 'runs' | 'maxSeconds'>
+}
+
+/** Bulk-loads a peer artifact in a child process (sorted-first: the most compact file). */
+export function loadPeerArtifact(ds: Dataset) {
+  return async (engine: 'lmdb' | 'sqlite', outDir: string): Promise<void> => {
+    await runTimed(process.execPath, ['--max-old-space-size=16384', childScript(), 'load', engine, ds.tsv, outDir, '1'], { timeoutMs: 4 * 3_600_000 })
+  }
+}
+
+async function enginesFor(ds: Dataset): Promise<Engine[]> {
+  const lmdb = lmdbModule()
+  const sqlite = sqliteModule()
+  const load = loadPeerArtifact(ds)
+  const none = rostoreNodeDir(ds, 'rostore-none')
+  const snappy = rostoreNodeDir(ds, 'rostore-snappy')
+  await ensureArtifact(ds, 'rostore-none', load)
+  await ensureArtifact(ds, 'rostore-snappy', load)
+  if (typeof lmdb !== 'string') await ensureArtifact(ds, 'lmdb', load)
+  if (typeof sqlite !== 'string') await ensureArtifact(ds, 'sqlite', load)
+  return [
+    { id: 'ro-interp', label: 'rostore, interpolation, uncompressed', job: () => ({ engine: 'rostore', path: none, search: 'interpolation' }) },
+    { id: 'ro-binary', label: 'rostore, binary search, uncompressed', job: () => ({ engine: 'rostore', path: none, search: 'binary' }) },
+    { id: 'ro-interp-snappy', label: 'rostore, interpolation, snappy', job: () => ({ engine: 'rostore', path: snappy, search: 'interpolation' }) },
+    { id: 'ro-binary-snappy', label: 'rostore, binary search, snappy', job: () => ({ engine: 'rostore', path: snappy, search: 'binary' }) },
+    { id: 'lmdb', label: 'LMDB get', skip: typeof lmdb === 'string' ? lmdb : undefined, job: () => ({ engine: 'lmdb', path: artifactDir(ds, 'lmdb') }) },
+    { id: 'sqlite', label: 'SQLite SELECT by primary key', skip: typeof sqlite === 'string' ? sqlite : undefined, job: () => ({ engine: 'sqlite', path: artifactDir(ds, 'sqlite') }) },
+  ]
+}
+
+interface Cell {
+  readonly result?: LookupResult
+  readonly error?: string
+}
+
+async function runJobs(jobs: readonly LookupJob[]): Promise<LookupResult[]> {
+  const t = await runTimed(process.execPath, [childScript(), 'lookup', JSON.stringify(jobs)], { timeoutMs: 3_600_000 })
+  return JSON.parse(t.stdout.trim().split('\n').pop() ?? '[]') as LookupResult[]
+}
+
+export async function runLookupBench(ctx: BenchContext): Promise<Section> {
+  const count = ctx.quick ? 50_000 : Math.min(ctx.records, 2_000_000)
+  // Passes are cheap next to a process start: at least 5, bounded in time.
+  const passes = ctx.quick ? 3 : Math.max(5, ctx.runs)
+  const parts: string[] = [
+    `Lookups per pass: ${fmt(count)} keys of each stream (uniform: 10% absent keys; zipf: s = 0.99, all present). ` +
+      `Each engine runs in its own process, on one thread; an untimed pass verifies every answer, then ${passes} timed passes (fewer if they pass ${ctx.quick ? 3 : 60} s): ` +
+      `median gets/s and spread (±half the range over the median) across passes. rostore stores have one chunk (all keys in one index). ` +
+      `Probes = index entries compared per lookup (rostore's \`lastProbes\`).`,
+  ]
+  const goals: GoalRow[] = []
+  for (const shape of ctx.shapes) {
+    const ds = ensureDataset(shape, ctx.seed)
+    log(`lookup bench: ${shape.name}`)
+    const engines = await enginesFor(ds)
+    const cells = new Map<string, Cell>()
+    // One process per engine runs both streams: fewer process starts, same isolation between engines.
+    for (const e of engines) {
+      if (e.skip || (ctx.quick && e.id === 'ro-binary-snappy')) continue
+      const jobs: LookupJob[] = STREAM_KINDS.map((stream) => ({
+        ...e.job(stream),
+        stream,
+        records: shape.records,
+        valueBytes: shape.valueBytes,
+        seed: ctx.seed,
+        count,
+        runs: passes,
+        maxSeconds: ctx.quick ? 3 : 60,
+      }))
+      try {
+        const results = await runJobs(jobs)
+        STREAM_KINDS.forEach((stream, k) => {
+          const result = results[k]
+          cells.set(`${e.id}/${stream}`, result ? { result } : { error: 'no result' })
+          if (result) log(`lookup ${shape.name} ${stream} ${e.label}: ${summarize(result.getsPerSec).median.toFixed(0)} gets/s`)
+        })
+      } catch (err) {
+        const error = (err as Error).message.split('\n').slice(0, 4).join(' / ').slice(0, 400)
+        for (const stream of STREAM_KINDS) cells.set(`${e.id}/${stream}`, { error })
+        log(`lookup ${shape.name} ${e.label} failed: ${error}`)
+      }
+    }
+    const median = (id: string, stream: StreamKind): number => {
+      const r = cells.get(`${id}/${stream}`)?.result
+      return r ? summarize(r.getsPerSec).median : NaN
+    }
+    const rows: string[][] = []
+    for (const e of engines) {
+      const row = [e.label]
+      for (const stream of STREAM_KINDS) {
+        const c = cells.get(`${e.id}/${stream}`)
+        if (e.skip) row.push(`not run: ${e.skip}`, '', '', '')
+        else if (ctx.quick && e.id === 'ro-binary-snappy') row.push('not run in --quick', '', '', '')
+        else if (!c?.result) row.push(`not run: ${c?.error ?? 'no result'}`, '', '', '')
+        else {
+          const s = summarize(c.result.getsPerSec)
+          row.push(fmt(s.median), fmtSpread(s), fmtRatio(median('ro-interp', stream), s.median), c.result.probes ? fmt(c.result.probes.all) : '–')
+        }
+      }
+      rows.push(row)
+    }
+    const header = ['engine']
+    for (const stream of STREAM_KINDS) header.push(`${stream} gets/s`, 'spread', 'rostore interp ÷ this', 'mean probes')
+    parts.push(`### ${shape.name}\n\n${mdTable(header, rows)}`)
+    const probes = cells.get('ro-interp/uniform')?.result?.probes
+    const probesB = cells.get('ro-binary/uniform')?.result?.probes
+    if (probes) {
+      parts.push(
+        `Probes per lookup, uniform stream, ${fmt(shape.records)} keys in the chunk: interpolation ${fmt(probes.all)} mean ` +
+          `(hits ${fmt(probes.hits)}, misses ${fmt(probes.misses)}, max ${probes.max})` +
+          (probesB ? `; binary ${fmt(probesB.all)} mean (max ${probesB.max})` : '') +
+          `. Verified values: ${cells.get('ro-interp/uniform')?.result?.verified ?? 0} sampled hits per engine and stream, all byte-equal.`,
+      )
+    }
+    for (const stream of STREAM_KINDS) {
+      const ours = median('ro-interp', stream)
+      const lm = median('lmdb', stream)
+      goals.push(
+        goal(
+          'lookup-lmdb',
+          `In-process lookups vs LMDB get, ${shape.name}, ${stream}`,
+          '≥ 1.0×',
+          Number.isFinite(lm) ? `${fmtRatio(ours, lm)} (${fmt(ours)} vs ${fmt(lm)} gets/s)` : 'LMDB not run',
+          Number.isFinite(lm) && Number.isFinite(ours) ? ours / lm >= 1 : undefined,
+        ),
+      )
+    }
+    if (shape === ctx.shapes[0]) {
+      goals.push(
+        goal(
+          'probes',
+          `Interpolation search mean probes, ${fmt(shape.records)} keys per chunk`,
+          '≤ 3' + (shape.records < 1_000_000 ? ' (at 1M keys; this run has fewer)' : ''),
+          probes ? fmt(probes.all) : 'not run',
+          probes ? probes.all <= 3 : undefined,
+        ),
+      )
+    }
+  }
+  return { title: '2. In-process lookups (one thread)', markdown: parts.join('\n\n') + '\n', goals }
+}
+
