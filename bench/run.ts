@@ -47,7 +47,7 @@ function parseArgs(argv: readonly string[]): Args {
     if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`)
     return v
   }
-  const known = new Set(['--quick', '--scale', '--only', '--runs', '--seed', '--out', '--help', '--render'])
+  const known = new Set(['--quick', '--scale', '--only', '--runs', '--seed', '--out', '--help', '--render', '--update'])
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string
     if (a.startsWith('--') && !known.has(a)) throw new Error(`unknown option ${a}`)
@@ -195,7 +195,14 @@ async function main(): Promise<void> {
     else if (id === 'memory') plan.push({ id, title: '5. Memory', run: () => runMemoryBench(ctx) })
   }
   warnDiskSpace(ctx)
+  // --update: rerun only the --only sections (after a change to a hot path) and keep the
+  // other sections of the last run, which must have the same mode and size.
   const sections: Section[] = []
+  if (argv.includes('--update')) {
+    const saved = JSON.parse(readFileSync(savedFile(args.out), 'utf8')) as { args: Args; sections: Section[] }
+    if (saved.args.quick !== args.quick || saved.args.records !== args.records) throw new Error('--update: the last run had another mode or size; run the whole suite')
+    sections.push(...saved.sections)
+  }
   log(`mode ${args.quick ? 'quick' : 'full'}, ${label(args.records)} records per shape, ${args.runs} runs; writing ${args.out}`)
   for (let i = 0; i < plan.length; i++) {
     const p = plan[i]!
@@ -211,10 +218,13 @@ async function main(): Promise<void> {
     }
     const secs = (performance.now() - t0) / 1000
     const load1 = loadavg()[0] ?? NaN
-    sections.push({
+    const done = {
       ...section,
-      markdown: `_${secs.toFixed(0)} s; 1-minute load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end of this section (${cpus().length} cores)._\n\n${section.markdown}`,
-    })
+      markdown: `_${argv.includes('--update') ? `Rerun ${new Date().toISOString()} with --update; ` : ''}${secs.toFixed(0)} s; 1-minute load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end of this section (${cpus().length} cores)._\n\n${section.markdown}`,
+    }
+    const at = sections.findIndex((x) => x.title === section.title)
+    if (at >= 0) sections[at] = done
+    else sections.push(done)
     log(`=== ${p.title}: ${secs.toFixed(0)} s`)
     // Written after every section, so a long run leaves its results so far.
     const pending = plan.slice(i + 1).map((x) => x.id)
