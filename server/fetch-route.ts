@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client'
 import { fetchVersion, type FetchProgress } from '../fetcher/fetch-job'
 import { registerFetchMetrics } from '../fetcher/fetch-metrics'
 import { TokenBucket } from '../fetcher/token-bucket'
-import { sizeOf, type StoreVersions } from '../swapper/swap'
+import { installResult, type InstallResult, type StoreVersions } from '../swapper/swap'
 
 export interface FetchRequest {
   readonly sv: StoreVersions
@@ -15,13 +15,8 @@ export interface FetchRequest {
   readonly onProgress: (p: unknown) => void
 }
 
-export interface FetchOutcome {
-  readonly store: string
-  readonly version: number
-  readonly records: number
-  readonly sizeBytes: number
-  readonly elapsedMs: number
-}
+/** A fetched version, reported like an install. */
+export type FetchOutcome = InstallResult
 
 export type FetchRunner = (r: FetchRequest) => Promise<FetchOutcome>
 
@@ -66,14 +61,7 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
             checksumFailures: p.checksumFailures,
           }),
       })
-      const meta = await r.sv.adopt(staging, { signal: r.signal, expectVersion: manifest.version })
-      return {
-        store: meta.store,
-        version: meta.version,
-        records: meta.records,
-        sizeBytes: sizeOf(meta),
-        elapsedMs: performance.now() - t0,
-      }
+      return installResult(await r.sv.adopt(staging, { signal: r.signal, expectVersion: manifest.version }), t0)
     } finally {
       await rm(staging, { recursive: true, force: true }).catch(() => undefined)
     }

@@ -222,14 +222,7 @@ export class StoreVersions {
     try {
       await stageNodeDir(src, staging, opts)
       crashPoint('install:staged')
-      const meta = await this.adopt(staging, { signal: opts.signal, expectVersion: srcMeta.version })
-      return {
-        store: this.store,
-        version: meta.version,
-        records: meta.records,
-        sizeBytes: sizeOf(meta),
-        elapsedMs: performance.now() - t0,
-      }
+      return installResult(await this.adopt(staging, { signal: opts.signal, expectVersion: srcMeta.version }), t0)
     } finally {
       await rm(staging, { recursive: true, force: true }).catch(() => undefined)
     }
@@ -524,6 +517,11 @@ export class StoreVersions {
   private noSuchVersion(version: number): StoreError {
     return new StoreError('RO_NOT_FOUND', `store ${this.store} has no version ${version}`)
   }
+}
+
+/** What an install or a fetch reports: the version it added and how long it took. */
+export function installResult(meta: StoreMetadata, startedAt: number): InstallResult {
+  return { store: meta.store, version: meta.version, records: meta.records, sizeBytes: sizeOf(meta), elapsedMs: performance.now() - startedAt }
 }
 
 export function sizeOf(meta: StoreMetadata): number {

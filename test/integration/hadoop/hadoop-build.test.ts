@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { buildStore } from '../../../builder/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
 import { parseCluster } from '../../../builder/cluster'
@@ -9,6 +9,7 @@ import { cliPath } from '../../../common/paths'
 import type { InputFormat } from '../../../formats/input/types'
 import { runFinalize, runHarness, type HarnessOptions } from '../../helpers/hadoop-harness'
 import { writeInput } from '../../helpers/input-files'
+import { expectSameTree } from '../../helpers/file-tree'
 import { makeTmp } from '../../helpers/tmp'
 
 const tmp = makeTmp('rostore-hadoop-')
@@ -33,28 +34,6 @@ function records(n: number, file: number): [string, string][] {
   })
 }
 
-/** Every file below `dir` by relative path. */
-function tree(dir: string): Map<string, Buffer> {
-  const m = new Map<string, Buffer>()
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name)
-      if (statSync(p).isDirectory()) walk(p)
-      else m.set(relative(dir, p), readFileSync(p))
-    }
-  }
-  walk(dir)
-  return m
-}
-
-function expectSameTree(local: string, hadoop: string): void {
-  const a = tree(local)
-  const b = tree(hadoop)
-  expect([...b.keys()]).toEqual([...a.keys()])
-  for (const [name, bytes] of a) {
-    if (!b.get(name)!.equals(bytes)) throw new Error(`${name} differs between the local and the hadoop build`)
-  }
-}
 
 interface Case {
   readonly format: InputFormat

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { buildStore } from '../../../builder/build-job'
 import { parseCluster } from '../../../builder/cluster'
 import { readJobSpec } from '../../../builder/hadoop/job-spec'
@@ -8,6 +8,7 @@ import { prepareHadoopJob } from '../../../builder/hadoop/print-command'
 import { isStoreError } from '../../../common/errors'
 import { cliPath } from '../../../common/paths'
 import { writeInput } from '../../helpers/input-files'
+import { expectSameTree } from '../../helpers/file-tree'
 import { makeTmp } from '../../helpers/tmp'
 
 /**
@@ -52,25 +53,6 @@ function cli(args: string[]): { status: number | null; stdout: string; stderr: s
   return spawnSync(process.execPath, [cliPath(), ...args], { encoding: 'utf8', env: env() })
 }
 
-function tree(dir: string): Map<string, Buffer> {
-  const m = new Map<string, Buffer>()
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name)
-      if (statSync(p).isDirectory()) walk(p)
-      else m.set(relative(dir, p), readFileSync(p))
-    }
-  }
-  walk(dir)
-  return m
-}
-
-function expectSameTree(a: string, b: string): void {
-  const x = tree(a)
-  const y = tree(b)
-  expect([...y.keys()]).toEqual([...x.keys()])
-  for (const [name, bytes] of x) if (!y.get(name)!.equals(bytes)) throw new Error(`${name} differs`)
-}
 
 const recs = (n: number, f: number): [string, string][] => Array.from({ length: n }, (_, i) => [`k${i % 700}`, `file ${f} line ${i}`])
 
