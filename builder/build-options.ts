@@ -7,6 +7,9 @@ import { isSafeName } from '../formats/store/layout'
 import { COMPRESSIONS, type Compression } from '../formats/store/metadata'
 import type { Cluster } from './cluster'
 
+/** Memory budget per worker thread the default worker count allows for. */
+const MB_PER_DEFAULT_WORKER = 64
+
 export const DUPLICATE_POLICIES = ['error', 'first', 'last'] as const
 export type DuplicatePolicy = (typeof DUPLICATE_POLICIES)[number]
 
@@ -29,7 +32,10 @@ export interface BuildOptions {
   readonly compression?: Compression
   /** Positive integer; default: the current Unix time in seconds. */
   readonly version?: number
-  /** Default: the number of cores. */
+  /**
+   * Default: the number of cores, but at most one per 64 MiB of --memory-mb: every worker
+   * thread costs ~40 MB of its own before it buffers anything.
+   */
   readonly workers?: number
   /** Memory budget of the whole build in MiB; default 1024. */
   readonly memoryMb?: number
@@ -72,9 +78,9 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
   const version = o.version ?? Math.floor(Date.now() / 1000)
   if (!Number.isSafeInteger(version) || version < 1) bad(`--version ${version} must be a positive integer`)
-  const workers = o.workers ?? Math.max(1, cpus().length)
-  if (!Number.isInteger(workers) || workers < 1 || workers > 256) bad(`--workers ${workers} must be 1..256`)
   const memoryMb = o.memoryMb ?? 1024
+  const workers = o.workers ?? Math.max(1, Math.min(cpus().length, Math.floor(memoryMb / MB_PER_DEFAULT_WORKER)))
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256) bad(`--workers ${workers} must be 1..256`)
   if (!(memoryMb >= 1)) bad(`--memory-mb ${memoryMb} must be at least 1`)
   const onDuplicate = o.onDuplicate ?? 'error'
   if (!(DUPLICATE_POLICIES as readonly string[]).includes(onDuplicate)) bad(`--on-duplicate must be one of ${DUPLICATE_POLICIES.join(', ')}`)
