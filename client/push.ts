@@ -107,13 +107,15 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     // Once more nodes failed than allowed, the others are cancelled rather than waited for.
     const giveUp = new AbortController()
     let fetchFailed = down.size
-    const holding = new Set<number>()
+    const hadBefore = (id: number): boolean => {
+      const have = statuses.get(id)
+      return have?.status === 'fulfilled' && have.value.versions.some((v) => v.version === version)
+    }
     const fetched = await onEveryNode(targets, async (id) => {
       try {
-        const have = statuses.get(id)
-        if (have?.status === 'fulfilled' && have.value.versions.some((v) => v.version === version)) return false
+        if (hadBefore(id)) return false
         const job = await admin.node(id).startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
-        await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal, () => holding.add(id))
+        await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
         return true
       } catch (err) {
         if (++fetchFailed > allowFailed) giveUp.abort()
@@ -125,9 +127,20 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
 
     if (fetchFailures.size > allowFailed) {
       emit({ type: 'step', message: `fetch failed on ${fetchFailures.size} node(s); removing the fetched copies, no node swapped` })
-      // Every node that may hold the new copy drops it (a cancelled fetch removes its own).
-      await onEveryNode([...holding], (id) => admin.node(id).deleteVersion(o.store, version))
-      return failed(version, o.cluster, fetchFailures, 'fetch failed', holding)
+      // Every node the push asked to fetch drops the version if it has it: a fetch cancelled
+      // in its last step (verify, rename, opening the reader) may still have added it.
+      const asked = targets.filter((id) => !hadBefore(id))
+      const dropped = await onEveryNode(asked, (id) =>
+        admin
+          .node(id)
+          .deleteVersion(o.store, version)
+          .then(
+            () => true,
+            (err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? false : Promise.reject(err)),
+          ),
+      )
+      const cleaned = new Set([...dropped].filter(([, r]) => r.status === 'fulfilled' && r.value).map(([id]) => id))
+      return failed(version, o.cluster, fetchFailures, 'fetch failed', cleaned)
     }
 
     // Swap: all or nothing among the nodes that fetched.
@@ -199,7 +212,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
 }
 
 /** Polls a node's fetch job until it ends; past the deadline, cancels it. */
-async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadline: number, pollMs: number, emit: (e: PushEvent) => void, signal: AbortSignal, onFetched: () => void): Promise<void> {
+async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadline: number, pollMs: number, emit: (e: PushEvent) => void, signal: AbortSignal): Promise<void> {
   const node = admin.node(id)
   let j = job
   while (j.state === 'running') {
@@ -210,7 +223,6 @@ async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadl
         await new Promise((r) => setTimeout(r, 50))
         j = await node.job(j.id).catch(() => ({ ...j, state: 'cancelled' as const }))
       }
-      if (j.state === 'succeeded') onFetched()
       throw new StoreError(signal.aborted ? 'RO_ABORTED' : 'RO_FETCH_FAILED', signal.aborted ? `node ${id}: fetch cancelled because another node failed` : `node ${id}: fetch did not finish before the push timeout`)
     }
     await new Promise((r) => setTimeout(r, pollMs))
@@ -219,5 +231,4 @@ async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadl
     if (p && typeof p.bytesDone === 'number') emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
   }
   if (j.state !== 'succeeded') throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
-  onFetched()
 }
