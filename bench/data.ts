@@ -15,6 +15,7 @@
  * - zipf: Zipf(s = 0.99) over ranks 1..N, rank r mapped to key perm[r-1] of an independent
  *   permutation (hot keys are scattered over the key space); every key present.
  */
+import { mulberry32 } from '../common/prng'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../common/paths'
@@ -56,17 +57,6 @@ export function parseCount(text: string): number {
 // ---------------------------------------------------------------------------------------
 // PRNG
 
-/** mulberry32: a small, fast 32-bit PRNG; plenty for benchmark data. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return (t ^ (t >>> 14)) >>> 0
-  }
-}
 
 /** A float in [0, 1) from a uint32 PRNG. */
 export function unit(next: () => number): number {

@@ -1,3 +1,4 @@
+import { mulberry32 } from '../../common/prng'
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,16 +13,10 @@ import type { NodeProcess } from './node-process'
  * names its version, so a read from the wrong version or a mix of versions shows.
  */
 
-/** mulberry32: small, fast, good enough to pick faults; the same seed gives the same picks. */
+/** Uniform in [0, 1) from mulberry32; the same seed gives the same picks. */
 export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const next = mulberry32(seed)
+  return () => next() / 4294967296
 }
 
 /** The seed of a fault run: ROSTORE_FAULT_SEED when set (to replay or explore), else `fallback`. */

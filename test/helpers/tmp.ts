@@ -1,9 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-/** A fresh temp directory per test file; removed by the returned cleanup. */
-export function makeTmp(prefix = 'rostore-test-'): { dir: string; cleanup: () => void } {
+/**
+ * A fresh temp directory per test file; removed by the returned cleanup. `fresh()` makes a
+ * new empty subdirectory of it, one per test.
+ */
+export function makeTmp(prefix = 'rostore-test-'): { dir: string; cleanup: () => void; fresh: () => string } {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) }
+  let n = 0
+  return {
+    dir,
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+    fresh: () => {
+      const d = join(dir, `s${n++}`)
+      mkdirSync(d)
+      return d
+    },
+  }
 }

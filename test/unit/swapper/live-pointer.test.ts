@@ -6,12 +6,7 @@ import { makeTmp } from '../../helpers/tmp'
 describe('LIVE pointer', () => {
   const tmp = makeTmp('rostore-pointer-')
   afterAll(() => tmp.cleanup())
-  let n = 0
-  const fresh = (): string => {
-    const d = join(tmp.dir, `s${n++}`)
-    mkdirSync(d)
-    return d
-  }
+  const fresh = tmp.fresh
 
   test('absent, then written, then replaced', async () => {
     const d = fresh()

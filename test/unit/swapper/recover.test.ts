@@ -12,12 +12,7 @@ function version(storeDir: string, v: number): void {
 describe('recoverStoreDir', () => {
   const tmp = makeTmp('rostore-recover-')
   afterAll(() => tmp.cleanup())
-  let n = 0
-  const fresh = (): string => {
-    const d = join(tmp.dir, `s${n++}`)
-    mkdirSync(d)
-    return d
-  }
+  const fresh = tmp.fresh
 
   test('removes staging and trash leftovers, keeps versions and the pointer', async () => {
     const d = fresh()
