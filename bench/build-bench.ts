@@ -39,7 +39,9 @@ export function childScript(): string {
 
 function peerLoad(engine: 'lmdb' | 'sqlite', ds: Dataset, sorted: boolean) {
   return (out: string): Promise<TimedResult> =>
-    runTimed(process.execPath, ['--max-old-space-size=16384', childScript(), 'load', engine, ds.tsv, out, sorted ? '1' : '0'], { timeoutMs: 4 * 3_600_000 })
+    runTimed(process.execPath, ['--max-old-space-size=16384', childScript(), 'load', engine, ds.tsv, out, sorted ? '1' : '0'], {
+      timeoutMs: 4 * 3_600_000,
+    })
 }
 
 async function systemsFor(ds: Dataset): Promise<System[]> {
@@ -50,10 +52,30 @@ async function systemsFor(ds: Dataset): Promise<System[]> {
   return [
     { id: 'rostore', label: 'rostore build (all cores)', run: (out) => rostoreBuild(ds, join(out, 'store')) },
     { id: 'rostore-w1', label: 'rostore build --workers 1', run: (out) => rostoreBuild(ds, join(out, 'store'), { workers: 1 }) },
-    { id: 'lmdb', label: 'LMDB, input order (async put)', skip: typeof lmdb === 'string' ? lmdb : undefined, run: peerLoad('lmdb', ds, false) },
-    { id: 'lmdb-sorted', label: 'LMDB, sorted first (append)', skip: typeof lmdb === 'string' ? lmdb : undefined, run: peerLoad('lmdb', ds, true) },
-    { id: 'sqlite', label: 'SQLite, input order', skip: typeof sqlite === 'string' ? sqlite : undefined, run: peerLoad('sqlite', ds, false) },
-    { id: 'sqlite-sorted', label: 'SQLite, sorted first', skip: typeof sqlite === 'string' ? sqlite : undefined, run: peerLoad('sqlite', ds, true) },
+    {
+      id: 'lmdb',
+      label: 'LMDB, input order (async put)',
+      skip: typeof lmdb === 'string' ? lmdb : undefined,
+      run: peerLoad('lmdb', ds, false),
+    },
+    {
+      id: 'lmdb-sorted',
+      label: 'LMDB, sorted first (append)',
+      skip: typeof lmdb === 'string' ? lmdb : undefined,
+      run: peerLoad('lmdb', ds, true),
+    },
+    {
+      id: 'sqlite',
+      label: 'SQLite, input order',
+      skip: typeof sqlite === 'string' ? sqlite : undefined,
+      run: peerLoad('sqlite', ds, false),
+    },
+    {
+      id: 'sqlite-sorted',
+      label: 'SQLite, sorted first',
+      skip: typeof sqlite === 'string' ? sqlite : undefined,
+      run: peerLoad('sqlite', ds, true),
+    },
     {
       id: 'cdb',
       label: 'tinycdb cdb -c (+ fsync)',
@@ -86,7 +108,9 @@ async function benchShape(ctx: BenchContext, ds: Dataset): Promise<ShapeResult> 
         m.secs.push(t.wallSecs)
         m.rss.push(t.maxRssBytes)
         m.outBytes.push(duBytes(out))
-        log(`build ${ds.shape.name} ${s.label}: run ${r + 1} ${t.wallSecs.toFixed(2)} s, peak RSS ${(t.maxRssBytes / 2 ** 20).toFixed(0)} MiB`)
+        log(
+          `build ${ds.shape.name} ${s.label}: run ${r + 1} ${t.wallSecs.toFixed(2)} s, peak RSS ${(t.maxRssBytes / 2 ** 20).toFixed(0)} MiB`,
+        )
       } catch (err) {
         m.error = (err as Error).message.split('\n').slice(0, 4).join(' / ').slice(0, 400)
         log(`build ${ds.shape.name} ${s.label} failed: ${m.error}`)
@@ -134,7 +158,10 @@ function shapeTable(res: ShapeResult): string {
       m.system.id === 'rostore' ? '1.00×' : fmtRatio(ours, rps),
     ]
   })
-  return mdTable(['system', 'seconds (median)', 'spread', 'records/s', 'MB/s', 'output bytes/record', 'peak RSS MiB', 'rostore (all cores) ÷ this'], rows)
+  return mdTable(
+    ['system', 'seconds (median)', 'spread', 'records/s', 'MB/s', 'output bytes/record', 'peak RSS MiB', 'rostore (all cores) ÷ this'],
+    rows,
+  )
 }
 
 export async function runBuildBench(ctx: BenchContext): Promise<Section> {
@@ -161,9 +188,20 @@ export async function runBuildBench(ctx: BenchContext): Promise<Section> {
     const ratio = (peer: { rps: number } | undefined): number => (peer ? ours / peer.rps : NaN)
     const show = (peer: { id: string; rps: number } | undefined): string =>
       peer ? `${fmt(ratio(peer))}× (${fmt(ours)} vs ${fmt(peer.rps)} records/s, ${peer.id})` : 'peer not run'
-    const ok = (peer: { rps: number } | undefined, min: number): boolean | undefined => (peer && Number.isFinite(ours) ? ratio(peer) >= min : undefined)
-    goals.push(goal('build-lmdb', `Build (all cores) vs LMDB bulk load, ${shape.name}`, '≥ 3× (faster LMDB variant)', show(lmdb), ok(lmdb, 3)))
-    goals.push(goal('build-sqlite', `Build (all cores) vs SQLite bulk load, ${shape.name}`, '≥ 3× (faster SQLite variant)', show(sqlite), ok(sqlite, 3)))
+    const ok = (peer: { rps: number } | undefined, min: number): boolean | undefined =>
+      peer && Number.isFinite(ours) ? ratio(peer) >= min : undefined
+    goals.push(
+      goal('build-lmdb', `Build (all cores) vs LMDB bulk load, ${shape.name}`, '≥ 3× (faster LMDB variant)', show(lmdb), ok(lmdb, 3)),
+    )
+    goals.push(
+      goal(
+        'build-sqlite',
+        `Build (all cores) vs SQLite bulk load, ${shape.name}`,
+        '≥ 3× (faster SQLite variant)',
+        show(sqlite),
+        ok(sqlite, 3),
+      ),
+    )
     goals.push(goal('build-cdb', `Build (all cores) vs tinycdb, ${shape.name}`, '≥ 0.5×', show(cdb), ok(cdb, 0.5)))
   }
   return { title: '1. Build', markdown: parts.join('\n\n') + '\n', goals }

@@ -70,7 +70,8 @@ async function lookup(job: LookupJob): Promise<LookupResult> {
       const v = g.get(keys[j] as string)
       const id = ids[j] as number
       const present = id < job.records
-      if ((v !== undefined && v !== null) !== present) throw new Error(`${job.engine}: key ${keys[j]} ${present ? 'missing' : 'found but absent'}`)
+      if ((v !== undefined && v !== null) !== present)
+        throw new Error(`${job.engine}: key ${keys[j]} ${present ? 'missing' : 'found but absent'}`)
       const p = g.probes?.() ?? 0
       if (p > maxProbes) maxProbes = p
       if (present) {
@@ -103,7 +104,14 @@ async function lookup(job: LookupJob): Promise<LookupResult> {
       getsPerSec,
       hits,
       misses,
-      probes: g.probes ? { all: (probesHit + probesMiss) / keys.length, hits: probesHit / Math.max(1, hits), misses: probesMiss / Math.max(1, misses), max: maxProbes } : undefined,
+      probes: g.probes
+        ? {
+            all: (probesHit + probesMiss) / keys.length,
+            hits: probesHit / Math.max(1, hits),
+            misses: probesMiss / Math.max(1, misses),
+            max: maxProbes,
+          }
+        : undefined,
       verified,
     }
   } finally {
@@ -116,7 +124,8 @@ async function main(): Promise<void> {
   if (task === 'load') {
     const [engine, tsv, outDir, sorted] = rest
     if (!tsv || !outDir) throw new Error('usage: child.js load <lmdb|sqlite> <tsv> <outDir> <0|1>')
-    const records = engine === 'lmdb' ? await loadLmdb(tsv, outDir, sorted === '1') : engine === 'sqlite' ? loadSqlite(tsv, outDir, sorted === '1') : NaN
+    const records =
+      engine === 'lmdb' ? await loadLmdb(tsv, outDir, sorted === '1') : engine === 'sqlite' ? loadSqlite(tsv, outDir, sorted === '1') : NaN
     if (Number.isNaN(records)) throw new Error(`unknown engine ${engine}`)
     process.stdout.write(`${JSON.stringify({ records })}\n`)
   } else if (task === 'lookup') {

@@ -57,7 +57,6 @@ export function parseCount(text: string): number {
 // ---------------------------------------------------------------------------------------
 // PRNG
 
-
 /** A float in [0, 1) from a uint32 PRNG. */
 export function unit(next: () => number): number {
   return next() / 0x100000000
@@ -223,13 +222,20 @@ export function ensureDataset(shape: Shape, seed = DEFAULT_SEED): Dataset {
   const dir = ensureDir(join(workRoot(), 'data'))
   const tsv = join(dir, `${datasetId(shape, seed)}.tsv`)
   const recBytes = KEY_DIGITS + 1 + shape.valueBytes + 1
-  const bytes = writeDerived(tsv, { kind: 'tsv', records: shape.records, valueBytes: shape.valueBytes, seed, v: 1 }, shape, seed, (rec, out, at) => {
-    rec.copy(out, at, 0, KEY_DIGITS)
-    out[at + KEY_DIGITS] = 0x09
-    rec.copy(out, at + KEY_DIGITS + 1, KEY_DIGITS)
-    out[at + recBytes - 1] = 0x0a
-    return recBytes
-  }, recBytes)
+  const bytes = writeDerived(
+    tsv,
+    { kind: 'tsv', records: shape.records, valueBytes: shape.valueBytes, seed, v: 1 },
+    shape,
+    seed,
+    (rec, out, at) => {
+      rec.copy(out, at, 0, KEY_DIGITS)
+      out[at + KEY_DIGITS] = 0x09
+      rec.copy(out, at + KEY_DIGITS + 1, KEY_DIGITS)
+      out[at + recBytes - 1] = 0x0a
+      return recBytes
+    },
+    recBytes,
+  )
   return { shape, seed, tsv, bytes, payloadBytes: shape.records * (KEY_DIGITS + shape.valueBytes) }
 }
 

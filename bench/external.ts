@@ -99,7 +99,12 @@ export function parseTables(md: string): MdTable[] {
     const line = lines[i]?.trim() ?? ''
     const sep = lines[i + 1]?.trim() ?? ''
     if (!line.startsWith('|') || !/^\|[\s:|-]+\|$/.test(sep)) continue
-    const cells = (l: string): string[] => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim())
+    const cells = (l: string): string[] =>
+      l
+        .trim()
+        .replace(/^\||\|$/g, '')
+        .split('|')
+        .map((c) => c.trim())
     const header = cells(line)
     const rows: string[][] = []
     let j = i + 2
@@ -115,7 +120,8 @@ function column(t: MdTable, name: RegExp): number {
 }
 
 export function fetchGoals(md: string | undefined, reason?: string): GoalRow[] {
-  const notRun = (g: string, target: string): GoalRow => goal(g === 'Fetch vs curl' ? 'fetch' : 'throttle', g, target, `not run: ${reason ?? 'no table'}`, undefined)
+  const notRun = (g: string, target: string): GoalRow =>
+    goal(g === 'Fetch vs curl' ? 'fetch' : 'throttle', g, target, `not run: ${reason ?? 'no table'}`, undefined)
   const t = md ? parseTables(md).find((x) => column(x, /^MB\/s$/) >= 0 && column(x, /measurement/) >= 0) : undefined
   if (!t) return [notRun('Fetch vs curl', '≥ 0.9×'), notRun('Throttle accuracy', 'within ±10%')]
   const mbs = column(t, /^MB\/s$/)
@@ -129,20 +135,37 @@ export function fetchGoals(md: string | undefined, reason?: string): GoalRow[] {
     const like = curls.find((r) => /parallel/.test(r[name] ?? '') && /\+ fsync/.test(r[name] ?? '')) ?? curls[0]!
     const all = curls.map((r) => `${fmt(rate(ours) / rate(r))}× ${r[name]}`).join('; ')
     const ratio = rate(ours) / rate(like)
-    goals.push(goal('fetch', 'Fetch rate vs curl from nginx', `≥ 0.9× (${like[name]})`, `${fmt(ratio)}× (${fmt(rate(ours))} vs ${fmt(rate(like))} MB/s); all: ${all}`, ratio >= 0.9))
+    goals.push(
+      goal(
+        'fetch',
+        'Fetch rate vs curl from nginx',
+        `≥ 0.9× (${like[name]})`,
+        `${fmt(ratio)}× (${fmt(rate(ours))} vs ${fmt(rate(like))} MB/s); all: ${all}`,
+        ratio >= 0.9,
+      ),
+    )
   } else goals.push(goal('fetch', 'Fetch rate vs curl from nginx', '≥ 0.9×', 'rows not found in fetch-bench output', undefined))
   const throttled = t.rows.filter((r) => /throttled/.test(r[name] ?? ''))
   if (throttled.length) {
     const offs = throttled.map((r) => Number(/(-?\d+(?:\.\d+)?)% off target/.exec(r.join(' '))?.[1] ?? NaN))
     const worst = Math.max(...offs.map(Math.abs))
-    goals.push(goal('throttle', 'Throttle accuracy', 'within ±10%', `${throttled.map((r, k) => `${/(\d+) MB\/s/.exec(r[name] ?? '')?.[1] ?? '?'} MB/s: ${offs[k]}%`).join(', ')}`, Number.isFinite(worst) ? worst <= 10 : undefined))
+    goals.push(
+      goal(
+        'throttle',
+        'Throttle accuracy',
+        'within ±10%',
+        `${throttled.map((r, k) => `${/(\d+) MB\/s/.exec(r[name] ?? '')?.[1] ?? '?'} MB/s: ${offs[k]}%`).join(', ')}`,
+        Number.isFinite(worst) ? worst <= 10 : undefined,
+      ),
+    )
   } else goals.push(goal('throttle', 'Throttle accuracy', 'within ±10%', 'rows not found in fetch-bench output', undefined))
   return goals
 }
 
 export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
   const t = md ? parseTables(md).find((x) => column(x, /^op$/) >= 0 && column(x, /p99/) >= 0) : undefined
-  if (!t) return [goal('swap', 'Swap and rollback p99, independent of store size', '< 10 ms', `not run: ${reason ?? 'no table'}`, undefined)]
+  if (!t)
+    return [goal('swap', 'Swap and rollback p99, independent of store size', '< 10 ms', `not run: ${reason ?? 'no table'}`, undefined)]
   const op = column(t, /^op$/)
   const store = column(t, /^store$/)
   const size = column(t, /MiB/)
@@ -153,6 +176,18 @@ export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
   // Judged on the client's round trip when the table has one (it includes the server's share).
   const judged = rows.map((r) => (rtt >= 0 ? num(r, rtt) : num(r, server)))
   const worst = Math.max(...judged)
-  const text = rows.map((r) => `${r[op]} ${r[store]}${size >= 0 ? ` (${r[size]} MiB)` : ''}: server ${r[server] ?? '?'} / rtt ${rtt >= 0 ? r[rtt] : '?'} ms`).join('; ')
-  return [goal('swap', 'Swap and rollback p99, independent of store size', `< 10 ms (${rtt >= 0 ? 'admin round trip' : 'server'} p99)`, text || 'rows not found', rows.length ? worst < 10 : undefined)]
+  const text = rows
+    .map(
+      (r) => `${r[op]} ${r[store]}${size >= 0 ? ` (${r[size]} MiB)` : ''}: server ${r[server] ?? '?'} / rtt ${rtt >= 0 ? r[rtt] : '?'} ms`,
+    )
+    .join('; ')
+  return [
+    goal(
+      'swap',
+      'Swap and rollback p99, independent of store size',
+      `< 10 ms (${rtt >= 0 ? 'admin round trip' : 'server'} p99)`,
+      text || 'rows not found',
+      rows.length ? worst < 10 : undefined,
+    ),
+  ]
 }

@@ -111,7 +111,10 @@ async function main(): Promise<void> {
     const chunks = 16
     const per = Math.round((args.sizeMb * MiB) / chunks)
     log(`generating ${chunks} chunks, ${args.sizeMb} MiB in ${work}`)
-    const fx = await makeBuildOutput(join(work, 'serve'), { store: 'bench', chunks: Array.from({ length: chunks }, () => ({ dataBytes: per - per / 16, indexBytes: per / 16 })) })
+    const fx = await makeBuildOutput(join(work, 'serve'), {
+      store: 'bench',
+      chunks: Array.from({ length: chunks }, () => ({ dataBytes: per - per / 16, indexBytes: per / 16 })),
+    })
     nginx = await Nginx.launch({ root: join(work, 'serve') })
     const url = nginx.url
     const total = fx.totalBytes
@@ -122,7 +125,10 @@ async function main(): Promise<void> {
 
     // Each case fills `dir`, which does not exist yet and is removed after the run.
     const cases: [string, (dir: string) => Promise<void>][] = [
-      [`fetchVersion, ${CONCURRENCY} parallel, verify + fsync`, (dir) => fetchVersion({ source: url, nodeId: 0, destDir: dir, concurrency: CONCURRENCY }).then(() => undefined)],
+      [
+        `fetchVersion, ${CONCURRENCY} parallel, verify + fsync`,
+        (dir) => fetchVersion({ source: url, nodeId: 0, destDir: dir, concurrency: CONCURRENCY }).then(() => undefined),
+      ],
       [`curl --parallel-max ${CONCURRENCY}, no fsync`, (dir) => curl(fx, url, dir, true, false)],
       [`curl --parallel-max ${CONCURRENCY} + fsync`, (dir) => curl(fx, url, dir, true, true)],
       ['curl sequential, no fsync', (dir) => curl(fx, url, dir, false, false)],
@@ -150,10 +156,19 @@ async function main(): Promise<void> {
       log(`throttle ${rate} MB/s for ${seconds} s`)
       const r = await throttled(url, work, rate * MB, seconds)
       const got = r.bytes / r.secs
-      row(`throttled to ${rate} MB/s (node bucket, ${seconds} s)`, r.bytes, r.secs, `${(((got - rate * MB) / (rate * MB)) * 100).toFixed(1)}% off target`)
+      row(
+        `throttled to ${rate} MB/s (node bucket, ${seconds} s)`,
+        r.bytes,
+        r.secs,
+        `${(((got - rate * MB) / (rate * MB)) * 100).toFixed(1)}% off target`,
+      )
     }
 
-    process.stdout.write(`\nFetch benchmark: ${(total / MB).toFixed(0)} MB in ${fx.metadata.files.length} files from nginx on loopback, median of ${args.runs} runs (unthrottled); ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} at the end\n\n`)
+    process.stdout.write(
+      `\nFetch benchmark: ${(total / MB).toFixed(0)} MB in ${fx.metadata.files.length} files from nginx on loopback, median of ${args.runs} runs (unthrottled); ${cpus().length} CPUs, load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} at the end\n\n`,
+    )
     process.stdout.write('| measurement | MB | seconds | MB/s | note |\n|---|---:|---:|---:|---|\n')
     process.stdout.write(rows.join('\n') + '\n')
   } finally {

@@ -95,7 +95,13 @@ async function main(): Promise<void> {
     const t1 = Date.now()
     const job = await prepareHadoopJob({ build: { ...base, output: join(root, 'hadoop') }, reducers: 2, jobDir: join(root, 'job') })
     const work = join(root, 'work')
-    const run = await runHarness({ spec: job.spec, specPath: job.specPath, workDir: work, splitBytes: 16 << 20, concurrency: cpus().length })
+    const run = await runHarness({
+      spec: job.spec,
+      specPath: job.specPath,
+      workDir: work,
+      splitBytes: 16 << 20,
+      concurrency: cpus().length,
+    })
     const t2 = Date.now()
     await runFinalize(job.specPath, run.statsDir)
     const finalizeSeconds = (Date.now() - t2) / 1000
@@ -106,7 +112,7 @@ async function main(): Promise<void> {
     const b = files(join(root, 'hadoop'))
     const identical = a.size === b.size && [...a].every(([n, bytes]) => b.get(n)?.equals(bytes) === true)
 
-    const rate = (s: number): string => `${((records / s) / 1000).toFixed(0)}k`
+    const rate = (s: number): string => `${(records / s / 1000).toFixed(0)}k`
     const out = [
       `Hadoop Streaming harness vs local engine: ${records} records, ${valueBytes}-byte values, ${(inputBytes / MB).toFixed(0)} MB TSV, ` +
         `${cluster.nodes.length} nodes x ${base.chunks} chunks, ${cpus().length} cores`,

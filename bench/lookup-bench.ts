@@ -27,7 +27,9 @@ interface Engine {
 /** Bulk-loads a peer artifact in a child process (sorted-first: the most compact file). */
 export function loadPeerArtifact(ds: Dataset) {
   return async (engine: 'lmdb' | 'sqlite', outDir: string): Promise<void> => {
-    await runTimed(process.execPath, ['--max-old-space-size=16384', childScript(), 'load', engine, ds.tsv, outDir, '1'], { timeoutMs: 4 * 3_600_000 })
+    await runTimed(process.execPath, ['--max-old-space-size=16384', childScript(), 'load', engine, ds.tsv, outDir, '1'], {
+      timeoutMs: 4 * 3_600_000,
+    })
   }
 }
 
@@ -42,12 +44,30 @@ async function enginesFor(ds: Dataset): Promise<Engine[]> {
   if (typeof lmdb !== 'string') await ensureArtifact(ds, 'lmdb', load)
   if (typeof sqlite !== 'string') await ensureArtifact(ds, 'sqlite', load)
   return [
-    { id: 'ro-interp', label: 'rostore, interpolation, uncompressed', job: () => ({ engine: 'rostore', path: none, search: 'interpolation' }) },
+    {
+      id: 'ro-interp',
+      label: 'rostore, interpolation, uncompressed',
+      job: () => ({ engine: 'rostore', path: none, search: 'interpolation' }),
+    },
     { id: 'ro-binary', label: 'rostore, binary search, uncompressed', job: () => ({ engine: 'rostore', path: none, search: 'binary' }) },
-    { id: 'ro-interp-snappy', label: 'rostore, interpolation, snappy', job: () => ({ engine: 'rostore', path: snappy, search: 'interpolation' }) },
+    {
+      id: 'ro-interp-snappy',
+      label: 'rostore, interpolation, snappy',
+      job: () => ({ engine: 'rostore', path: snappy, search: 'interpolation' }),
+    },
     { id: 'ro-binary-snappy', label: 'rostore, binary search, snappy', job: () => ({ engine: 'rostore', path: snappy, search: 'binary' }) },
-    { id: 'lmdb', label: 'LMDB get', skip: typeof lmdb === 'string' ? lmdb : undefined, job: () => ({ engine: 'lmdb', path: artifactDir(ds, 'lmdb') }) },
-    { id: 'sqlite', label: 'SQLite SELECT by primary key', skip: typeof sqlite === 'string' ? sqlite : undefined, job: () => ({ engine: 'sqlite', path: artifactDir(ds, 'sqlite') }) },
+    {
+      id: 'lmdb',
+      label: 'LMDB get',
+      skip: typeof lmdb === 'string' ? lmdb : undefined,
+      job: () => ({ engine: 'lmdb', path: artifactDir(ds, 'lmdb') }),
+    },
+    {
+      id: 'sqlite',
+      label: 'SQLite SELECT by primary key',
+      skip: typeof sqlite === 'string' ? sqlite : undefined,
+      job: () => ({ engine: 'sqlite', path: artifactDir(ds, 'sqlite') }),
+    },
   ]
 }
 
@@ -117,7 +137,12 @@ export async function runLookupBench(ctx: BenchContext): Promise<Section> {
         else if (!c?.result) row.push(`not run: ${c?.error ?? 'no result'}`, '', '', '')
         else {
           const s = summarize(c.result.getsPerSec)
-          row.push(fmt(s.median), fmtSpread(s), fmtRatio(median('ro-interp', stream), s.median), c.result.probes ? fmt(c.result.probes.all) : '–')
+          row.push(
+            fmt(s.median),
+            fmtSpread(s),
+            fmtRatio(median('ro-interp', stream), s.median),
+            c.result.probes ? fmt(c.result.probes.all) : '–',
+          )
         }
       }
       rows.push(row)
@@ -162,4 +187,3 @@ export async function runLookupBench(ctx: BenchContext): Promise<Section> {
   }
   return { title: '2. In-process lookups (one thread)', markdown: parts.join('\n\n') + '\n', goals }
 }
-

@@ -19,7 +19,11 @@ const VALUE_BYTES = 1024
 export async function runMemoryBench(ctx: BenchContext): Promise<Section> {
   const missing = await ensureGnuTime()
   if (missing) {
-    return { title: '5. Memory', markdown: `Not run: peak RSS needs GNU time: ${missing}\n`, goals: [goal('builder-rss', 'Builder peak RSS', `≤ --memory-mb + ${HEADROOM_MB} MB`, 'not run', undefined)] }
+    return {
+      title: '5. Memory',
+      markdown: `Not run: peak RSS needs GNU time: ${missing}\n`,
+      goals: [goal('builder-rss', 'Builder peak RSS', `≤ --memory-mb + ${HEADROOM_MB} MB`, 'not run', undefined)],
+    }
   }
   const budgets = ctx.quick ? [32] : [64, 256]
   const rows: string[][] = []
@@ -41,7 +45,9 @@ export async function runMemoryBench(ctx: BenchContext): Promise<Section> {
         const t = await rostoreBuild(ds, out, { memoryMb: mb })
         rss.push(t.maxRssBytes)
         secs.push(t.wallSecs)
-        log(`memory: --memory-mb ${mb} on ${(ds.bytes / 2 ** 20).toFixed(0)} MiB: peak RSS ${(t.maxRssBytes / 2 ** 20).toFixed(0)} MiB, ${t.wallSecs.toFixed(1)} s, output ${(duBytes(out) / 2 ** 20).toFixed(0)} MiB`)
+        log(
+          `memory: --memory-mb ${mb} on ${(ds.bytes / 2 ** 20).toFixed(0)} MiB: peak RSS ${(t.maxRssBytes / 2 ** 20).toFixed(0)} MiB, ${t.wallSecs.toFixed(1)} s, output ${(duBytes(out) / 2 ** 20).toFixed(0)} MiB`,
+        )
       } catch (err) {
         error = (err as Error).message.split('\n').slice(0, 4).join(' / ').slice(0, 400)
         log(`memory: --memory-mb ${mb} failed: ${error}`)
@@ -55,7 +61,15 @@ export async function runMemoryBench(ctx: BenchContext): Promise<Section> {
     rows.push(
       error && rss.length === 0
         ? [`${mb}`, fmt(ds.bytes / 2 ** 20), `not run: ${error}`, '', '', '', '']
-        : [`${mb}`, fmt(ds.bytes / 2 ** 20), fmt(peakMb), fmtSpread(peak), `${limit}`, peakMb <= limit ? 'yes' : 'no', fmt(ds.shape.records / summarize(secs).median)],
+        : [
+            `${mb}`,
+            fmt(ds.bytes / 2 ** 20),
+            fmt(peakMb),
+            fmtSpread(peak),
+            `${limit}`,
+            peakMb <= limit ? 'yes' : 'no',
+            fmt(ds.shape.records / summarize(secs).median),
+          ],
     )
     goals.push(
       goal(

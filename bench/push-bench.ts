@@ -62,7 +62,15 @@ async function main(): Promise<void> {
     const results: PushResult[] = []
     let buildBytes = 0
     for (let v = 1; v <= runs; v++) {
-      const b = await buildStore({ inputs: [input], format: 'tsv', cluster, store: 'bench', output: join(www, `v${v}`), version: v, replication: 1 })
+      const b = await buildStore({
+        inputs: [input],
+        format: 'tsv',
+        cluster,
+        store: 'bench',
+        output: join(www, `v${v}`),
+        version: v,
+        replication: 1,
+      })
       buildBytes = b.nodes.reduce((s, n) => s + n.bytes, 0)
       log(`push-bench: built v${v}: ${(buildBytes / 1e9).toFixed(2)} GB in ${b.seconds.toFixed(1)} s`)
     }
@@ -76,7 +84,10 @@ async function main(): Promise<void> {
     const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
     const fetchS = med(results.map((r) => r.fetchSeconds))
     const swapMs = med(results.map((r) => r.swapSeconds * 1000))
-    const rows = results.map((r, i) => `| ${i + 1} | ${(buildBytes / 1e9).toFixed(2)} | ${r.fetchSeconds.toFixed(2)} | ${(buildBytes / 1e6 / r.fetchSeconds).toFixed(0)} | ${(r.swapSeconds * 1000).toFixed(1)} |`)
+    const rows = results.map(
+      (r, i) =>
+        `| ${i + 1} | ${(buildBytes / 1e9).toFixed(2)} | ${r.fetchSeconds.toFixed(2)} | ${(buildBytes / 1e6 / r.fetchSeconds).toFixed(0)} | ${(r.swapSeconds * 1000).toFixed(1)} |`,
+    )
     process.stdout.write(
       [
         `Full push of a ${(buildBytes / 1e9).toFixed(2)} GB build (${records.toLocaleString('en-US')} records × ${valueBytes} B, replication 1) to 3 local nodes from nginx; ${runs} run(s), each a new version (fetch = all nodes fetched, checksummed and verified; swap = all nodes flipped).`,

@@ -56,7 +56,12 @@ function parseArgs(argv: readonly string[]): Args {
   const quick = argv.includes('--quick')
   const scale = value('--scale')
   const only = value('--only')
-  const ids = only ? only.split(',').map((s) => s.trim()).filter(Boolean) : [...ALL]
+  const ids = only
+    ? only
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [...ALL]
   for (const id of ids) if (!(ALL as readonly string[]).includes(id)) throw new Error(`--only: unknown benchmark ${id} (${ALL.join(', ')})`)
   const runs = Number(value('--runs') ?? (quick ? 2 : 3))
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer')
@@ -100,26 +105,42 @@ function machineSection(args: Args, startLoad: number[], started: Date, rerender
   const m = machineFacts()
   const end = loadavg()
   const rows = [
-    ['date', rerender ? started.toISOString() : `${started.toISOString()} (took ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min)`],
-    ['mode', `${args.quick ? 'quick' : 'full'}: ${label(args.records)} records per shape, ${args.runs} runs per measurement, seed ${args.seed}`],
+    [
+      'date',
+      rerender ? started.toISOString() : `${started.toISOString()} (took ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min)`,
+    ],
+    [
+      'mode',
+      `${args.quick ? 'quick' : 'full'}: ${label(args.records)} records per shape, ${args.runs} runs per measurement, seed ${args.seed}`,
+    ],
     ['CPU', `${m.cores} × ${m.cpuModel}`],
     ['memory', `${m.memGiB.toFixed(1)} GiB`],
     ['OS / kernel', `${m.os} / ${m.kernel}`],
     ['Node.js', m.node],
-    ['load average (1 min) at start' + (rerender ? '' : ' / end'), `${startLoad[0]?.toFixed(2)}${rerender ? '' : ` / ${end[0]?.toFixed(2)}`} (other work on the machine shows here; per section below)`],
+    [
+      'load average (1 min) at start' + (rerender ? '' : ' / end'),
+      `${startLoad[0]?.toFixed(2)}${rerender ? '' : ` / ${end[0]?.toFixed(2)}`} (other work on the machine shows here; per section below)`,
+    ],
     ['lmdb (npm)', npmVersion('lmdb')],
     ['better-sqlite3 (npm) / SQLite', `${npmVersion('better-sqlite3')} / ${sqliteVersion()}`],
     ['autocannon (npm)', npmVersion('autocannon')],
     ['tinycdb (Debian)', debVersion('tinycdb')],
     ['redis-server / redis-tools (Debian)', `${debVersion('redis-server')} / ${debVersion('redis-tools')}`],
-    ['nginx / curl', `${which('nginx') ? (toolVersion('nginx', ['-v']) ?? '?') : 'not installed'} / ${toolVersion('curl', ['--version'])?.split(' ').slice(0, 2).join(' ') ?? 'not installed'}`],
+    [
+      'nginx / curl',
+      `${which('nginx') ? (toolVersion('nginx', ['-v']) ?? '?') : 'not installed'} / ${toolVersion('curl', ['--version'])?.split(' ').slice(0, 2).join(' ') ?? 'not installed'}`,
+    ],
   ]
   return mdTable(['', ''], rows, ['l', 'l'])
 }
 
 function goalsTable(goals: readonly GoalRow[]): string {
   const mark = (s: GoalRow['status']): string => (s === 'met' ? '✅ met' : s === 'missed' ? '❌ missed' : '⚪ not run')
-  return mdTable(['goal', 'target', 'measured (ratio = rostore ÷ peer, same run)', 'status'], goals.map((g) => [g.goal, g.target, g.measured, mark(g.status)]), ['l', 'l', 'l', 'l'])
+  return mdTable(
+    ['goal', 'target', 'measured (ratio = rostore ÷ peer, same run)', 'status'],
+    goals.map((g) => [g.goal, g.target, g.measured, mark(g.status)]),
+    ['l', 'l', 'l', 'l'],
+  )
 }
 
 /**
@@ -131,7 +152,8 @@ function warnDiskSpace(ctx: BenchContext): void {
   try {
     const st = statfsSync(ensureDir(workRoot()))
     const free = st.bavail * st.bsize
-    if (need > free) log(`warning: this run may need ~${(need / 2 ** 30).toFixed(0)} GiB under ${workRoot()}, ${(free / 2 ** 30).toFixed(0)} GiB are free`)
+    if (need > free)
+      log(`warning: this run may need ~${(need / 2 ** 30).toFixed(0)} GiB under ${workRoot()}, ${(free / 2 ** 30).toFixed(0)} GiB are free`)
   } catch {
     // statfs unavailable: no warning
   }
@@ -141,10 +163,24 @@ function savedFile(out: string): string {
   return join(workRoot(), `${basename(out)}.sections.json`)
 }
 
-function render(args: Args, sections: readonly Section[], startLoad: number[], started: Date, pending: readonly string[], rerender = false): string {
+function render(
+  args: Args,
+  sections: readonly Section[],
+  startLoad: number[],
+  started: Date,
+  pending: readonly string[],
+  rerender = false,
+): string {
   const goals = sections.flatMap((s) => s.goals)
   const missedIds = [...new Set(goals.filter((g) => g.status !== 'met').map((g) => g.id))]
-  const why = missedIds.map((id) => explain(id, goals.filter((g) => g.id === id))).filter((t) => t !== '')
+  const why = missedIds
+    .map((id) =>
+      explain(
+        id,
+        goals.filter((g) => g.id === id),
+      ),
+    )
+    .filter((t) => t !== '')
   const out: string[] = [
     '# rostore benchmark results',
     '',
@@ -170,13 +206,21 @@ function render(args: Args, sections: readonly Section[], startLoad: number[], s
 async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   if (argv.includes('--help')) {
-    process.stdout.write(`usage: node dist/bench/run.js [--quick] [--scale 10M] [--only ${ALL.join(',')}] [--runs N] [--seed N] [--out FILE]\n`)
+    process.stdout.write(
+      `usage: node dist/bench/run.js [--quick] [--scale 10M] [--only ${ALL.join(',')}] [--runs N] [--seed N] [--out FILE]\n`,
+    )
     return
   }
   if (argv.includes('--render')) {
     // Re-render RESULTS.md from the saved sections (after editing bench/analysis.ts).
     const out = argv[argv.indexOf('--render') + 1] ?? join(packageRoot(__dirname), 'bench', 'RESULTS.md')
-    const saved = JSON.parse(readFileSync(savedFile(out), 'utf8')) as { args: Args; sections: Section[]; startLoad: number[]; started: string; pending: string[] }
+    const saved = JSON.parse(readFileSync(savedFile(out), 'utf8')) as {
+      args: Args
+      sections: Section[]
+      startLoad: number[]
+      started: string
+      pending: string[]
+    }
     writeFileSync(out, render(saved.args, saved.sections, saved.startLoad, new Date(saved.started), saved.pending, true))
     log(`re-rendered ${out}`)
     return
@@ -200,7 +244,8 @@ async function main(): Promise<void> {
   const sections: Section[] = []
   if (argv.includes('--update')) {
     const saved = JSON.parse(readFileSync(savedFile(args.out), 'utf8')) as { args: Args; sections: Section[] }
-    if (saved.args.quick !== args.quick || saved.args.records !== args.records) throw new Error('--update: the last run had another mode or size; run the whole suite')
+    if (saved.args.quick !== args.quick || saved.args.records !== args.records)
+      throw new Error('--update: the last run had another mode or size; run the whole suite')
     sections.push(...saved.sections)
   }
   log(`mode ${args.quick ? 'quick' : 'full'}, ${label(args.records)} records per shape, ${args.runs} runs; writing ${args.out}`)

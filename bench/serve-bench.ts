@@ -43,7 +43,22 @@ class ServeProcess {
 
   static async start(dataDir: string, cluster: string): Promise<ServeProcess> {
     const port = await freePort()
-    const argv = [...pinArgs(SERVER_CPU), process.execPath, cliPath(), 'serve', '--cluster', cluster, '--node-id', '0', '--data-dir', dataDir, '--port', String(port), '--bind', '127.0.0.1']
+    const argv = [
+      ...pinArgs(SERVER_CPU),
+      process.execPath,
+      cliPath(),
+      'serve',
+      '--cluster',
+      cluster,
+      '--node-id',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+    ]
     const [bin, ...args] = argv as [string, ...string[]]
     const env = { ...process.env }
     delete env.ROSTORE_ADMIN_TOKEN
@@ -98,12 +113,15 @@ class ServeProcess {
 
 function httpCall(port: number, method: string, path: string, body?: Buffer): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: body ? { 'content-length': String(body.length) } : {} }, (res) => {
-      const parts: Buffer[] = []
-      res.on('data', (c: Buffer) => parts.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }))
-      res.on('error', reject)
-    })
+    const req = request(
+      { host: '127.0.0.1', port, method, path, headers: body ? { 'content-length': String(body.length) } : {} },
+      (res) => {
+        const parts: Buffer[] = []
+        res.on('data', (c: Buffer) => parts.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }))
+        res.on('error', reject)
+      },
+    )
     req.setTimeout(10_000, () => req.destroy(new Error('request timed out')))
     req.on('error', reject)
     req.end(body)
@@ -116,7 +134,8 @@ async function verifyNode(port: number, ds: Dataset): Promise<void> {
   const ids = [0, n - 1, Math.floor(n / 2), 12345 % n]
   for (const id of ids) {
     const r = await httpCall(port, 'GET', `/stores/${STORE}/keys/${keyOf(id)}`)
-    if (r.status !== 200 || !r.body.equals(valueOf(id, ds.shape.valueBytes, ds.seed))) throw new Error(`GET ${keyOf(id)}: status ${r.status}, wrong or missing value`)
+    if (r.status !== 200 || !r.body.equals(valueOf(id, ds.shape.valueBytes, ds.seed)))
+      throw new Error(`GET ${keyOf(id)}: status ${r.status}, wrong or missing value`)
   }
   const miss = await httpCall(port, 'GET', `/stores/${STORE}/keys/${keyOf(n + 7)}`)
   if (miss.status !== 404) throw new Error(`GET of an absent key: status ${miss.status}`)
@@ -131,13 +150,19 @@ async function verifyNode(port: number, ds: Dataset): Promise<void> {
 }
 
 async function paced(job: PacedJob): Promise<LoadResult & { clientCpu: number }> {
-  const t = await runTimed(process.execPath, [join(__dirname, 'paced-client.js'), JSON.stringify(job)], { cpu: CLIENT_CPU, timeoutMs: (job.durationSec + 120) * 1000 })
+  const t = await runTimed(process.execPath, [join(__dirname, 'paced-client.js'), JSON.stringify(job)], {
+    cpu: CLIENT_CPU,
+    timeoutMs: (job.durationSec + 120) * 1000,
+  })
   const r = JSON.parse(t.stdout.trim().split('\n').pop() ?? '{}') as LoadResult
   return { ...r, clientCpu: (t.userSecs + t.sysSecs) / r.secs }
 }
 
 async function load(job: LoadJob): Promise<LoadResult & { clientCpu: number }> {
-  const t = await runTimed(process.execPath, [join(__dirname, 'load-client.js'), JSON.stringify(job)], { cpu: CLIENT_CPU, timeoutMs: (job.durationSec + 120) * 1000 })
+  const t = await runTimed(process.execPath, [join(__dirname, 'load-client.js'), JSON.stringify(job)], {
+    cpu: CLIENT_CPU,
+    timeoutMs: (job.durationSec + 120) * 1000,
+  })
   const r = JSON.parse(t.stdout.trim().split('\n').pop() ?? '{}') as LoadResult
   // CPU of the whole client process (key generation included) over its load phase.
   return { ...r, clientCpu: (t.userSecs + t.sysSecs) / r.secs }
@@ -193,7 +218,15 @@ async function rostoreServing(ctx: BenchContext, ds: Dataset, duration: number, 
       const t0 = performance.now()
       const r =
         job.overallRate !== undefined
-          ? await paced({ port: job.port, store: job.store, records: job.records, seed: job.seed, rate: job.overallRate, connections: PACED_CONNECTIONS, durationSec: job.durationSec })
+          ? await paced({
+              port: job.port,
+              store: job.store,
+              records: job.records,
+              seed: job.seed,
+              rate: job.overallRate,
+              connections: PACED_CONNECTIONS,
+              durationSec: job.durationSec,
+            })
           : wrk
             ? await runWrk({ ...job, cpu: CLIENT_CPU })
             : await load(job)
@@ -205,21 +238,28 @@ async function rostoreServing(ctx: BenchContext, ds: Dataset, duration: number, 
       row.p99.push(r.p99Ms)
       row.cpu.push(cpu)
       row.clientCpu.push(r.clientCpu)
-      log(`serve ${ds.shape.name} ${row.label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(3)} ms, p99 ${r.p99Ms.toFixed(3)} ms, server CPU ${cpu.toFixed(2)}, client CPU ${r.clientCpu.toFixed(2)}`)
+      log(
+        `serve ${ds.shape.name} ${row.label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(3)} ms, p99 ${r.p99Ms.toFixed(3)} ms, server CPU ${cpu.toFixed(2)}, client CPU ${r.clientCpu.toFixed(2)}`,
+      )
     }
     for (let i = 0; i < ctx.runs; i++) {
       await measure(get, { ...base, mode: 'get', durationSec: duration })
       await measure(multi, { ...base, mode: 'multiget', durationSec: duration })
     }
     const peak = summarize(get.rps).median
-    for (let i = 0; i < (ctx.quick ? 1 : ctx.runs); i++) await measure(half, { ...base, mode: 'get', durationSec: duration, overallRate: Math.max(1, Math.floor(peak / 2)) })
+    for (let i = 0; i < (ctx.quick ? 1 : ctx.runs); i++)
+      await measure(half, { ...base, mode: 'get', durationSec: duration, overallRate: Math.max(1, Math.floor(peak / 2)) })
     const mem = memoryOf(node.pid)
     const files = ['0.data', '0.index'].map((f) => join(nodeDir, f))
     return {
       get,
       half,
       multi,
-      rss: { ...mem, dataBytes: existsSync(files[0] as string) ? duBytes(files[0] as string) : NaN, indexBytes: existsSync(files[1] as string) ? duBytes(files[1] as string) : NaN },
+      rss: {
+        ...mem,
+        dataBytes: existsSync(files[0] as string) ? duBytes(files[0] as string) : NaN,
+        indexBytes: existsSync(files[1] as string) ? duBytes(files[1] as string) : NaN,
+      },
     }
   } catch (err) {
     const msg = (err as Error).message.split('\n').slice(0, 6).join(' / ').slice(0, 500)
@@ -268,7 +308,9 @@ async function redisServing(ctx: BenchContext, ds: Dataset, duration: number): P
       row.p99.push(r.p99Ms)
       row.cpu.push(r.serverCpu)
       row.clientCpu.push(r.clientCpu)
-      log(`serve ${ds.shape.name} ${row.label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, server CPU ${r.serverCpu.toFixed(2)}, client CPU ${r.clientCpu.toFixed(2)}`)
+      log(
+        `serve ${ds.shape.name} ${row.label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, server CPU ${r.serverCpu.toFixed(2)}, client CPU ${r.clientCpu.toFixed(2)}`,
+      )
     }
     for (let i = 0; i < ctx.runs; i++) {
       push(get, await bench(getCmd, nGet), 1)
@@ -306,7 +348,7 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
     `Server pinned to core ${SERVER_CPU}, load generator to core ${CLIENT_CPU}; ${CONNECTIONS} keep-alive connections, no pipelining; ` +
       `uniform keys with 10% absent. ${ctx.runs} runs of ${duration} s per row (after a warm-up); medians, spread = ±half the range. ` +
       `Peak rows of rostore are driven by wrk (C, one thread; bench/wrk.ts), as Redis is by redis-benchmark (C). Redis: redis-benchmark ` +
-      `(\`-c ${CONNECTIONS} -r ${Math.round(1 / (1 - ABSENT_FRACTION) * 100) / 100}N\`, same 12-digit keys). The paced row sends GETs evenly spaced at half ` +
+      `(\`-c ${CONNECTIONS} -r ${Math.round((1 / (1 - ABSENT_FRACTION)) * 100) / 100}N\`, same 12-digit keys). The paced row sends GETs evenly spaced at half ` +
       `the median peak of the GET row, open loop, latency counted from each request's due time (bench/paced-client.ts, like wrk2; ` +
       `autocannon's overallRate was not used: it sends each connection's share in bursts, which measures its own queue). Server CPU = server CPU-seconds per wall second (1.0 = its core saturated), client CPU likewise for the load generator; ` +
       `a client near 1.0 means the load generator was the limit (the server's number is then a lower bound); when neither is near 1.0, ` +
@@ -321,14 +363,17 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
     const ro = await rostoreServing(ctx, ds, duration, wrkMissing === undefined)
     const rd = await redisServing(ctx, ds, duration)
     const rows = [rowCells(ro.get), rowCells(ro.half), rowCells(ro.multi), rowCells(rd.get, rd.skip), rowCells(rd.mget, rd.skip)]
-    parts.push(`### ${shape.name}\n\n${mdTable(['system / request', 'requests/s', 'spread', 'keys/s', 'p50 ms', 'p99 ms', 'server CPU', 'client CPU'], rows)}`)
+    parts.push(
+      `### ${shape.name}\n\n${mdTable(['system / request', 'requests/s', 'spread', 'keys/s', 'p50 ms', 'p99 ms', 'server CPU', 'client CPU'], rows)}`,
+    )
     const roMulti = summarize(ro.multi.keysPerSec).median
     const rdMulti = summarize(rd.mget.keysPerSec).median
     const roGet = summarize(ro.get.rps).median
     const rdGet = summarize(rd.get.rps).median
     const ratios: string[] = []
     if (Number.isFinite(roGet) && Number.isFinite(rdGet)) ratios.push(`single get rostore ÷ Redis = ${fmtRatio(roGet, rdGet)}`)
-    if (Number.isFinite(roMulti) && Number.isFinite(rdMulti)) ratios.push(`multi-get keys/s rostore ÷ Redis MGET = ${fmtRatio(roMulti, rdMulti)}`)
+    if (Number.isFinite(roMulti) && Number.isFinite(rdMulti))
+      ratios.push(`multi-get keys/s rostore ÷ Redis MGET = ${fmtRatio(roMulti, rdMulti)}`)
     if (ratios.length) parts.push(`Ratios: ${ratios.join('; ')}.`)
     const mem: string[] = []
     if (ro.rss) {
@@ -337,7 +382,10 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
           `and ${fmt(ro.rss.indexBytes / 2 ** 20)} MiB of .index (RSS ÷ .data = ${fmt(ro.rss.rss / ro.rss.dataBytes)}): the index is held in memory, values are read with pread from the page cache.`,
       )
     }
-    if (rd.memory) mem.push(`Redis with the same records: RSS ${fmt(rd.memory.rss / 2 ** 20)} MiB (used_memory ${fmt(rd.memory.used / 2 ** 20)} MiB); loading it with redis-cli --pipe took ${fmt(rd.loadSecs ?? NaN)} s.`)
+    if (rd.memory)
+      mem.push(
+        `Redis with the same records: RSS ${fmt(rd.memory.rss / 2 ** 20)} MiB (used_memory ${fmt(rd.memory.used / 2 ** 20)} MiB); loading it with redis-cli --pipe took ${fmt(rd.loadSecs ?? NaN)} s.`,
+      )
     if (mem.length) parts.push(mem.join(' '))
     if (ro.error) parts.push(`rostore serving stopped early: ${ro.error}`)
     goals.push(
@@ -345,7 +393,11 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
         'serve-multiget',
         `Multi-get (100 keys) keys/s vs Redis MGET, one core each, ${shape.name}`,
         '≥ 1.0×',
-        Number.isFinite(roMulti) && Number.isFinite(rdMulti) ? `${fmtRatio(roMulti, rdMulti)} (${fmt(roMulti)} vs ${fmt(rdMulti)} keys/s)` : rd.skip ? `Redis not run: ${rd.skip}` : 'not run',
+        Number.isFinite(roMulti) && Number.isFinite(rdMulti)
+          ? `${fmtRatio(roMulti, rdMulti)} (${fmt(roMulti)} vs ${fmt(rdMulti)} keys/s)`
+          : rd.skip
+            ? `Redis not run: ${rd.skip}`
+            : 'not run',
         Number.isFinite(roMulti) && Number.isFinite(rdMulti) ? roMulti >= rdMulti : undefined,
       ),
     )
@@ -362,4 +414,3 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
   }
   return { title: '3. Serving over loopback', markdown: parts.join('\n\n') + '\n', goals }
 }
-

@@ -151,7 +151,12 @@ async function main(): Promise<void> {
     }
     node = await startSingleNode({ dir: root, dataDir: join(root, 'data'), token: TOKEN, keepVersions: 5 })
     const installs: Record<string, number> = {}
-    for (const [store, v] of [['small', 1], ['small', 2], ['big', 1], ['big', 2]] as const) {
+    for (const [store, v] of [
+      ['small', 1],
+      ['small', 2],
+      ['big', 1],
+      ['big', 2],
+    ] as const) {
       log(`installing ${store} v${v} (hard links, full verification)...`)
       const t0 = performance.now()
       const r = await node.admin('POST', `/stores/${store}/install`, { path: join(root, `${store}-v${v}`), link: true })
@@ -216,7 +221,9 @@ async function main(): Promise<void> {
       `| after reading all once (${(cold.bytes / MiB / cold.seconds).toFixed(0)} MiB/s) | ${fmtMiB(afterCold.rss)} | ${fmtMiB(afterCold.hwm)} |`,
       `| after reading all twice (${(warm.bytes / MiB / warm.seconds).toFixed(0)} MiB/s) | ${fmtMiB(after.rss)} | ${fmtMiB(after.hwm)} |`,
       '',
-      `Install (hard links + full verify): ${Object.entries(installs).map(([k, s]) => `${k} ${s.toFixed(1)} s`).join(', ')}.`,
+      `Install (hard links + full verify): ${Object.entries(installs)
+        .map(([k, s]) => `${k} ${s.toFixed(1)} s`)
+        .join(', ')}.`,
       '',
     ]
     process.stdout.write(out.join('\n'))

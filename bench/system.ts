@@ -31,12 +31,14 @@ let aptUpdated = false
 export async function ensureDebian(bins: readonly string[], packages: readonly string[]): Promise<string | undefined> {
   const missing = () => bins.filter((b) => which(b) === undefined)
   if (missing().length === 0) return undefined
-  if (process.platform !== 'linux' || which('apt-get') === undefined) return `${missing().join(', ')} not found and apt-get is not available`
+  if (process.platform !== 'linux' || which('apt-get') === undefined)
+    return `${missing().join(', ')} not found and apt-get is not available`
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     return `${missing().join(', ')} not found; run as root or: apt-get install ${packages.join(' ')}`
   }
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-  const install = () => execFileP('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...packages], { env, maxBuffer: 64 << 20, timeout: 600_000 })
+  const install = () =>
+    execFileP('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...packages], { env, maxBuffer: 64 << 20, timeout: 600_000 })
   log(`installing Debian packages ${packages.join(' ')} (apt-get)`)
   try {
     await install()
@@ -111,7 +113,12 @@ export async function runTimed(
   const argv = [...pinArgs(opts.cpu), ...(gnuTime ? ['/usr/bin/time', '-f', '%M %U %S', '-o', timeFile] : []), cmd, ...args]
   const [bin, ...rest] = argv as [string, ...string[]]
   const started = performance.now()
-  const { code, signal, stdout, stderr } = await new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>((resolve, reject) => {
+  const { code, signal, stdout, stderr } = await new Promise<{
+    code: number | null
+    signal: string | null
+    stdout: string
+    stderr: string
+  }>((resolve, reject) => {
     const child = spawn(bin, rest, {
       cwd: opts.cwd,
       env: opts.env ?? process.env,
@@ -216,7 +223,7 @@ export function machineFacts(): MachineFacts {
   } catch {
     // keep platform
   }
-  let kernel = ''
+  let kernel: string
   try {
     kernel = execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim()
   } catch {

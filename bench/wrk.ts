@@ -94,7 +94,24 @@ export async function runWrk(job: WrkJob): Promise<LoadResult & { clientCpu: num
   const duration = Math.max(1, Math.round(job.durationSec))
   const t = await runTimed(
     'wrk',
-    ['-t', '1', '-c', String(job.connections), '-d', `${duration}s`, '--timeout', '10s', '-s', script, `http://127.0.0.1:${job.port}`, '--', keys, job.mode, job.store, String(job.batch)],
+    [
+      '-t',
+      '1',
+      '-c',
+      String(job.connections),
+      '-d',
+      `${duration}s`,
+      '--timeout',
+      '10s',
+      '-s',
+      script,
+      `http://127.0.0.1:${job.port}`,
+      '--',
+      keys,
+      job.mode,
+      job.store,
+      String(job.batch),
+    ],
     { cpu: job.cpu, timeoutMs: (duration + 120) * 1000 },
   )
   const line = t.stdout.split('\n').find((l) => l.startsWith('WRK_JSON '))

@@ -5,7 +5,11 @@ import type { BuildSummary } from '../builder/build-job'
 /** A terminal progress bar over input bytes (map) then chunks (reduce). */
 export function createBuildProgressBar(): { update: (p: BuildProgress) => void; stop: () => void } {
   const bar = new SingleBar(
-    { format: '{phase} [{bar}] {percentage}% | {records} records | {rate} | ETA {eta_formatted}', stream: process.stderr, hideCursor: true },
+    {
+      format: '{phase} [{bar}] {percentage}% | {records} records | {rate} | ETA {eta_formatted}',
+      stream: process.stderr,
+      hideCursor: true,
+    },
     Presets.shades_classic,
   )
   let started = false

@@ -94,11 +94,12 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
 
     // Reduce: every (node, chunk) bucket, also empty ones, becomes a chunk.
     const segmentsByBucket = new Map<number, SegmentRef[]>()
-    for (const run of runs) for (const segment of run.segments) {
-      const list = segmentsByBucket.get(segment.bucket) ?? []
-      list.push({ run, segment })
-      segmentsByBucket.set(segment.bucket, list)
-    }
+    for (const run of runs)
+      for (const segment of run.segments) {
+        const list = segmentsByBucket.get(segment.bucket) ?? []
+        list.push({ run, segment })
+        segmentsByBucket.set(segment.bucket, list)
+      }
     const bucketCount = layout.length * chunks
     progress.startReduce(bucketCount)
     const reduced: ReducedChunk[] = []
@@ -107,7 +108,18 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
       const { nodePosition, chunk } = splitBucket(bucket, chunks)
       const node = layout[nodePosition]!
       const r = await w.request(
-        { type: 'reduce', task: { bucket, nodeId: node.id, chunk, dir: join(tmpOut, nodeDirName(node.id)), store: o.store, version: o.version, segments: segmentsByBucket.get(bucket) ?? [] } },
+        {
+          type: 'reduce',
+          task: {
+            bucket,
+            nodeId: node.id,
+            chunk,
+            dir: join(tmpOut, nodeDirName(node.id)),
+            store: o.store,
+            version: o.version,
+            segments: segmentsByBucket.get(bucket) ?? [],
+          },
+        },
         'reduced',
       )
       reduced.push(r.chunk)
@@ -148,7 +160,12 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
 }
 
 /** Runs `fn` over `items` with one item in flight per worker; the first failure wins. */
-async function drain<T>(workers: readonly WorkerHandle[], items: readonly T[], signal: AbortSignal | undefined, fn: (w: WorkerHandle, item: T) => Promise<void>): Promise<void> {
+async function drain<T>(
+  workers: readonly WorkerHandle[],
+  items: readonly T[],
+  signal: AbortSignal | undefined,
+  fn: (w: WorkerHandle, item: T) => Promise<void>,
+): Promise<void> {
   let next = 0
   let failed = false
   await Promise.all(

@@ -73,7 +73,8 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   if (!Number.isInteger(replication) || replication < 1 || replication > o.cluster.nodes.length) {
     bad(`--replication ${replication} must be between 1 and the cluster's ${o.cluster.nodes.length} nodes`)
   }
-  if (o.chunks !== undefined && (!Number.isInteger(o.chunks) || o.chunks < 1 || o.chunks > 65536)) bad(`--chunks ${o.chunks} must be 1..65536`)
+  if (o.chunks !== undefined && (!Number.isInteger(o.chunks) || o.chunks < 1 || o.chunks > 65536))
+    bad(`--chunks ${o.chunks} must be 1..65536`)
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
   const version = o.version ?? Math.floor(Date.now() / 1000)
@@ -83,7 +84,8 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   if (!Number.isInteger(workers) || workers < 1 || workers > 256) bad(`--workers ${workers} must be 1..256`)
   if (!(memoryMb >= 1)) bad(`--memory-mb ${memoryMb} must be at least 1`)
   const onDuplicate = o.onDuplicate ?? 'error'
-  if (!(DUPLICATE_POLICIES as readonly string[]).includes(onDuplicate)) bad(`--on-duplicate must be one of ${DUPLICATE_POLICIES.join(', ')}`)
+  if (!(DUPLICATE_POLICIES as readonly string[]).includes(onDuplicate))
+    bad(`--on-duplicate must be one of ${DUPLICATE_POLICIES.join(', ')}`)
   return {
     ...o,
     replication,

@@ -30,7 +30,13 @@ const runs: SortedRun[] = []
 let runSeq = 0
 
 async function context(): Promise<MapContext> {
-  ctx ??= createMapContext(setup.layout, setup.replication, setup.chunks, await createKeyHasher(setup.keyHash), codecByName(setup.compression))
+  ctx ??= createMapContext(
+    setup.layout,
+    setup.replication,
+    setup.chunks,
+    await createKeyHasher(setup.keyHash),
+    codecByName(setup.compression),
+  )
   return ctx
 }
 
@@ -61,7 +67,12 @@ async function mapSplit(split: InputSplit): Promise<void> {
     spill()
     buf.add(m)
   }
-  for await (const rec of readInput(split.path, setup.format, { keyField: setup.keyField, valueField: setup.valueField, start: split.start, end: split.end })) {
+  for await (const rec of readInput(split.path, setup.format, {
+    keyField: setup.keyField,
+    valueField: setup.valueField,
+    start: split.start,
+    end: split.end,
+  })) {
     mapRecord(rec, split.fileIndex, c, emit)
     kinds.keys[rec.keyKind]++
     kinds.values[rec.valueKind]++
@@ -76,7 +87,11 @@ async function mapSplit(split: InputSplit): Promise<void> {
 }
 
 async function reduce(task: ReduceTask): Promise<void> {
-  const writer = new ChunkWriter(task.dir, { store: task.store, version: task.version, nodeId: task.nodeId, chunk: task.chunk }, codecByName(setup.compression).id)
+  const writer = new ChunkWriter(
+    task.dir,
+    { store: task.store, version: task.version, nodeId: task.nodeId, chunk: task.chunk },
+    codecByName(setup.compression).id,
+  )
   let result
   try {
     const stable = task.segments.every((s) => s.run.kind === 'memory')
@@ -94,7 +109,17 @@ async function reduce(task: ReduceTask): Promise<void> {
   ])
   post({
     type: 'reduced',
-    chunk: { bucket: task.bucket, nodeId: task.nodeId, chunk: task.chunk, records: result.records, duplicates: result.duplicates, indexSize: stats.indexSize, dataSize: stats.dataSize, indexChecksum, dataChecksum },
+    chunk: {
+      bucket: task.bucket,
+      nodeId: task.nodeId,
+      chunk: task.chunk,
+      records: result.records,
+      duplicates: result.duplicates,
+      indexSize: stats.indexSize,
+      dataSize: stats.dataSize,
+      indexChecksum,
+      dataChecksum,
+    },
   })
 }
 
@@ -124,6 +149,10 @@ async function handle(m: ToWorker): Promise<void> {
 
 port.on('message', (m: ToWorker) => {
   handle(m).catch((err: unknown) => {
-    post({ type: 'error', code: err instanceof StoreError ? err.code : undefined, message: err instanceof Error ? err.message : String(err) })
+    post({
+      type: 'error',
+      code: err instanceof StoreError ? err.code : undefined,
+      message: err instanceof Error ? err.message : String(err),
+    })
   })
 })

@@ -19,7 +19,13 @@ export interface MapContext {
   readonly codec: ValueCodec
 }
 
-export function createMapContext(layout: readonly ClusterLayoutNode[], replication: number, chunks: number, hasher: KeyHasher, codec: ValueCodec): MapContext {
+export function createMapContext(
+  layout: readonly ClusterLayoutNode[],
+  replication: number,
+  chunks: number,
+  hasher: KeyHasher,
+  codec: ValueCodec,
+): MapContext {
   const ring = buildRing(layout)
   const sorted = [...layout].sort((a, b) => a.id - b.id)
   return {

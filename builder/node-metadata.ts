@@ -16,7 +16,14 @@ export interface MetadataOptions {
 }
 
 /** A node's metadata.json from its reduced chunks: shared by the local and Hadoop engines. */
-export function nodeMetadata(o: MetadataOptions, chunks: number, nodeId: number, layout: StoreMetadata['layout'], mine: readonly ReducedChunk[], kinds: KindCounts): StoreMetadata {
+export function nodeMetadata(
+  o: MetadataOptions,
+  chunks: number,
+  nodeId: number,
+  layout: StoreMetadata['layout'],
+  mine: readonly ReducedChunk[],
+  kinds: KindCounts,
+): StoreMetadata {
   const files = mine.flatMap((r) => [
     { name: indexFileName(r.chunk), size: r.indexSize, checksum: r.indexChecksum },
     { name: dataFileName(r.chunk), size: r.dataSize, checksum: r.dataChecksum },
@@ -60,4 +67,3 @@ export function valueSerializer(k: KindCounts): ValueSerializer {
   if (bytes > 0) return 'bytes'
   return 'string'
 }
-

@@ -70,7 +70,15 @@ class HeldRecord {
 export function showKey(key: Uint8Array): string {
   const b = Buffer.from(key.buffer, key.byteOffset, key.byteLength)
   const text = b.toString('utf8')
-  const printable = Buffer.from(text, 'utf8').equals(b) && !/[\u0000-\u001f\u007f]/.test(text)
+  const printable = Buffer.from(text, 'utf8').equals(b) && !hasControlChar(text)
   const shown = printable ? JSON.stringify(text) : `0x${b.toString('hex')}`
   return shown.length > 120 ? `${shown.slice(0, 117)}...` : shown
+}
+
+function hasControlChar(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x20 || c === 0x7f) return true
+  }
+  return false
 }

@@ -21,7 +21,10 @@ class MemorySegmentReader implements RecordSource {
   private readonly order: Uint32Array
   private i: number
 
-  constructor(run: Extract<SortedRun, { kind: 'memory' }>, private readonly segment: RunSegment) {
+  constructor(
+    run: Extract<SortedRun, { kind: 'memory' }>,
+    private readonly segment: RunSegment,
+  ) {
     this.arena = Buffer.from(run.arena)
     this.order = new Uint32Array(run.order)
     this.i = segment.start

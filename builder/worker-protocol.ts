@@ -34,9 +34,7 @@ export interface ReduceTask {
 }
 
 export type ToWorker =
-  | { readonly type: 'map'; readonly split: InputSplit }
-  | { readonly type: 'flush' }
-  | { readonly type: 'reduce'; readonly task: ReduceTask }
+  { readonly type: 'map'; readonly split: InputSplit } | { readonly type: 'flush' } | { readonly type: 'reduce'; readonly task: ReduceTask }
 
 export interface KindCounts {
   keys: Record<KeyKind, number>

@@ -29,7 +29,10 @@ export class ClusterAdmin {
 }
 
 /** Runs `fn` on every node in parallel; never rejects, one settled result per node. */
-export async function onEveryNode<T>(ids: readonly number[], fn: (id: number) => Promise<T>): Promise<Map<number, PromiseSettledResult<T>>> {
+export async function onEveryNode<T>(
+  ids: readonly number[],
+  fn: (id: number) => Promise<T>,
+): Promise<Map<number, PromiseSettledResult<T>>> {
   const settled = await Promise.allSettled(ids.map((id) => fn(id)))
   return new Map(ids.map((id, i) => [id, settled[i]!]))
 }

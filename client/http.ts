@@ -22,7 +22,11 @@ export interface HttpRequest {
 
 /** Connection failures and timeouts: the node did not answer; another replica may. */
 export class NodeUnreachableError extends StoreError {
-  constructor(readonly endpoint: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly endpoint: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super('RO_UNAVAILABLE', `${endpoint}: ${message}`, options)
   }
 }
@@ -33,7 +37,14 @@ export function httpRequest(r: HttpRequest): Promise<HttpResponse> {
   const endpoint = `${r.host}:${r.port}`
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: r.host, port: r.port, method: r.method, path: r.path, agent: r.agent, headers: { ...r.headers, ...(r.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(r.body)) } : {}) } },
+      {
+        host: r.host,
+        port: r.port,
+        method: r.method,
+        path: r.path,
+        agent: r.agent,
+        headers: { ...r.headers, ...(r.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(r.body)) } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = []
         let size = 0

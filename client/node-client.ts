@@ -29,7 +29,12 @@ export interface RemoteVersion {
 export interface RemoteJob {
   readonly id: string
   readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled'
-  readonly progress?: { readonly bytesDone?: number; readonly bytesTotal?: number; readonly rateBytesPerSec?: number; readonly etaSeconds?: number }
+  readonly progress?: {
+    readonly bytesDone?: number
+    readonly bytesTotal?: number
+    readonly rateBytesPerSec?: number
+    readonly etaSeconds?: number
+  }
   readonly result?: { readonly version?: number; readonly [k: string]: unknown }
   readonly error?: { readonly code: string; readonly message: string }
 }
@@ -60,13 +65,16 @@ export class NodeClient {
   /** The value (undefined when absent) and the store version that answered. */
   async get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }> {
     const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`)
-    if (res.status === 404 && res.body.length === 0 && res.headers[VERSION_HEADER] !== undefined) return { value: undefined, version: versionOf(res) }
+    if (res.status === 404 && res.body.length === 0 && res.headers[VERSION_HEADER] !== undefined)
+      return { value: undefined, version: versionOf(res) }
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
     return { value: res.body, version: versionOf(res) }
   }
 
   async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
-    const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), { 'Content-Type': 'application/octet-stream' })
+    const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), {
+      'Content-Type': 'application/octet-stream',
+    })
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
     return { values: decodeValues(res.body, keys.length), version: versionOf(res) }
   }
@@ -123,7 +131,8 @@ export class NodeClient {
   private async json<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, admin = false): Promise<T> {
     const headers: Record<string, string> = {}
     if (admin) {
-      if (!this.opts.adminToken) throw new StoreError('RO_UNAUTHORIZED', `${this.endpoint}: no admin token (give --admin-token or set ROSTORE_ADMIN_TOKEN)`)
+      if (!this.opts.adminToken)
+        throw new StoreError('RO_UNAUTHORIZED', `${this.endpoint}: no admin token (give --admin-token or set ROSTORE_ADMIN_TOKEN)`)
       headers['Authorization'] = `Bearer ${this.opts.adminToken}`
     }
     if (body !== undefined) headers['Content-Type'] = 'application/json'
@@ -136,8 +145,22 @@ export class NodeClient {
     }
   }
 
-  private call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponse> {
-    return httpRequest({ host: this.node.host, port: this.node.port, method, path, body, headers, timeoutMs: this.timeoutMs, agent: this.agent })
+  private call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body?: Buffer | string,
+    headers: Record<string, string> = {},
+  ): Promise<HttpResponse> {
+    return httpRequest({
+      host: this.node.host,
+      port: this.node.port,
+      method,
+      path,
+      body,
+      headers,
+      timeoutMs: this.timeoutMs,
+      agent: this.agent,
+    })
   }
 }
 
@@ -154,7 +177,14 @@ export function percentEncode(key: Uint8Array | string): string {
   const b = typeof key === 'string' ? Buffer.from(key, 'utf8') : key
   let out = ''
   for (const byte of b) {
-    const unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte === 0x2d || byte === 0x2e || byte === 0x5f || byte === 0x7e
+    const unreserved =
+      (byte >= 0x30 && byte <= 0x39) ||
+      (byte >= 0x41 && byte <= 0x5a) ||
+      (byte >= 0x61 && byte <= 0x7a) ||
+      byte === 0x2d ||
+      byte === 0x2e ||
+      byte === 0x5f ||
+      byte === 0x7e
     out += unreserved ? String.fromCharCode(byte) : `%${byte < 16 ? '0' : ''}${byte.toString(16).toUpperCase()}`
   }
   return out

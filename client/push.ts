@@ -64,7 +64,10 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
     const version = manifests.values().next().value!.version
     if (allowFailed < 0 || (allowFailed > 0 && allowFailed >= manifests.values().next().value!.replication)) {
-      throw new StoreError('RO_BAD_OPTION', `--allow-failed-nodes ${allowFailed} must be below the replication factor ${manifests.values().next().value!.replication}`)
+      throw new StoreError(
+        'RO_BAD_OPTION',
+        `--allow-failed-nodes ${allowFailed} must be below the replication factor ${manifests.values().next().value!.replication}`,
+      )
     }
 
     // Lease every node in id order; a node that is down counts against allowFailed.
@@ -74,7 +77,8 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         await admin.node(id).lock(o.store, owner, timeoutMs + 120_000)
         locked.push(id)
       } catch (err) {
-        if (isStoreError(err, 'RO_CONFLICT')) throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
+        if (isStoreError(err, 'RO_CONFLICT'))
+          throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
         if (!isStoreError(err, 'RO_UNAVAILABLE')) throw err
         down.set(id, errorMessage(err))
       }
@@ -83,7 +87,12 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
 
     // Version checks before any byte moves.
     const previous = new Map<number, number | null>()
-    const statuses = await onEveryNode(locked, (id) => admin.node(id).versions(o.store).catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))))
+    const statuses = await onEveryNode(locked, (id) =>
+      admin
+        .node(id)
+        .versions(o.store)
+        .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))),
+    )
     for (const [id, s] of statuses) {
       if (s.status === 'rejected') {
         down.set(id, errorMessage(s.reason))
@@ -91,13 +100,23 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       }
       previous.set(id, s.value.live)
       if (s.value.live !== null && s.value.live > version && !o.force) {
-        throw new StoreError('RO_CONFLICT', `node ${id} serves version ${s.value.live}, newer than ${version}; use --force to push an older version`)
+        throw new StoreError(
+          'RO_CONFLICT',
+          `node ${id} serves version ${s.value.live}, newer than ${version}; use --force to push an older version`,
+        )
       }
     }
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
     const targets = locked.filter((id) => !down.has(id))
     if (targets.every((id) => previous.get(id) === version)) {
-      return { store: o.store, version, status: 'already-live', nodes: targets.map((nodeId) => ({ nodeId, state: 'unchanged' as const, previous: version })), fetchSeconds: 0, swapSeconds: 0 }
+      return {
+        store: o.store,
+        version,
+        status: 'already-live',
+        nodes: targets.map((nodeId) => ({ nodeId, state: 'unchanged' as const, previous: version })),
+        fetchSeconds: 0,
+        swapSeconds: 0,
+      }
     }
 
     // Fetch everywhere (nodes that already hold the version skip it).
@@ -114,7 +133,9 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const fetched = await onEveryNode(targets, async (id) => {
       try {
         if (hadBefore(id)) return false
-        const job = await admin.node(id).startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
+        const job = await admin
+          .node(id)
+          .startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
         await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
         return true
       } catch (err) {
@@ -123,7 +144,12 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       }
     })
     const fetchSeconds = (Date.now() - t0) / 1000
-    const fetchFailures = new Map([...down, ...[...fetched].filter(([, r]) => r.status === 'rejected').map(([id, r]) => [id, errorMessage((r as PromiseRejectedResult).reason)] as const)])
+    const fetchFailures = new Map([
+      ...down,
+      ...[...fetched]
+        .filter(([, r]) => r.status === 'rejected')
+        .map(([id, r]) => [id, errorMessage((r as PromiseRejectedResult).reason)] as const),
+    ])
 
     if (fetchFailures.size > allowFailed) {
       emit({ type: 'step', message: `fetch failed on ${fetchFailures.size} node(s); removing the fetched copies, no node swapped` })
@@ -152,7 +178,10 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const swapFailures = [...swapped].filter(([, r]) => r.status === 'rejected')
     if (swapFailures.length > 0) {
       const ok = [...swapped].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
-      emit({ type: 'step', message: `swap failed on node(s) ${swapFailures.map(([id]) => id).join(', ')}; rolling back ${ok.length} node(s)` })
+      emit({
+        type: 'step',
+        message: `swap failed on node(s) ${swapFailures.map(([id]) => id).join(', ')}; rolling back ${ok.length} node(s)`,
+      })
       // A failed swap may still have happened (the answer was lost, or came too late):
       // those nodes are swapped back too. For a node that did not swap it is a no-op; one
       // that is unreachable is reported.
@@ -170,11 +199,18 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         const sf = swapped.get(n.id)
         if (sf?.status === 'rejected') {
           const back = reswapped.get(n.id)
-          const undo = back?.status === 'rejected' ? `; swapping it back to ${previous.get(n.id)} failed too: ${errorMessage(back.reason)}` : ''
+          const undo =
+            back?.status === 'rejected' ? `; swapping it back to ${previous.get(n.id)} failed too: ${errorMessage(back.reason)}` : ''
           return { nodeId: n.id, state: 'swap-failed', previous: previous.get(n.id), error: `${errorMessage(sf.reason)}${undo}` }
         }
         const u = undone.get(n.id)
-        if (u) return { nodeId: n.id, state: 'rolled-back', previous: previous.get(n.id), ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}) }
+        if (u)
+          return {
+            nodeId: n.id,
+            state: 'rolled-back',
+            previous: previous.get(n.id),
+            ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}),
+          }
         return { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }
       })
       return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds }
@@ -190,21 +226,40 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         .catch(() => undefined)
     }
     const nodes: NodeOutcome[] = o.cluster.nodes.map((n) =>
-      fetchFailures.has(n.id) ? { nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) } : { nodeId: n.id, state: 'live', previous: previous.get(n.id) },
+      fetchFailures.has(n.id)
+        ? { nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }
+        : { nodeId: n.id, state: 'live', previous: previous.get(n.id) },
     )
     return { store: o.store, version, status: fetchFailures.size > 0 ? 'live-with-failures' : 'live', nodes, fetchSeconds, swapSeconds }
   } finally {
-    await Promise.all(locked.map((id) => admin.node(id).unlock(o.store, owner).catch(() => undefined)))
+    await Promise.all(
+      locked.map((id) =>
+        admin
+          .node(id)
+          .unlock(o.store, owner)
+          .catch(() => undefined),
+      ),
+    )
     admin.close()
   }
 
-  function failed(version: number, cluster: Cluster, errors: ReadonlyMap<number, string>, why: string, cleaned = new Set<number>()): PushResult {
+  function failed(
+    version: number,
+    cluster: Cluster,
+    errors: ReadonlyMap<number, string>,
+    why: string,
+    cleaned = new Set<number>(),
+  ): PushResult {
     emit({ type: 'step', message: why })
     return {
       store: o.store,
       version,
       status: 'failed',
-      nodes: cluster.nodes.map((n) => (errors.has(n.id) ? { nodeId: n.id, state: 'fetch-failed' as const, error: errors.get(n.id) } : { nodeId: n.id, state: cleaned.has(n.id) ? ('cleaned-up' as const) : ('unchanged' as const) })),
+      nodes: cluster.nodes.map((n) =>
+        errors.has(n.id)
+          ? { nodeId: n.id, state: 'fetch-failed' as const, error: errors.get(n.id) }
+          : { nodeId: n.id, state: cleaned.has(n.id) ? ('cleaned-up' as const) : ('unchanged' as const) },
+      ),
       fetchSeconds: 0,
       swapSeconds: 0,
     }
@@ -212,7 +267,15 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
 }
 
 /** Polls a node's fetch job until it ends; past the deadline, cancels it. */
-async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadline: number, pollMs: number, emit: (e: PushEvent) => void, signal: AbortSignal): Promise<void> {
+async function waitForJob(
+  admin: ClusterAdmin,
+  id: number,
+  job: RemoteJob,
+  deadline: number,
+  pollMs: number,
+  emit: (e: PushEvent) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const node = admin.node(id)
   let j = job
   while (j.state === 'running') {
@@ -223,12 +286,19 @@ async function waitForJob(admin: ClusterAdmin, id: number, job: RemoteJob, deadl
         await new Promise((r) => setTimeout(r, 50))
         j = await node.job(j.id).catch(() => ({ ...j, state: 'cancelled' as const }))
       }
-      throw new StoreError(signal.aborted ? 'RO_ABORTED' : 'RO_FETCH_FAILED', signal.aborted ? `node ${id}: fetch cancelled because another node failed` : `node ${id}: fetch did not finish before the push timeout`)
+      throw new StoreError(
+        signal.aborted ? 'RO_ABORTED' : 'RO_FETCH_FAILED',
+        signal.aborted
+          ? `node ${id}: fetch cancelled because another node failed`
+          : `node ${id}: fetch did not finish before the push timeout`,
+      )
     }
     await new Promise((r) => setTimeout(r, pollMs))
     j = await node.job(j.id)
     const p = j.progress
-    if (p && typeof p.bytesDone === 'number') emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
+    if (p && typeof p.bytesDone === 'number')
+      emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
   }
-  if (j.state !== 'succeeded') throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
+  if (j.state !== 'succeeded')
+    throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
 }

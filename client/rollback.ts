@@ -26,31 +26,47 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     const listed = await onEveryNode(admin.ids, (id) => admin.node(id).versions(o.store))
     const unreachable = [...listed].filter(([, r]) => r.status === 'rejected')
     if (unreachable.length > 0) {
-      throw new StoreError('RO_UNAVAILABLE', `nothing changed: ${unreachable.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}`)
+      throw new StoreError(
+        'RO_UNAVAILABLE',
+        `nothing changed: ${unreachable.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}`,
+      )
     }
-    const states = new Map([...listed].map(([id, r]) => [id, (r as PromiseFulfilledResult<{ live: number | null; versions: { version: number }[] }>).value]))
+    const states = new Map(
+      [...listed].map(([id, r]) => [id, (r as PromiseFulfilledResult<{ live: number | null; versions: { version: number }[] }>).value]),
+    )
     const targets = new Map<number, number>()
     const problems: string[] = []
     for (const [id, s] of states) {
       const held = s.versions.map((v) => v.version)
       const target = o.to ?? Math.max(-1, ...held.filter((v) => s.live !== null && v < s.live))
-      if (o.to !== undefined && !held.includes(o.to)) problems.push(`node ${id} does not hold version ${o.to} (holds ${held.join(', ') || 'none'})`)
+      if (o.to !== undefined && !held.includes(o.to))
+        problems.push(`node ${id} does not hold version ${o.to} (holds ${held.join(', ') || 'none'})`)
       else if (target < 0) problems.push(`node ${id} has no version older than its live ${s.live ?? 'none'}`)
       else targets.set(id, target)
     }
     if (problems.length > 0) throw new StoreError('RO_NOT_FOUND', `nothing changed: ${problems.join('; ')}`)
     const distinct = new Set(targets.values())
-    if (distinct.size !== 1) throw new StoreError('RO_CONFLICT', `nothing changed: nodes would roll back to different versions (${[...targets].map(([id, v]) => `node ${id}: ${v}`).join(', ')}); name one with --to`)
+    if (distinct.size !== 1)
+      throw new StoreError(
+        'RO_CONFLICT',
+        `nothing changed: nodes would roll back to different versions (${[...targets].map(([id, v]) => `node ${id}: ${v}`).join(', ')}); name one with --to`,
+      )
     const to = [...distinct][0]!
 
     // Nodes already on the target stay as they are: a cluster left mixed by a failed push
     // (a node that died after its flip) is realigned with --to.
-    const done = await onEveryNode(admin.ids.filter((id) => states.get(id)!.live !== to), (id) => admin.node(id).rollback(o.store, to))
+    const done = await onEveryNode(
+      admin.ids.filter((id) => states.get(id)!.live !== to),
+      (id) => admin.node(id).rollback(o.store, to),
+    )
     const failed = [...done].filter(([, r]) => r.status === 'rejected')
     if (failed.length > 0) {
       const ok = [...done].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
       await onEveryNode(ok, (id) => admin.node(id).swap(o.store, states.get(id)!.live!))
-      throw new StoreError('RO_CONFLICT', `rollback failed on ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}; the other nodes were swapped back`)
+      throw new StoreError(
+        'RO_CONFLICT',
+        `rollback failed on ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}; the other nodes were swapped back`,
+      )
     }
     return { store: o.store, to, nodes: admin.ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })) }
   } finally {

@@ -19,16 +19,30 @@ export function normalizeSource(from: string): string {
  * that it is one version of `store` built for this cluster's layout (node ids and
  * partitions; hosts and ports may differ).
  */
-export async function readBuildManifests(cluster: Cluster, store: string, from: string, signal: AbortSignal): Promise<Map<number, StoreMetadata>> {
+export async function readBuildManifests(
+  cluster: Cluster,
+  store: string,
+  from: string,
+  signal: AbortSignal,
+): Promise<Map<number, StoreMetadata>> {
   const source = await openSource(from)
   const out = new Map<number, StoreMetadata>()
   try {
     for (const node of cluster.nodes) {
       const name = `${nodeDirName(node.id)}/${METADATA_FILE}`
-      const bytes = await readSmall(source, name, { maxBytes: 16 << 20, signal, retries: 2, backoff: DEFAULT_BACKOFF, stallTimeoutMs: 10_000 })
+      const bytes = await readSmall(source, name, {
+        maxBytes: 16 << 20,
+        signal,
+        retries: 2,
+        backoff: DEFAULT_BACKOFF,
+        stallTimeoutMs: 10_000,
+      })
       const meta = parseManifest(bytes, source.describe(name), { nodeId: node.id, store })
       if (!sameLayout(meta.layout, clusterLayout(cluster))) {
-        throw new StoreError('RO_CONFLICT', `${source.describe(name)}: built for a different cluster layout (node ids and partitions) than ${cluster.name}; rebuild for this cluster`)
+        throw new StoreError(
+          'RO_CONFLICT',
+          `${source.describe(name)}: built for a different cluster layout (node ids and partitions) than ${cluster.name}; rebuild for this cluster`,
+        )
       }
       out.set(node.id, meta)
     }

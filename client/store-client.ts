@@ -58,7 +58,14 @@ export class StoreClient {
         throw new StoreError('RO_BAD_CLUSTER', `store ${opts.store} was built for node ${n.id}, which cluster.json does not list`)
       }
     }
-    return new StoreClient(opts.store, newest, nodes, buildRing(newest.layout), await createKeyHasher(newest.keyHash), opts.batchSize ?? 1000)
+    return new StoreClient(
+      opts.store,
+      newest,
+      nodes,
+      buildRing(newest.layout),
+      await createKeyHasher(newest.keyHash),
+      opts.batchSize ?? 1000,
+    )
   }
 
   /** Replica node ids of a key, master first. */
@@ -106,7 +113,10 @@ export class StoreClient {
         [...byNode].flatMap(([node, idxs]) =>
           batches(idxs, this.batchSize).map(async (batch) => {
             try {
-              const r = await this.nodes.get(node)!.getMany(this.store, batch.map((i) => keys[i]!))
+              const r = await this.nodes.get(node)!.getMany(
+                this.store,
+                batch.map((i) => keys[i]!),
+              )
               if (r.version >= this.newest) {
                 this.newest = r.version
                 batch.forEach((i, j) => (out[i] = r.values[j]))
@@ -126,7 +136,8 @@ export class StoreClient {
       pending = retry
     }
     const unanswered = pending.filter((i) => !older.has(i))
-    if (unanswered.length > 0) throw new StoreError('RO_UNAVAILABLE', `no replica answered for ${unanswered.length} keys: ${failures.join('; ')}`)
+    if (unanswered.length > 0)
+      throw new StoreError('RO_UNAVAILABLE', `no replica answered for ${unanswered.length} keys: ${failures.join('; ')}`)
     for (const i of pending) {
       const o = older.get(i)!
       out[i] = this.settleOlder(o.version, o.value)

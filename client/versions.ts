@@ -18,7 +18,9 @@ export async function clusterVersions(cluster: Cluster, store: string, adminToke
     const listed = await onEveryNode(admin.ids, (id) => admin.node(id).versions(store))
     return [...listed].map(([id, r]) => {
       const endpoint = admin.node(id).endpoint
-      return r.status === 'fulfilled' ? { nodeId: id, endpoint, live: r.value.live, versions: r.value.versions } : { nodeId: id, endpoint, live: null, versions: [], error: errorMessage(r.reason) }
+      return r.status === 'fulfilled'
+        ? { nodeId: id, endpoint, live: r.value.live, versions: r.value.versions }
+        : { nodeId: id, endpoint, live: null, versions: [], error: errorMessage(r.reason) }
     })
   } finally {
     admin.close()

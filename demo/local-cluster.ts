@@ -21,7 +21,12 @@ export interface LocalCluster {
 export async function startLocalCluster(dir: string, nodes: number, partitionsPerNode: number, adminToken: string): Promise<LocalCluster> {
   const spec = { name: 'local', nodes: [] as { id: number; host: string; port: number; partitions: number[] }[] }
   for (let id = 0; id < nodes; id++) {
-    spec.nodes.push({ id, host: '127.0.0.1', port: await freePort(), partitions: Array.from({ length: partitionsPerNode }, (_, j) => j * nodes + id) })
+    spec.nodes.push({
+      id,
+      host: '127.0.0.1',
+      port: await freePort(),
+      partitions: Array.from({ length: partitionsPerNode }, (_, j) => j * nodes + id),
+    })
   }
   const cluster = parseCluster(spec)
   const clusterFile = join(dir, 'cluster.json')
@@ -39,10 +44,14 @@ export async function startLocalCluster(dir: string, nodes: number, partitionsPe
     for (const n of cluster.nodes) {
       const dataDir = join(dir, `node-${n.id}-data`)
       mkdirSync(dataDir, { recursive: true })
-      const child = spawn(process.execPath, [cliPath(), 'serve', '--cluster', clusterFile, '--node-id', String(n.id), '--data-dir', dataDir], {
-        env: { ...process.env, ROSTORE_ADMIN_TOKEN: adminToken },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      })
+      const child = spawn(
+        process.execPath,
+        [cliPath(), 'serve', '--cluster', clusterFile, '--node-id', String(n.id), '--data-dir', dataDir],
+        {
+          env: { ...process.env, ROSTORE_ADMIN_TOKEN: adminToken },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      )
       let stderr = ''
       child.stderr?.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)))
       children.push(child)

@@ -32,10 +32,25 @@ export async function runQuickstart(opts: { keep?: boolean; log?: (line: string)
       const input = join(sample, `recommendations-v${v}.jsonl`)
       log(`${v === 1 ? 2 : 4}. building version ${v} of store "recs" from ${input}`)
       const out = join(work, `build-v${v}`)
-      const b = await buildStore({ inputs: [input], format: 'jsonl', cluster, store: 'recs', output: out, replication: 2, version: v, compression: 'snappy' })
+      const b = await buildStore({
+        inputs: [input],
+        format: 'jsonl',
+        cluster,
+        store: 'recs',
+        output: out,
+        replication: 2,
+        version: v,
+        compression: 'snappy',
+      })
       log(`   ${b.inputRecords} records -> ${b.nodes.map((n) => `node ${n.nodeId}: ${n.records}`).join(', ')} (${b.seconds.toFixed(2)} s)`)
       log(`   pushing version ${v} to the cluster`)
-      const p = await pushStore({ cluster, store: 'recs', from: out, adminToken, onEvent: (e) => e.type === 'step' && log(`   push: ${e.message}`) })
+      const p = await pushStore({
+        cluster,
+        store: 'recs',
+        from: out,
+        adminToken,
+        onEvent: (e) => e.type === 'step' && log(`   push: ${e.message}`),
+      })
       if (p.status !== 'live') throw new Error(`push of version ${v} ended ${p.status}: ${JSON.stringify(p.nodes)}`)
       log(`   version ${v} live on every node (fetch ${p.fetchSeconds.toFixed(2)} s, swap ${(p.swapSeconds * 1000).toFixed(1)} ms)`)
       await readKeys(v === 1 ? 3 : 5, `reading through the routing client (expect model "v${v}")`, `v${v}`)

@@ -26,7 +26,12 @@ export function formatBytes(n: number): string {
  * Refuses a fetch that would fill the disk: a full disk under a serving node breaks the
  * live versions too (logs, swaps), so the margin is kept free on top of the fetch itself.
  */
-export async function ensureFreeSpace(needBytes: number, marginBytes: number, freeBytes: () => Promise<number>, where: string): Promise<void> {
+export async function ensureFreeSpace(
+  needBytes: number,
+  marginBytes: number,
+  freeBytes: () => Promise<number>,
+  where: string,
+): Promise<void> {
   const have = await freeBytes()
   const need = needBytes + marginBytes
   if (!(have >= need)) {

@@ -83,7 +83,8 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
         await local(`truncating ${part}`, () => fh.truncate(0))
         ctx.progress.setBytes(entry.name, 0)
       }
-      if (res.size !== undefined && res.size !== entry.size) throw new ChecksumFailure(`${where}: ${res.size} bytes at the source, manifest says ${entry.size}`)
+      if (res.size !== undefined && res.size !== entry.size)
+        throw new ChecksumFailure(`${where}: ${res.size} bytes at the source, manifest says ${entry.size}`)
       let stream: AsyncIterable<Buffer> = stallGuard(res.stream, ctx.stallTimeoutMs, where, onStall)
       for (const bucket of ctx.buckets) stream = throttle(stream, bucket, signal)
       stream = checksumStream(stream, hasher)
@@ -154,7 +155,9 @@ export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Prom
         ctx.progress.setState(entry.name, 'failed')
         const code = checksum ? 'RO_CHECKSUM_MISMATCH' : 'RO_FETCH_FAILED'
         const tries = checksum ? checksumFailures : inARow
-        throw new StoreError(code, `${ctx.source.describe(remote)}: gave up after ${tries - 1} retries: ${(err as Error).message}`, { cause: err })
+        throw new StoreError(code, `${ctx.source.describe(remote)}: gave up after ${tries - 1} retries: ${(err as Error).message}`, {
+          cause: err,
+        })
       }
       ctx.progress.retry(entry.name)
       ctx.onRetry()

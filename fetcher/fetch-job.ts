@@ -68,13 +68,20 @@ function checkOptions(o: FetchOptions): void {
   positiveInt('concurrency', o.concurrency)
   positiveInt('stallTimeoutMs', o.stallTimeoutMs)
   positiveInt('retryBaseDelayMs', o.retryBaseDelayMs)
-  if (o.retries !== undefined && (!Number.isSafeInteger(o.retries) || o.retries < 0)) throw new RangeError(`retries must be >= 0, got ${o.retries}`)
-  if (o.maxBytesPerSec !== undefined && !(o.maxBytesPerSec > 0)) throw new RangeError(`maxBytesPerSec must be positive, got ${o.maxBytesPerSec}`)
+  if (o.retries !== undefined && (!Number.isSafeInteger(o.retries) || o.retries < 0))
+    throw new RangeError(`retries must be >= 0, got ${o.retries}`)
+  if (o.maxBytesPerSec !== undefined && !(o.maxBytesPerSec > 0))
+    throw new RangeError(`maxBytesPerSec must be positive, got ${o.maxBytesPerSec}`)
 }
 
 /** Runs `work` over `items` with `concurrency` workers; the first failure stops the rest
  *  (through `stop`) and is the one reported, once every worker has settled. */
-async function runPool<T>(items: readonly T[], concurrency: number, stop: AbortController, work: (item: T) => Promise<void>): Promise<void> {
+async function runPool<T>(
+  items: readonly T[],
+  concurrency: number,
+  stop: AbortController,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0
   let first: { err: unknown } | undefined
   const worker = async (): Promise<void> => {
@@ -150,12 +157,18 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     store = meta.store
     m?.bytes.inc({ store }, metaBytes.length)
     const filesBytes = meta.files.reduce((a, f) => a + f.size, 0)
-    await ensureFreeSpace(filesBytes + metaBytes.length, opts.freeSpaceMarginBytes ?? DEFAULT_MARGIN, opts.freeBytes ?? (() => freeBytesOf(dirname(destDir))), dirname(destDir))
+    await ensureFreeSpace(
+      filesBytes + metaBytes.length,
+      opts.freeSpaceMarginBytes ?? DEFAULT_MARGIN,
+      opts.freeBytes ?? (() => freeBytesOf(dirname(destDir))),
+      dirname(destDir),
+    )
     try {
       await mkdir(destDir)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
-      if (code === 'EEXIST') throw new StoreError('RO_CONFLICT', `${destDir} already exists; a fetch fills a new directory only`, { cause: err })
+      if (code === 'EEXIST')
+        throw new StoreError('RO_CONFLICT', `${destDir} already exists; a fetch fills a new directory only`, { cause: err })
       throw new StoreError('RO_IO', `cannot create ${destDir}: ${(err as Error).message}`, { cause: err })
     }
     created = true
@@ -207,5 +220,7 @@ function toStoreError(err: unknown, signal: AbortSignal | undefined, source: str
   // Whatever the abort broke on its way (a socket, a throttle wait), the cause is the abort.
   if (signal?.aborted) return new StoreError('RO_ABORTED', `fetch from ${source} aborted`, { cause: err })
   if (err instanceof StoreError) return err
-  return new StoreError('RO_FETCH_FAILED', `fetch from ${source} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+  return new StoreError('RO_FETCH_FAILED', `fetch from ${source} failed: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+  })
 }

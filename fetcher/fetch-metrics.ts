@@ -21,13 +21,50 @@ function reuse<T>(registry: Registry, name: string, make: () => T): T {
 export function registerFetchMetrics(registry: Registry): FetchMetrics {
   const registers = [registry]
   return {
-    bytes: reuse(registry, 'rostore_fetch_bytes_total', () =>
-      new Counter({ name: 'rostore_fetch_bytes_total', help: 'Bytes received by store fetches, retried bytes included', labelNames: ['store'], registers })),
-    retries: reuse(registry, 'rostore_fetch_retries_total', () =>
-      new Counter({ name: 'rostore_fetch_retries_total', help: 'File download attempts retried by store fetches', labelNames: ['store'], registers })),
-    checksumFailures: reuse(registry, 'rostore_fetch_checksum_failures_total', () =>
-      new Counter({ name: 'rostore_fetch_checksum_failures_total', help: 'Downloaded files whose size or checksum did not match the manifest', labelNames: ['store'], registers })),
-    duration: reuse(registry, 'rostore_fetch_duration_seconds', () =>
-      new Histogram({ name: 'rostore_fetch_duration_seconds', help: 'Wall time of store fetches by result (ok or error code)', labelNames: ['result'], buckets: DURATION_BUCKETS, registers })),
+    bytes: reuse(
+      registry,
+      'rostore_fetch_bytes_total',
+      () =>
+        new Counter({
+          name: 'rostore_fetch_bytes_total',
+          help: 'Bytes received by store fetches, retried bytes included',
+          labelNames: ['store'],
+          registers,
+        }),
+    ),
+    retries: reuse(
+      registry,
+      'rostore_fetch_retries_total',
+      () =>
+        new Counter({
+          name: 'rostore_fetch_retries_total',
+          help: 'File download attempts retried by store fetches',
+          labelNames: ['store'],
+          registers,
+        }),
+    ),
+    checksumFailures: reuse(
+      registry,
+      'rostore_fetch_checksum_failures_total',
+      () =>
+        new Counter({
+          name: 'rostore_fetch_checksum_failures_total',
+          help: 'Downloaded files whose size or checksum did not match the manifest',
+          labelNames: ['store'],
+          registers,
+        }),
+    ),
+    duration: reuse(
+      registry,
+      'rostore_fetch_duration_seconds',
+      () =>
+        new Histogram({
+          name: 'rostore_fetch_duration_seconds',
+          help: 'Wall time of store fetches by result (ok or error code)',
+          labelNames: ['result'],
+          buckets: DURATION_BUCKETS,
+          registers,
+        }),
+    ),
   }
 }

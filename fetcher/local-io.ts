@@ -10,6 +10,8 @@ export async function local<T>(what: string, op: () => Promise<T>): Promise<T> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === undefined || err instanceof StoreError) throw err
-    throw new StoreError(code === 'ENOSPC' || code === 'EDQUOT' ? 'RO_NO_SPACE' : 'RO_IO', `${what}: ${(err as Error).message}`, { cause: err })
+    throw new StoreError(code === 'ENOSPC' || code === 'EDQUOT' ? 'RO_NO_SPACE' : 'RO_IO', `${what}: ${(err as Error).message}`, {
+      cause: err,
+    })
   }
 }

@@ -44,9 +44,11 @@ export function parseManifest(bytes: Buffer, where: string, want: ManifestExpect
     const e = (typeof f === 'object' && f !== null ? f : {}) as Record<string, unknown>
     const name = e['name']
     // The one check that keeps a manifest from writing outside destDir.
-    if (typeof name !== 'string' || !isChunkFileName(name)) refuse(`refusing file name ${JSON.stringify(name)}: only <n>.index and <n>.data may be listed`)
+    if (typeof name !== 'string' || !isChunkFileName(name))
+      refuse(`refusing file name ${JSON.stringify(name)}: only <n>.index and <n>.data may be listed`)
     const size = e['size']
-    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) refuse(`file ${String(name)}: size must be a non-negative integer`)
+    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
+      refuse(`file ${String(name)}: size must be a non-negative integer`)
     total += size as number
     const checksum = e['checksum']
     if (typeof checksum !== 'string' || !new RegExp(`^[0-9a-f]{${hexLength}}$`).test(checksum)) {
@@ -54,8 +56,10 @@ export function parseManifest(bytes: Buffer, where: string, want: ManifestExpect
     }
   }
   if (!Number.isSafeInteger(total)) refuse('file sizes add up beyond any disk')
-  if (want.store !== undefined && m['store'] !== want.store) refuse(`manifest is for store ${JSON.stringify(m['store'])}, expected "${want.store}"`)
-  if (want.version !== undefined && m['version'] !== want.version) refuse(`manifest is for version ${JSON.stringify(m['version'])}, expected ${want.version}`)
+  if (want.store !== undefined && m['store'] !== want.store)
+    refuse(`manifest is for store ${JSON.stringify(m['store'])}, expected "${want.store}"`)
+  if (want.version !== undefined && m['version'] !== want.version)
+    refuse(`manifest is for version ${JSON.stringify(m['version'])}, expected ${want.version}`)
   try {
     // The format's own checks (chunk list complete, counts consistent), shared with readers.
     return validateMetadata(json, where)

@@ -24,12 +24,14 @@ export async function readSmall(source: FetchSource, name: string, opts: ReadSma
     const onStall = (err: Error): void => attempt.abort(err)
     try {
       const res = await guardPromise(source.read(name, { start: 0, signal }), opts.stallTimeoutMs, where, onStall)
-      if (res.size !== undefined && res.size > opts.maxBytes) throw new StoreError('RO_FETCH_FAILED', `${where}: ${res.size} bytes, more than the ${opts.maxBytes} a manifest may have`)
+      if (res.size !== undefined && res.size > opts.maxBytes)
+        throw new StoreError('RO_FETCH_FAILED', `${where}: ${res.size} bytes, more than the ${opts.maxBytes} a manifest may have`)
       const parts: Buffer[] = []
       let length = 0
       for await (const chunk of stallGuard(res.stream, opts.stallTimeoutMs, where, onStall)) {
         length += chunk.length
-        if (length > opts.maxBytes) throw new StoreError('RO_FETCH_FAILED', `${where}: more than the ${opts.maxBytes} bytes a manifest may have`)
+        if (length > opts.maxBytes)
+          throw new StoreError('RO_FETCH_FAILED', `${where}: more than the ${opts.maxBytes} bytes a manifest may have`)
         parts.push(chunk)
       }
       return Buffer.concat(parts, length)

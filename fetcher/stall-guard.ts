@@ -32,7 +32,12 @@ export function guardPromise<T>(p: Promise<T>, timeoutMs: number, what: string, 
  * `timeoutMs`. Only time spent waiting on the source counts: while the consumer is
  * throttled the clock does not run, so a slow limit never looks like a stalled server.
  */
-export async function* stallGuard<T>(src: AsyncIterable<T>, timeoutMs: number, what: string, onStall: (err: StallError) => void): AsyncGenerator<T> {
+export async function* stallGuard<T>(
+  src: AsyncIterable<T>,
+  timeoutMs: number,
+  what: string,
+  onStall: (err: StallError) => void,
+): AsyncGenerator<T> {
   const it = src[Symbol.asyncIterator]()
   let stalled = false
   try {

@@ -31,8 +31,10 @@ export class TokenBucket {
   }
 
   private static check(bytesPerSec: number, burstBytes: number | undefined): void {
-    if (!(bytesPerSec > 0) || !Number.isFinite(bytesPerSec)) throw new RangeError(`bytesPerSec must be a positive number, got ${bytesPerSec}`)
-    if (burstBytes !== undefined && !(burstBytes >= 1 && Number.isFinite(burstBytes))) throw new RangeError(`burstBytes must be >= 1, got ${burstBytes}`)
+    if (!(bytesPerSec > 0) || !Number.isFinite(bytesPerSec))
+      throw new RangeError(`bytesPerSec must be a positive number, got ${bytesPerSec}`)
+    if (burstBytes !== undefined && !(burstBytes >= 1 && Number.isFinite(burstBytes)))
+      throw new RangeError(`burstBytes must be >= 1, got ${burstBytes}`)
   }
 
   get bytesPerSec(): number {

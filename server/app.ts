@@ -136,7 +136,12 @@ function route(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info:
   const url = req.url ?? '/'
   if (url.length > MAX_URL_BYTES) {
     info.op = 'too_long'
-    sendJson(res, 414, { error: { code: 'RO_TOO_LARGE', message: `the URL is longer than ${MAX_URL_BYTES} bytes` } }, { Connection: 'close' })
+    sendJson(
+      res,
+      414,
+      { error: { code: 'RO_TOO_LARGE', message: `the URL is longer than ${MAX_URL_BYTES} bytes` } },
+      { Connection: 'close' },
+    )
     return
   }
   const q = url.indexOf('?')
@@ -147,10 +152,15 @@ function route(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info:
   const dispatch = (allowed: string[], handler: Handler): Promise<void> | void => {
     if (!allowed.includes(method)) {
       info.op = 'method'
-      sendJson(res, 405, { error: { code: 'RO_BAD_REQUEST', message: `method not allowed; use ${allowed.join(' or ')}` } }, {
-        Allow: allowed.join(', '),
-        ...(req.complete ? {} : { Connection: 'close' }),
-      })
+      sendJson(
+        res,
+        405,
+        { error: { code: 'RO_BAD_REQUEST', message: `method not allowed; use ${allowed.join(' or ')}` } },
+        {
+          Allow: allowed.join(', '),
+          ...(req.complete ? {} : { Connection: 'close' }),
+        },
+      )
       return
     }
     return handler(req, res, info)
@@ -388,7 +398,7 @@ async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, re
     res.end(bodyOut)
   } else {
     res.writeHead(200, headers)
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       res.write(encodeValues(values))
       at += values.length
       if (at >= keys.length || res.destroyed) break
@@ -535,14 +545,16 @@ async function pushLock(ctx: AppContext, store: string, req: IncomingMessage, re
   const body = await readJsonObject(req)
   onlyFields(body, ['owner', 'ttlMs'])
   const owner = body['owner']
-  if (typeof owner !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(owner)) throw badRequest('owner must be 1-128 characters of [A-Za-z0-9._:-]')
+  if (typeof owner !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(owner))
+    throw badRequest('owner must be 1-128 characters of [A-Za-z0-9._:-]')
   if (req.method === 'DELETE') {
     ctx.pushLocks.release(store, owner)
     sendJson(res, 200, { store, locked: false })
     return
   }
   const ttl = body['ttlMs']
-  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > 7 * 24 * 3600_000) throw badRequest('ttlMs must be an integer from 1000 to 604800000')
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > 7 * 24 * 3600_000)
+    throw badRequest('ttlMs must be an integer from 1000 to 604800000')
   sendJson(res, 200, { store, locked: true, ...ctx.pushLocks.acquire(store, owner, ttl) })
 }
 

@@ -46,9 +46,7 @@ export function badRequest(message: string): StoreError {
   return new StoreError('RO_BAD_REQUEST', message)
 }
 
-const HEX: Readonly<Record<string, number>> = Object.fromEntries(
-  [...'0123456789abcdefABCDEF'].map((c) => [c, Number.parseInt(c, 16)]),
-)
+const HEX: Readonly<Record<string, number>> = Object.fromEntries([...'0123456789abcdefABCDEF'].map((c) => [c, Number.parseInt(c, 16)]))
 
 /**
  * Percent-decode a URL path segment to raw bytes: `%XX` is one byte whatever it is (keys

@@ -17,9 +17,7 @@ const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
  * One JSON object per line: {"ts", "level", "event", ...fields}. Written to stderr by
  * default; `write` can be replaced (tests capture lines).
  */
-export function createLogger(
-  opts: { level?: LogLevel; write?: (line: string) => void; base?: LogFields } = {},
-): Logger {
+export function createLogger(opts: { level?: LogLevel; write?: (line: string) => void; base?: LogFields } = {}): Logger {
   const min = ORDER[opts.level ?? 'info']
   const write = opts.write ?? ((line: string) => void process.stderr.write(line))
   const base = opts.base ?? {}

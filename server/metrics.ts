@@ -64,7 +64,12 @@ export class NodeMetrics {
       labelNames: ['store'],
       registers,
     })
-    this.jobs = new Counter({ name: 'rostore_jobs_total', help: 'Finished admin jobs by kind and final state', labelNames: ['kind', 'state'], registers })
+    this.jobs = new Counter({
+      name: 'rostore_jobs_total',
+      help: 'Finished admin jobs by kind and final state',
+      labelNames: ['kind', 'state'],
+      registers,
+    })
     new Gauge({
       name: 'rostore_store_live_version',
       help: 'Live version of each store (0 when none)',

@@ -89,7 +89,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   if (!auth.enabled) log.warn('admin-disabled', { reason: 'no admin token configured; admin routes answer 403' })
   else if ((opts.adminToken ?? '').length < 16) log.warn('admin-token-short', { reason: 'use at least 16 random characters' })
 
-  let dataDir: DataDir | undefined
+  let dataDir: DataDir | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
   dataDir = await DataDir.open({
     dir: opts.dataDir,
@@ -151,7 +151,9 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
       return
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+    )
   })
 
   await new Promise<void>((resolve, reject) => {

@@ -15,7 +15,10 @@ export class PushLocks {
     const held = this.leases.get(store)
     const t = this.now()
     if (held && held.expires > t && held.owner !== owner) {
-      throw new StoreError('RO_CONFLICT', `store ${store} is locked by ${held.owner} for ${Math.ceil((held.expires - t) / 1000)} more seconds`)
+      throw new StoreError(
+        'RO_CONFLICT',
+        `store ${store} is locked by ${held.owner} for ${Math.ceil((held.expires - t) / 1000)} more seconds`,
+      )
     }
     const expires = t + ttlMs
     this.leases.set(store, { owner, expires })

@@ -41,9 +41,7 @@ export async function writeLivePointer(storeDir: string, version: number): Promi
 }
 
 export type PointerState =
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'ok'; readonly version: number }
-  | { readonly kind: 'invalid'; readonly text: string }
+  { readonly kind: 'absent' } | { readonly kind: 'ok'; readonly version: number } | { readonly kind: 'invalid'; readonly text: string }
 
 /** What LIVE says: absent, a version, or something unreadable (never written by rostore). */
 export async function readLivePointer(storeDir: string): Promise<PointerState> {

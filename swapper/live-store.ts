@@ -111,9 +111,7 @@ export class LiveStore {
    */
   replace(reader: StoreReader | undefined): Promise<void> {
     const old = this.current
-    this.current = reader
-      ? new CountedReader(reader, (r, err) => this.events.onReaderClosed?.(r.metadata.version, err))
-      : undefined
+    this.current = reader ? new CountedReader(reader, (r, err) => this.events.onReaderClosed?.(r.metadata.version, err)) : undefined
     if (!old) return Promise.resolve()
     this.retiring.add(old)
     void old.drained.then(() => this.retiring.delete(old))

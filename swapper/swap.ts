@@ -288,10 +288,7 @@ export class StoreVersions {
       if (target === undefined) {
         target = previousVersion(this.versions(), live)
         if (target === undefined) {
-          throw new StoreError(
-            'RO_CONFLICT',
-            `store ${this.store} has no version older than the live version ${live} to roll back to`,
-          )
+          throw new StoreError('RO_CONFLICT', `store ${this.store} has no version older than the live version ${live} to roll back to`)
         }
       } else if (target === live) {
         throw new StoreError('RO_CONFLICT', `version ${target} of store ${this.store} is already live`)
@@ -421,10 +418,7 @@ export class StoreVersions {
     const m = reader.metadata
     if (m.store !== this.store || m.version !== version) {
       closeQuietly(reader)
-      throw new StoreError(
-        'RO_CORRUPT',
-        `${this.versionDir(version)} holds store ${JSON.stringify(m.store)} version ${m.version}`,
-      )
+      throw new StoreError('RO_CORRUPT', `${this.versionDir(version)} holds store ${JSON.stringify(m.store)} version ${m.version}`)
     }
     if (this.opts.nodeId !== undefined && m.nodeId !== this.opts.nodeId) {
       closeQuietly(reader)
@@ -521,7 +515,13 @@ export class StoreVersions {
 
 /** What an install or a fetch reports: the version it added and how long it took. */
 export function installResult(meta: StoreMetadata, startedAt: number): InstallResult {
-  return { store: meta.store, version: meta.version, records: meta.records, sizeBytes: sizeOf(meta), elapsedMs: performance.now() - startedAt }
+  return {
+    store: meta.store,
+    version: meta.version,
+    records: meta.records,
+    sizeBytes: sizeOf(meta),
+    elapsedMs: performance.now() - startedAt,
+  }
 }
 
 export function sizeOf(meta: StoreMetadata): number {

@@ -24,7 +24,9 @@ export function ensureCdb(): Promise<string | undefined> {
 export function cdbTooLarge(ds: Dataset): string | undefined {
   // 24 bytes of hash table and record header per record besides key and value, plus 2 KiB.
   const estimate = ds.payloadBytes + ds.shape.records * 24 + 2048
-  return estimate > CDB_LIMIT_BYTES ? `a cdb file is limited to 4 GiB; this data set needs about ${(estimate / 2 ** 30).toFixed(1)} GiB` : undefined
+  return estimate > CDB_LIMIT_BYTES
+    ? `a cdb file is limited to 4 GiB; this data set needs about ${(estimate / 2 ** 30).toFixed(1)} GiB`
+    : undefined
 }
 
 /** The cdb-format input of a data set, written once under work/data. */

@@ -40,7 +40,7 @@ export async function loadLmdb(tsv: string, outDir: string, sorted: boolean): Pr
   const path = lmdbFile(outDir)
   if (existsSync(path)) rmSync(path)
   const db = lmdb.open<Buffer, string>({ path, noSubdir: true, encoding: 'binary', compression: false, cache: false, useVersions: false })
-  let count = 0
+  let count: number
   try {
     if (!sorted) {
       // lmdb-js's fast path: asynchronous puts, batched into one transaction by its
@@ -69,7 +69,15 @@ export async function loadLmdb(tsv: string, outDir: string, sorted: boolean): Pr
 export function openLmdbGetter(outDir: string): Getter {
   const lmdb = lmdbModule()
   if (typeof lmdb === 'string') throw new Error(lmdb)
-  const db = lmdb.open<Buffer, string>({ path: lmdbFile(outDir), noSubdir: true, encoding: 'binary', compression: false, cache: false, useVersions: false, readOnly: true })
+  const db = lmdb.open<Buffer, string>({
+    path: lmdbFile(outDir),
+    noSubdir: true,
+    encoding: 'binary',
+    compression: false,
+    cache: false,
+    useVersions: false,
+    readOnly: true,
+  })
   return {
     get: (key: string) => db.get(key),
     close: () => void db.close(),

@@ -63,15 +63,24 @@ export class RedisServer {
     const argv = [
       ...pinArgs(cpu),
       'redis-server',
-      '--port', String(port),
-      '--bind', '127.0.0.1',
-      '--protected-mode', 'yes',
-      '--save', '',
-      '--appendonly', 'no',
-      '--daemonize', 'no',
-      '--dir', dir,
-      '--logfile', join(dir, 'redis.log'),
-      '--io-threads', '1',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--protected-mode',
+      'yes',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+      '--dir',
+      dir,
+      '--logfile',
+      join(dir, 'redis.log'),
+      '--io-threads',
+      '1',
     ]
     const [bin, ...args] = argv as [string, ...string[]]
     const child = spawn(bin, args, { stdio: 'ignore' })
@@ -151,17 +160,41 @@ export async function redisBenchmark(
   const cpu0 = server.cpuSeconds()
   const t = await runTimed(
     'redis-benchmark',
-    ['-h', '127.0.0.1', '-p', String(server.port), '-c', String(opts.clients), '-n', String(opts.requests), '-r', String(opts.keyspace), '--csv', ...command],
+    [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(server.port),
+      '-c',
+      String(opts.clients),
+      '-n',
+      String(opts.requests),
+      '-r',
+      String(opts.keyspace),
+      '--csv',
+      ...command,
+    ],
     { cpu: opts.cpu, timeoutMs: opts.timeoutMs },
   )
   const cpu = server.cpuSeconds() - cpu0
-  const lines = t.stdout.trim().split('\n').filter((l) => l.startsWith('"'))
+  const lines = t.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('"'))
   const header = parseCsvLine(lines[0] ?? '')
   const row = parseCsvLine(lines[lines.length - 1] ?? '')
   const col = (name: string): number => Number(row[header.indexOf(name)])
   const rps = col('rps')
   if (!(rps > 0)) throw new Error(`redis-benchmark printed no result: ${t.stdout.slice(0, 500)} ${t.stderr.slice(0, 500)}`)
-  return { rps, p50Ms: col('p50_latency_ms'), p99Ms: col('p99_latency_ms'), requests: opts.requests, secs: t.wallSecs, serverCpu: cpu / t.wallSecs, clientCpu: (t.userSecs + t.sysSecs) / t.wallSecs }
+  return {
+    rps,
+    p50Ms: col('p50_latency_ms'),
+    p99Ms: col('p99_latency_ms'),
+    requests: opts.requests,
+    secs: t.wallSecs,
+    serverCpu: cpu / t.wallSecs,
+    clientCpu: (t.userSecs + t.sysSecs) / t.wallSecs,
+  }
 }
 
 function parseCsvLine(line: string): string[] {

@@ -41,7 +41,7 @@ export function loadSqlite(tsv: string, outDir: string, sorted: boolean): number
   const path = sqliteFile(outDir)
   if (existsSync(path)) rmSync(path)
   const db = new Database(path)
-  let count = 0
+  let count: number
   try {
     db.pragma('page_size = 16384')
     db.pragma('journal_mode = OFF')

@@ -20,7 +20,10 @@ export const builder = (y: Argv) =>
     .option('output', { type: 'string', demandOption: true, describe: 'output directory (must not exist)' })
     .option('replication', { type: 'number', default: 1, describe: 'distinct nodes holding each key' })
     .option('key-field', { type: 'string', describe: 'key column/field (TSV: 1-based column number; default 1 / "key")' })
-    .option('value-field', { type: 'string', describe: 'value column/field (default: TSV rest of line, else "value" or the whole record as JSON)' })
+    .option('value-field', {
+      type: 'string',
+      describe: 'value column/field (default: TSV rest of line, else "value" or the whole record as JSON)',
+    })
     .option('chunks', { type: 'number', describe: 'chunks per node (default: grows with the input, at least 2)' })
     .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
     .option('version', { type: 'number', describe: 'version number (default: Unix time in seconds)' })
@@ -29,10 +32,21 @@ export const builder = (y: Argv) =>
     .option('tmpdir', { type: 'string', describe: 'where sorted runs spill (default: OS temp dir)' })
     .option('on-duplicate', { choices: DUPLICATE_POLICIES, default: 'error' as const, describe: 'what to do with a key given twice' })
     .option('progress', { type: 'boolean', describe: 'show a progress bar (default: when stderr is a terminal)' })
-    .option('engine', { choices: ['local', 'hadoop'] as const, default: 'local' as const, describe: 'local: worker threads here; hadoop: prepare a Hadoop Streaming job' })
-    .option('print-command', { type: 'boolean', default: false, describe: 'hadoop: write the job spec and print the commands that run the job (docs/HADOOP.md)' })
+    .option('engine', {
+      choices: ['local', 'hadoop'] as const,
+      default: 'local' as const,
+      describe: 'local: worker threads here; hadoop: prepare a Hadoop Streaming job',
+    })
+    .option('print-command', {
+      type: 'boolean',
+      default: false,
+      describe: 'hadoop: write the job spec and print the commands that run the job (docs/HADOOP.md)',
+    })
     .option('reducers', { type: 'number', describe: 'hadoop: reduce tasks (default: one per node and chunk)' })
-    .option('job-dir', { type: 'string', describe: 'hadoop: local directory for the job spec and script (default ./rostore-job-<store>-<version>)' })
+    .option('job-dir', {
+      type: 'string',
+      describe: 'hadoop: local directory for the job spec and script (default ./rostore-job-<store>-<version>)',
+    })
     .option('hadoop-dir', { type: 'string', describe: "hadoop: the job's working directory on the cluster file system" })
     .option('task-command', { type: 'string', describe: 'hadoop: how tasks start rostore (default: rostore)' })
     .option('streaming-jar', { type: 'string', describe: 'hadoop: path of hadoop-streaming*.jar (default: from $HADOOP_HOME)' })
@@ -57,7 +71,11 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
 }
 
 async function printHadoopJob(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
-  if (!a['print-command']) throw new StoreError('RO_BAD_OPTION', '--engine hadoop runs on a Hadoop cluster: add --print-command to prepare the job and print the commands that run it')
+  if (!a['print-command'])
+    throw new StoreError(
+      'RO_BAD_OPTION',
+      '--engine hadoop runs on a Hadoop cluster: add --print-command to prepare the job and print the commands that run it',
+    )
   const job = await prepareHadoopJob({
     build: await commonBuildOptions(a),
     reducers: a.reducers,

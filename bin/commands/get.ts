@@ -32,7 +32,9 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     }
     const lines = keys.map((key, i) => {
       const v = values[i]
-      return JSON.stringify(v === undefined ? { key, found: false } : { key, found: true, value: a.json ? client.decode(v) : v.toString('utf8') })
+      return JSON.stringify(
+        v === undefined ? { key, found: false } : { key, found: true, value: a.json ? client.decode(v) : v.toString('utf8') },
+      )
     })
     process.stdout.write(lines.join('\n') + '\n')
   } finally {

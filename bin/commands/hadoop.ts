@@ -18,7 +18,12 @@ export const builder = (y: Argv) =>
     .command(
       'map',
       'Streaming mapper: input records on stdin, shuffle lines on stdout',
-      (c) => c.option('job', jobOption).option('file-field', { type: 'boolean', default: false, describe: 'stdin lines are <file>\\t<offset>\\t<line> (Spark RDD.pipe)' }),
+      (c) =>
+        c.option('job', jobOption).option('file-field', {
+          type: 'boolean',
+          default: false,
+          describe: 'stdin lines are <file>\\t<offset>\\t<line> (Spark RDD.pipe)',
+        }),
       async (a) => {
         await runMapTask({ job: await readJobSpec(a.job), fileField: a['file-field'] })
       },
@@ -33,13 +38,26 @@ export const builder = (y: Argv) =>
     )
     .command(
       'finalize',
-      'Write every node\'s metadata (and empty chunks) from the reducers\' statistics: the output becomes a normal build output',
+      "Write every node's metadata (and empty chunks) from the reducers' statistics: the output becomes a normal build output",
       (c) =>
         c
-          .option('job', { type: 'string', demandOption: true, describe: 'the job spec written by rostore build --engine hadoop --print-command' })
+          .option('job', {
+            type: 'string',
+            demandOption: true,
+            describe: 'the job spec written by rostore build --engine hadoop --print-command',
+          })
           // Not `array: true`: yargs would then refuse '-' as a value. Repeat the option instead.
-          .option('stats', { type: 'string', requiresArg: true, demandOption: true, describe: "the job's output: part-* files, their directory, or - for stdin (repeatable)" })
-          .option('verify', { type: 'boolean', default: false, describe: 'also check every record, as rostore verify does (local output only)' }),
+          .option('stats', {
+            type: 'string',
+            requiresArg: true,
+            demandOption: true,
+            describe: "the job's output: part-* files, their directory, or - for stdin (repeatable)",
+          })
+          .option('verify', {
+            type: 'boolean',
+            default: false,
+            describe: 'also check every record, as rostore verify does (local output only)',
+          }),
       async (a) => {
         const job = await readJobSpec(a.job)
         const stats = await readStatsSources(([] as string[]).concat(a.stats), readStdin)

@@ -3,7 +3,7 @@ import { openStore } from '../../formats/store/store-reader'
 import { dumpRecords } from '../../formats/store/dump'
 
 export const command = 'inspect <dir>'
-export const describe = 'Print a node directory\'s metadata, optionally its records'
+export const describe = "Print a node directory's metadata, optionally its records"
 
 export const builder = (y: Argv) =>
   y

@@ -11,7 +11,11 @@ export const builder = (y: Argv) =>
     .option('from', { type: 'string', demandOption: true, describe: 'build output: a path or http(s) URL the nodes can read' })
     .option('throttle', { type: 'number', describe: 'fetch rate per node in bytes/s' })
     .option('timeout', { type: 'number', default: 3600, describe: 'seconds the fetch phase may take' })
-    .option('allow-failed-nodes', { type: 'number', default: 0, describe: 'go live when at most this many nodes failed their fetch (below the replication)' })
+    .option('allow-failed-nodes', {
+      type: 'number',
+      default: 0,
+      describe: 'go live when at most this many nodes failed their fetch (below the replication)',
+    })
     .option('force', { type: 'boolean', default: false, describe: 'push even an older version than the live one' })
 
 /** Exit codes: 0 live everywhere, 1 failed (nothing changed), 3 live with failed nodes marked stale. */
@@ -39,14 +43,20 @@ function progressPrinter(): (e: PushEvent) => void {
     if (now - (last.get(e.nodeId) ?? 0) < 1000 && e.bytesDone < e.bytesTotal) return
     last.set(e.nodeId, now)
     const pct = e.bytesTotal > 0 ? ((100 * e.bytesDone) / e.bytesTotal).toFixed(0) : '?'
-    process.stderr.write(`push:   node ${e.nodeId}: ${pct}% of ${(e.bytesTotal / 1048576).toFixed(1)} MiB at ${(e.rate / 1048576).toFixed(1)} MiB/s\n`)
+    process.stderr.write(
+      `push:   node ${e.nodeId}: ${pct}% of ${(e.bytesTotal / 1048576).toFixed(1)} MiB at ${(e.rate / 1048576).toFixed(1)} MiB/s\n`,
+    )
   }
 }
 
 function printSummary(r: PushResult): void {
-  const lines = [`push of ${r.store} version ${r.version}: ${r.status} (fetch ${r.fetchSeconds.toFixed(2)} s, swap ${(r.swapSeconds * 1000).toFixed(1)} ms)`]
+  const lines = [
+    `push of ${r.store} version ${r.version}: ${r.status} (fetch ${r.fetchSeconds.toFixed(2)} s, swap ${(r.swapSeconds * 1000).toFixed(1)} ms)`,
+  ]
   for (const n of r.nodes) {
-    lines.push(`  node ${n.nodeId}: ${n.state}${n.previous !== undefined && n.previous !== null ? ` (was ${n.previous})` : ''}${n.error ? `: ${n.error}` : ''}`)
+    lines.push(
+      `  node ${n.nodeId}: ${n.state}${n.previous !== undefined && n.previous !== null ? ` (was ${n.previous})` : ''}${n.error ? `: ${n.error}` : ''}`,
+    )
   }
   process.stdout.write(lines.join('\n') + '\n')
 }

@@ -9,6 +9,14 @@ export const describe = 'Every node back to the previous version (or --to one al
 export const builder = (y: Argv) => adminTokenOption(clusterOptions(y)).option('to', { type: 'number', describe: 'version to go back to' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
-  const r = await rollbackCluster({ cluster: await loadCluster(a.cluster), store: a.store, to: a.to, adminToken: adminToken(a['admin-token']) })
-  process.stdout.write([`rolled ${r.store} back to version ${r.to}`, ...r.nodes.map((n) => `  node ${n.nodeId}: ${n.from ?? 'none'} -> ${n.to}`)].join('\n') + '\n')
+  const r = await rollbackCluster({
+    cluster: await loadCluster(a.cluster),
+    store: a.store,
+    to: a.to,
+    adminToken: adminToken(a['admin-token']),
+  })
+  process.stdout.write(
+    [`rolled ${r.store} back to version ${r.to}`, ...r.nodes.map((n) => `  node ${n.nodeId}: ${n.from ?? 'none'} -> ${n.to}`)].join('\n') +
+      '\n',
+  )
 }

@@ -25,25 +25,28 @@ export const describe = 'Serve the stores of one node over HTTP, with atomic swa
 
 export function builder(y: Argv): Argv<ServeArgs> {
   return y
-    .option('cluster', { type: 'string', demandOption: true, describe: 'cluster.json (this node\'s host and port come from it)' })
+    .option('cluster', { type: 'string', demandOption: true, describe: "cluster.json (this node's host and port come from it)" })
     .option('node-id', { type: 'number', demandOption: true, describe: 'id of this node in cluster.json' })
     .option('data-dir', { type: 'string', demandOption: true, describe: 'directory holding one sub-directory per store' })
     .option('admin-token', {
       type: 'string',
-      describe: 'bearer token of the admin API (prefer env ROSTORE_ADMIN_TOKEN or --admin-token-file: command lines are visible to other users)',
+      describe:
+        'bearer token of the admin API (prefer env ROSTORE_ADMIN_TOKEN or --admin-token-file: command lines are visible to other users)',
     })
     .option('admin-token-file', { type: 'string', describe: 'file whose first line is the admin token' })
     .option('keep-versions', { type: 'number', default: DEFAULT_KEEP_VERSIONS, describe: 'backups kept besides the live version' })
-    .option('bind', { type: 'string', describe: 'address to listen on (default: the node\'s host in cluster.json)' })
-    .option('port', { type: 'number', describe: 'port to listen on, 0 for any (default: the node\'s port in cluster.json)' })
+    .option('bind', { type: 'string', describe: "address to listen on (default: the node's host in cluster.json)" })
+    .option('port', { type: 'number', describe: "port to listen on, 0 for any (default: the node's port in cluster.json)" })
     .option('fetch-max-bytes-per-sec', { type: 'number', describe: 'node-wide rate limit of fetches' })
     .option('allowed-source', { type: 'string', array: true, describe: 'fetch sources must lie under one of these (repeatable)' })
     .option('access-log', { type: 'boolean', default: false, describe: 'log one line per request' })
     .option('drain-timeout-ms', { type: 'number', default: 30_000, describe: 'on SIGTERM, wait this long for in-flight requests' })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0) throw new Error('--node-id must be a non-negative integer')
-      if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0) throw new Error('--keep-versions must be a non-negative integer')
-      if (a.port !== undefined && (!Number.isSafeInteger(a.port) || a.port < 0 || a.port > 65535)) throw new Error('--port must be 0..65535')
+      if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0)
+        throw new Error('--keep-versions must be a non-negative integer')
+      if (a.port !== undefined && (!Number.isSafeInteger(a.port) || a.port < 0 || a.port > 65535))
+        throw new Error('--port must be 0..65535')
       if (a['admin-token'] !== undefined && a['admin-token-file'] !== undefined) {
         throw new Error('give --admin-token or --admin-token-file, not both')
       }

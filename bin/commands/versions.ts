@@ -6,7 +6,8 @@ import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options
 export const command = 'versions'
 export const describe = 'Live version and backups of a store on every node'
 
-export const builder = (y: Argv) => adminTokenOption(clusterOptions(y)).option('json', { type: 'boolean', default: false, describe: 'one JSON document for scripts' })
+export const builder = (y: Argv) =>
+  adminTokenOption(clusterOptions(y)).option('json', { type: 'boolean', default: false, describe: 'one JSON document for scripts' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const nodes = await clusterVersions(await loadCluster(a.cluster), a.store, adminToken(a['admin-token']))
@@ -18,10 +19,26 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   for (const n of nodes) {
     if (n.error) rows.push([String(n.nodeId), '-', `error: ${n.error}`, '', '', ''])
     for (const v of n.versions) {
-      rows.push([String(n.nodeId), String(v.version), v.live ? 'live' : n.live !== null && v.version > n.live ? 'newer (rolled back from)' : 'backup', String(v.records ?? ''), v.sizeBytes === undefined ? '' : `${(v.sizeBytes / 1048576).toFixed(1)} MiB`, String(v.createdAt ?? '')])
+      rows.push([
+        String(n.nodeId),
+        String(v.version),
+        v.live ? 'live' : n.live !== null && v.version > n.live ? 'newer (rolled back from)' : 'backup',
+        String(v.records ?? ''),
+        v.sizeBytes === undefined ? '' : `${(v.sizeBytes / 1048576).toFixed(1)} MiB`,
+        String(v.createdAt ?? ''),
+      ])
     }
     if (!n.error && n.versions.length === 0) rows.push([String(n.nodeId), '-', 'no versions', '', '', ''])
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
-  process.stdout.write(rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n')
+  process.stdout.write(
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n',
+  )
 }

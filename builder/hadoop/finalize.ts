@@ -85,7 +85,18 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
     const names = [indexFileName(chunk), dataFileName(chunk)]
     const [indexChecksum, dataChecksum] = await Promise.all(names.map((n) => checksumFile(join(dir, n))))
     await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, names)
-    byBucket.set(bucket, { bucket, nodeId, chunk, records: 0, duplicates: 0, indexSize: stats.indexSize, dataSize: stats.dataSize, indexChecksum: indexChecksum!, dataChecksum: dataChecksum!, attempt: FINALIZE_ATTEMPT })
+    byBucket.set(bucket, {
+      bucket,
+      nodeId,
+      chunk,
+      records: 0,
+      duplicates: 0,
+      indexSize: stats.indexSize,
+      dataSize: stats.dataSize,
+      indexChecksum: indexChecksum!,
+      dataChecksum: dataChecksum!,
+      attempt: FINALIZE_ATTEMPT,
+    })
     emptyChunks++
   }
 
@@ -109,9 +120,11 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
   await location.removeAttempts()
   const expected = new Set(nodes.map((n) => nodeDirName(n.id)))
   const extra = (await location.children()).filter((name) => !expected.has(name))
-  if (extra.length > 0) throw new StoreError('RO_CONFLICT', `${location.root}: unexpected entries beside the node directories: ${extra.join(', ')}`)
+  if (extra.length > 0)
+    throw new StoreError('RO_CONFLICT', `${location.root}: unexpected entries beside the node directories: ${extra.join(', ')}`)
   if (o.verify) {
-    if (location.remote) throw new StoreError('RO_BAD_OPTION', '--verify needs a local (or mounted) output; copy it with hdfs dfs -get and run rostore verify')
+    if (location.remote)
+      throw new StoreError('RO_BAD_OPTION', '--verify needs a local (or mounted) output; copy it with hdfs dfs -get and run rostore verify')
     await verifyBuildOrNode(location.root)
   }
   return {
@@ -127,12 +140,22 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
   }
 }
 
-function chunksByBucket(list: readonly ChunkStats[], nodes: readonly { id: number }[], chunks: number, bucketCount: number): Map<number, ChunkStats> {
+function chunksByBucket(
+  list: readonly ChunkStats[],
+  nodes: readonly { id: number }[],
+  chunks: number,
+  bucketCount: number,
+): Map<number, ChunkStats> {
   const byBucket = new Map<number, ChunkStats>()
   for (const c of list) {
-    if (c.bucket >= bucketCount) throw new StoreError('RO_CONFLICT', `statistics name bucket ${c.bucket}, the job has ${bucketCount}: statistics of another job?`)
+    if (c.bucket >= bucketCount)
+      throw new StoreError('RO_CONFLICT', `statistics name bucket ${c.bucket}, the job has ${bucketCount}: statistics of another job?`)
     const { nodePosition, chunk } = splitBucket(c.bucket, chunks)
-    if (nodes[nodePosition]!.id !== c.nodeId || chunk !== c.chunk) throw new StoreError('RO_CONFLICT', `statistics of bucket ${c.bucket} name node ${c.nodeId} chunk ${c.chunk}: statistics of another job?`)
+    if (nodes[nodePosition]!.id !== c.nodeId || chunk !== c.chunk)
+      throw new StoreError(
+        'RO_CONFLICT',
+        `statistics of bucket ${c.bucket} name node ${c.nodeId} chunk ${c.chunk}: statistics of another job?`,
+      )
     const prev = byBucket.get(c.bucket)
     if (prev !== undefined) {
       if (prev.indexChecksum === c.indexChecksum && prev.dataChecksum === c.dataChecksum && prev.records === c.records) continue
@@ -171,7 +194,8 @@ function checkBlankLines(job: HadoopJobSpec, maps: readonly MapStats[]): void {
     }
   }
   for (const [fileIndex, blank] of firstBlank) {
-    if (blank < (lastLine.get(fileIndex) ?? -1)) throw new StoreError('RO_BAD_INPUT', `${atOffset(job.inputs[fileIndex] ?? `input #${fileIndex}`, blank)}: empty line`)
+    if (blank < (lastLine.get(fileIndex) ?? -1))
+      throw new StoreError('RO_BAD_INPUT', `${atOffset(job.inputs[fileIndex] ?? `input #${fileIndex}`, blank)}: empty line`)
   }
 }
 
@@ -190,7 +214,8 @@ async function checkCommitted(location: OutputLocation, nodeId: number, mine: re
     }
   }
   present.delete(METADATA_FILE)
-  if (present.size > 0) throw new StoreError('RO_CONFLICT', `${where}: files no chunk statistics account for: ${[...present.keys()].join(', ')}`)
+  if (present.size > 0)
+    throw new StoreError('RO_CONFLICT', `${where}: files no chunk statistics account for: ${[...present.keys()].join(', ')}`)
 }
 
 /**
@@ -207,7 +232,12 @@ export async function readStatsSources(sources: readonly string[], stdin: () => 
     const info = await stat(src).catch((err: unknown) => {
       throw new StoreError('RO_NOT_FOUND', `${src}: cannot read statistics: ${(err as Error).message}`, { cause: err })
     })
-    const files = info.isDirectory() ? (await readdir(src)).filter((n) => !n.startsWith('_') && !n.startsWith('.')).sort().map((n) => join(src, n)) : [src]
+    const files = info.isDirectory()
+      ? (await readdir(src))
+          .filter((n) => !n.startsWith('_') && !n.startsWith('.'))
+          .sort()
+          .map((n) => join(src, n))
+      : [src]
     for (const f of files) parseStatsText(await readFile(f, 'utf8'), f, into)
   }
   return into

@@ -51,7 +51,8 @@ export async function hdfsDfs(cmd: string, args: readonly string[]): Promise<str
     return stdout
   } catch (err) {
     const e = err as { code?: unknown; stderr?: string; message: string }
-    if (e.code === 'ENOENT') throw new StoreError('RO_IO', `cannot run '${cmd}': not found (set ROSTORE_HDFS_COMMAND or put hdfs on the PATH)`, { cause: err })
+    if (e.code === 'ENOENT')
+      throw new StoreError('RO_IO', `cannot run '${cmd}': not found (set ROSTORE_HDFS_COMMAND or put hdfs on the PATH)`, { cause: err })
     throw new StoreError('RO_IO', `${cmd} dfs ${args.join(' ')} failed: ${(e.stderr ?? '').trim() || e.message}`, { cause: err })
   }
 }
@@ -103,9 +104,12 @@ export async function listRemoteInputs(cmd: string, inputs: readonly string[]): 
   const seen = new Set<string>()
   for (const input of inputs) {
     const isDir = await hdfsTest(cmd, '-d', input)
-    if (!isDir && !(await hdfsTest(cmd, '-e', input))) throw new StoreError('RO_BAD_INPUT', `${input}: cannot read file: no such file or directory`)
+    if (!isDir && !(await hdfsTest(cmd, '-e', input)))
+      throw new StoreError('RO_BAD_INPUT', `${input}: cannot read file: no such file or directory`)
     const entries = await hdfsList(cmd, input)
-    const picked = isDir ? entries.filter((e) => !e.dir && !e.name.startsWith('.')).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) : entries.slice(0, 1)
+    const picked = isDir
+      ? entries.filter((e) => !e.dir && !e.name.startsWith('.')).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      : entries.slice(0, 1)
     for (const e of picked) {
       // -ls prints paths without scheme and authority; keep the user's so tasks reach the same file system.
       const full = isDir ? `${input.replace(/\/+$/, '')}/${e.name}` : input
@@ -156,7 +160,9 @@ export async function readFirstLine(cmd: string, path: string, limit = 1 << 20):
       if (d.includes(0x0a) || size >= limit) finish()
     })
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', (err) => (done ? undefined : ((done = true), reject(new StoreError('RO_IO', `cannot run '${cmd}': ${err.message}`, { cause: err })))))
+    child.on('error', (err) =>
+      done ? undefined : ((done = true), reject(new StoreError('RO_IO', `cannot run '${cmd}': ${err.message}`, { cause: err }))),
+    )
     child.on('close', (code) => {
       if (done) return
       if (code !== 0) {
@@ -283,7 +289,12 @@ class RemoteOutput implements OutputLocation {
     }
     for (const n of names) await rm(join(staged, n), { force: true })
     // The staging directory (<tmp>/rostore-<attempt>-XXXXXX/<node dir>) once it is empty.
-    await rmdir(staged).then(() => rmdir(dirname(staged)), () => undefined).catch(() => undefined)
+    await rmdir(staged)
+      .then(
+        () => rmdir(dirname(staged)),
+        () => undefined,
+      )
+      .catch(() => undefined)
   }
 
   async list(nodeDir: string): Promise<Map<string, number>> {

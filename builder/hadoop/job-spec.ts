@@ -62,7 +62,11 @@ export async function readJobSpec(path: string): Promise<HadoopJobSpec> {
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    throw new StoreError('RO_NOT_FOUND', `${path}: cannot read the job spec (ship it with -files and pass --job): ${(err as Error).message}`, { cause: err })
+    throw new StoreError(
+      'RO_NOT_FOUND',
+      `${path}: cannot read the job spec (ship it with -files and pass --job): ${(err as Error).message}`,
+      { cause: err },
+    )
   }
   let json: unknown
   try {
@@ -91,7 +95,10 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
   const chunks = j['chunks']
   if (!Number.isInteger(chunks)) bad('"chunks" must be an integer')
   const headers = j['csvHeaders']
-  if (headers !== undefined && (!Array.isArray(headers) || headers.length !== (inputs as unknown[]).length || !headers.every((h) => typeof h === 'string'))) {
+  if (
+    headers !== undefined &&
+    (!Array.isArray(headers) || headers.length !== (inputs as unknown[]).length || !headers.every((h) => typeof h === 'string'))
+  ) {
     bad('"csvHeaders" must hold one header per input')
   }
   if (j['format'] === 'csv' && headers === undefined) bad('CSV input needs "csvHeaders"')
@@ -116,7 +123,8 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
   for (const k of ['keyField', 'valueField', 'keyHash'] as const) {
     if (j[k] !== undefined && typeof j[k] !== 'string') bad(`"${k}" must be a string`)
   }
-  if (typeof j['version'] !== 'number' || typeof j['replication'] !== 'number' || typeof j['keyHash'] !== 'string') bad('"version", "replication" and "keyHash" are required')
+  if (typeof j['version'] !== 'number' || typeof j['replication'] !== 'number' || typeof j['keyHash'] !== 'string')
+    bad('"version", "replication" and "keyHash" are required')
   return { ...(j as unknown as HadoopJobSpec), cluster }
 }
 

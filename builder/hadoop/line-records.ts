@@ -130,7 +130,11 @@ export class LineRecords {
       const rows = state.parser.push(Buffer.concat([buf.subarray(s, e), NL]))
       const row = rows[0]
       if (rows.length !== 1 || row === undefined) {
-        throw badLine(file, offset, 'a quoted CSV field runs past the end of the line; the hadoop engine needs CSV rows without line breaks in fields')
+        throw badLine(
+          file,
+          offset,
+          'a quoted CSV field runs past the end of the line; the hadoop engine needs CSV rows without line breaks in fields',
+        )
       }
       const rec = state.records.take(row)
       if (rec === undefined) throw badLine(file, offset, 'not a CSV row')

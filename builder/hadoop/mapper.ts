@@ -42,7 +42,13 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   const job = o.job
   const env = o.env ?? process.env
   const task = taskEnv(env)
-  const ctx = createMapContext(clusterLayout(job.cluster), job.replication, job.chunks, await createKeyHasher(job.keyHash), codecByName(job.compression))
+  const ctx = createMapContext(
+    clusterLayout(job.cluster),
+    job.replication,
+    job.chunks,
+    await createKeyHasher(job.keyHash),
+    codecByName(job.compression),
+  )
   const out = new SyncWriter(o.output ?? 1)
   const reader = new SyncLineReader(o.input ?? 0)
   const files = new FileIndex(job.inputs)
@@ -67,7 +73,12 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
     if (!o.fileField && env['mapreduce_task_attempt_id'] !== undefined && env['stream_map_input_ignoreKey'] !== 'false') {
       throw new StoreError('RO_BAD_OPTION', 'the mapper needs byte offsets: run the job with -D stream.map.input.ignoreKey=false')
     }
-    const lines = new LineRecords({ format: job.format, keyField: job.keyField, valueField: job.valueField, csvHeaders: job.csvHeaders?.map((h) => Buffer.from(h, 'base64')) })
+    const lines = new LineRecords({
+      format: job.format,
+      keyField: job.keyField,
+      valueField: job.valueField,
+      csvHeaders: job.csvHeaders?.map((h) => Buffer.from(h, 'base64')),
+    })
     const fixedFile = o.fileField ? undefined : task.inputFile
     let fileIndex = fixedFile === undefined ? -1 : files.indexOf(fixedFile)
     let file = fixedFile ?? ''
@@ -77,7 +88,8 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
       const e = reader.end
       if (o.fileField) {
         const tab = buf.indexOf(TAB, s)
-        if (tab < 0 || tab >= e) throw new StoreError('RO_BAD_INPUT', 'mapper input line without a file field (--file-field expects <file>\\t<offset>\\t<line>)')
+        if (tab < 0 || tab >= e)
+          throw new StoreError('RO_BAD_INPUT', 'mapper input line without a file field (--file-field expects <file>\\t<offset>\\t<line>)')
         const name = buf.toString('utf8', s, tab)
         if (name !== file) {
           file = name
@@ -85,11 +97,18 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
         }
         s = tab + 1
       } else if (fileIndex < 0) {
-        throw new StoreError('RO_BAD_OPTION', 'no input file: mapreduce_map_input_file is not set (not a FileInputFormat split? use --file-field)')
+        throw new StoreError(
+          'RO_BAD_OPTION',
+          'no input file: mapreduce_map_input_file is not set (not a FileInputFormat split? use --file-field)',
+        )
       }
       const tab = buf.indexOf(TAB, s)
       const offset = tab >= 0 && tab < e ? parseOffset(buf, s, tab) : -1
-      if (offset < 0) throw new StoreError('RO_BAD_INPUT', `${file}: mapper input line does not start with a byte offset and a tab (run with -D stream.map.input.ignoreKey=false)`)
+      if (offset < 0)
+        throw new StoreError(
+          'RO_BAD_INPUT',
+          `${file}: mapper input line does not start with a byte offset and a tab (run with -D stream.map.input.ignoreKey=false)`,
+        )
       const r = lines.parse(buf, tab + 1, e, offset, fileIndex, file)
       let p = positions.get(fileIndex)
       if (p === undefined) positions.set(fileIndex, (p = { firstBlank: null, lastLine: null }))
@@ -97,7 +116,8 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
         if (p.firstBlank === null || offset < p.firstBlank) p.firstBlank = offset
         continue
       }
-      if (p.firstBlank !== null && p.firstBlank < offset) throw new StoreError('RO_BAD_INPUT', `${atOffset(file, p.firstBlank)}: empty line`)
+      if (p.firstBlank !== null && p.firstBlank < offset)
+        throw new StoreError('RO_BAD_INPUT', `${atOffset(file, p.firstBlank)}: empty line`)
       if (p.lastLine === null || offset > p.lastLine) p.lastLine = offset
       if (r !== 'header') take(r, fileIndex)
     }
@@ -112,12 +132,18 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   }
   out.write(mapStatsLine(task.taskId, JSON.stringify(stats)))
   out.flush()
-  if (process.env['mapreduce_task_attempt_id'] !== undefined) process.stderr.write(`reporter:counter:rostore,map input records,${records}\n`)
+  if (process.env['mapreduce_task_attempt_id'] !== undefined)
+    process.stderr.write(`reporter:counter:rostore,map input records,${records}\n`)
   return stats
 }
 
 /** Parquet and Arrow: each input line names a file, read whole here. */
-async function mapFiles(job: HadoopJobSpec, reader: SyncLineReader, files: FileIndex, take: (rec: InputRecord, fileIndex: number) => void): Promise<void> {
+async function mapFiles(
+  job: HadoopJobSpec,
+  reader: SyncLineReader,
+  files: FileIndex,
+  take: (rec: InputRecord, fileIndex: number) => void,
+): Promise<void> {
   const cmd = hdfsCommand(job)
   while (reader.next()) {
     let line = reader.buf.toString('utf8', reader.start, reader.end).replace(/\r$/, '')
@@ -162,7 +188,10 @@ export class FileIndex {
     const i = this.byPath.get(name) ?? this.byPath.get(uriPath(name))
     if (i === undefined) {
       const shown = this.inputs.slice(0, 5).join(', ') + (this.inputs.length > 5 ? ', ...' : '')
-      throw new StoreError('RO_BAD_INPUT', `${name}: not one of the job's input files (${shown}); the input changed after the job was prepared?`)
+      throw new StoreError(
+        'RO_BAD_INPUT',
+        `${name}: not one of the job's input files (${shown}); the input changed after the job was prepared?`,
+      )
     }
     return i
   }

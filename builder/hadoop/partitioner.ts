@@ -14,7 +14,8 @@ const TAB = 0x09
 const DOT = 0x2e
 
 export function keyFieldPartition(line: Uint8Array, s: number, e: number, numReduceTasks: number, separator = DOT): number {
-  if (!Number.isInteger(numReduceTasks) || numReduceTasks < 1) throw new RangeError(`numReduceTasks must be a positive integer, got ${numReduceTasks}`)
+  if (!Number.isInteger(numReduceTasks) || numReduceTasks < 1)
+    throw new RangeError(`numReduceTasks must be a positive integer, got ${numReduceTasks}`)
   let keyEnd = line.indexOf(TAB, s)
   if (keyEnd < 0 || keyEnd > e) keyEnd = e
   if (keyEnd === s) return 0

@@ -53,21 +53,25 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
   const cmd = o.hdfsCommand ?? hdfsCommand()
   const columnar = b.format === 'parquet' || b.format === 'arrow'
   const listed = await listAllInputs(b.inputs, cmd)
-  if (listed.length === 0) throw new StoreError('RO_BAD_OPTION', 'no input files: there is nothing for Hadoop to map (rostore build makes an empty store locally)')
+  if (listed.length === 0)
+    throw new StoreError('RO_BAD_OPTION', 'no input files: there is nothing for Hadoop to map (rostore build makes an empty store locally)')
   if (!columnar) {
     // FileInputFormat silently skips files named _* and .* (even when named explicitly).
     const hidden = listed.find((f) => /^[_.]/.test(basename(f.path)))
-    if (hidden) throw new StoreError('RO_BAD_OPTION', `${hidden.path}: Hadoop does not read input files whose names start with '_' or '.'; rename it`)
+    if (hidden)
+      throw new StoreError('RO_BAD_OPTION', `${hidden.path}: Hadoop does not read input files whose names start with '_' or '.'; rename it`)
   }
   const inputBytes = listed.reduce((s, f) => s + f.size, 0)
   const nodeCount = b.cluster.nodes.length
   const chunks = b.chunks ?? defaultChunkCount(inputBytes, b.replication, nodeCount)
   const buckets = nodeCount * chunks
   const reducers = o.reducers ?? Math.min(buckets, 10000)
-  if (!Number.isInteger(reducers) || reducers < 1) throw new StoreError('RO_BAD_OPTION', `--reducers ${reducers} must be a positive integer`)
+  if (!Number.isInteger(reducers) || reducers < 1)
+    throw new StoreError('RO_BAD_OPTION', `--reducers ${reducers} must be a positive integer`)
 
   const output = isRemote(b.output) ? b.output.replace(/\/+$/, '') : resolve(localPath(b.output))
-  if (await outputLocation(output, { hdfsCommand: o.hdfsCommand }).exists()) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
+  if (await outputLocation(output, { hdfsCommand: o.hdfsCommand }).exists())
+    throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
 
   let csvHeaders: string[] | undefined
   if (b.format === 'csv') {
@@ -131,7 +135,9 @@ async function listAllInputs(inputs: readonly string[], cmd: string): Promise<Li
   const out: ListedInput[] = []
   const seen = new Set<string>()
   for (const input of inputs) {
-    const files = isRemote(input) ? await listRemoteInputs(cmd, [input]) : await Promise.all((await listInputFiles([localPath(input)])).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })))
+    const files = isRemote(input)
+      ? await listRemoteInputs(cmd, [input])
+      : await Promise.all((await listInputFiles([localPath(input)])).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })))
     for (const f of files) {
       if (seen.has(f.path)) continue
       seen.add(f.path)
@@ -162,13 +168,23 @@ function hadoopUri(path: string): string {
   return isRemote(path) || /^file:/i.test(path) ? path : `file://${path}`
 }
 
-function renderScript(o: HadoopPrintOptions, spec: HadoopJobSpec, specPath: string, jobDir: string, hadoopDir: string, inputList: string | undefined): string {
+function renderScript(
+  o: HadoopPrintOptions,
+  spec: HadoopJobSpec,
+  specPath: string,
+  jobDir: string,
+  hadoopDir: string,
+  inputList: string | undefined,
+): string {
   const q = shellQuote
   const task = o.taskCommand ?? 'rostore'
   const buckets = spec.cluster.nodes.length * spec.chunks
   const statsDir = `${hadoopDir}/stats`
   const hadoopDirLocal = /^file:/i.test(hadoopDir)
-  const jar = o.streamingJar !== undefined ? q(o.streamingJar) : '"${HADOOP_STREAMING_JAR:-$(ls "$HADOOP_HOME"/share/hadoop/tools/lib/hadoop-streaming-*.jar | head -n 1)}"'
+  const jar =
+    o.streamingJar !== undefined
+      ? q(o.streamingJar)
+      : '"${HADOOP_STREAMING_JAR:-$(ls "$HADOOP_HOME"/share/hadoop/tools/lib/hadoop-streaming-*.jar | head -n 1)}"'
   const spread = bucketSpread(buckets, spec.reducers)
   const lines: string[] = [
     '#!/bin/sh',

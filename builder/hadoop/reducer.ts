@@ -69,7 +69,11 @@ export async function runReduceTask(o: ReduceTaskOptions): Promise<ReduceTaskSum
     }
     const bucket = lineBucket(buf, start, end)
     if (bucket < 0) parseShuffleLine(buf, start, end) // throws, naming the line
-    if (bucket >= bucketCount) throw new StoreError('RO_BAD_INPUT', `bucket ${bucket} does not exist: the job has ${nodes.length} nodes x ${job.chunks} chunks (was the job prepared with another cluster or chunk count?)`)
+    if (bucket >= bucketCount)
+      throw new StoreError(
+        'RO_BAD_INPUT',
+        `bucket ${bucket} does not exist: the job has ${nodes.length} nodes x ${job.chunks} chunks (was the job prepared with another cluster or chunk count?)`,
+      )
     const { nodePosition, chunk } = splitBucket(bucket, job.chunks)
     const nodeId = nodes[nodePosition]!.id
     const records = function* (): Generator<MappedRecord> {
@@ -88,7 +92,9 @@ export async function runReduceTask(o: ReduceTaskOptions): Promise<ReduceTaskSum
   out.flush()
   // Hadoop Streaming counters (stderr lines with the reporter: prefix), when under Hadoop.
   if (process.env['mapreduce_task_attempt_id'] !== undefined) {
-    process.stderr.write(`reporter:counter:rostore,chunks written,${chunks.length}\nreporter:counter:rostore,records written,${chunks.reduce((s, c) => s + c.records, 0)}\n`)
+    process.stderr.write(
+      `reporter:counter:rostore,chunks written,${chunks.length}\nreporter:counter:rostore,records written,${chunks.reduce((s, c) => s + c.records, 0)}\n`,
+    )
   }
   return { chunks, mapStats }
 }

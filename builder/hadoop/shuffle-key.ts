@@ -52,7 +52,8 @@ export function shuffleLineSize(m: MappedRecord): number {
 
 /** Writes the line of `m` at `out[at]` (room for shuffleLineSize(m) bytes); returns the end. */
 export function writeShuffleLine(m: MappedRecord, out: Buffer, at: number): number {
-  if (!Number.isInteger(m.order) || m.order < 0 || m.order > MAX_ORDER) throw new RangeError(`record order ${m.order} is not an integer in 0..2^53`)
+  if (!Number.isInteger(m.order) || m.order < 0 || m.order > MAX_ORDER)
+    throw new RangeError(`record order ${m.order} is not an integer in 0..2^53`)
   let p = writeHexNumber(out, at, m.bucket, BUCKET_HEX)
   out[p++] = DOT
   p = writeHexBytes(out, p, m.hash)

@@ -85,7 +85,8 @@ function isCount(v: unknown): v is number {
 
 function checkChunk(j: unknown, bad: (why: string) => never): ChunkStats {
   const c = j as Record<string, unknown>
-  for (const k of ['bucket', 'nodeId', 'chunk', 'records', 'duplicates', 'indexSize', 'dataSize']) if (!isCount(c?.[k])) bad(`chunk statistics without "${k}"`)
+  for (const k of ['bucket', 'nodeId', 'chunk', 'records', 'duplicates', 'indexSize', 'dataSize'])
+    if (!isCount(c?.[k])) bad(`chunk statistics without "${k}"`)
   for (const k of ['indexChecksum', 'dataChecksum', 'attempt']) if (typeof c[k] !== 'string') bad(`chunk statistics without "${k}"`)
   return c as unknown as ChunkStats
 }
@@ -94,7 +95,8 @@ function checkMap(j: unknown, bad: (why: string) => never): MapStats {
   const m = j as Record<string, unknown>
   if (!isCount(m?.['records'])) bad('map statistics without "records"')
   const kinds = m['kinds'] as KindCounts | undefined
-  if (typeof kinds !== 'object' || kinds === null || typeof kinds.keys !== 'object' || typeof kinds.values !== 'object') bad('map statistics without "kinds"')
+  if (typeof kinds !== 'object' || kinds === null || typeof kinds.keys !== 'object' || typeof kinds.values !== 'object')
+    bad('map statistics without "kinds"')
   if (!Array.isArray(m['files'])) bad('map statistics without "files"')
   return m as unknown as MapStats
 }

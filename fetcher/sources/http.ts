@@ -72,7 +72,11 @@ export class HttpSource implements FetchSource {
         } else if (status === 206 && req.start > 0) {
           const range = parseContentRange(res.headers['content-range'])
           if (range === undefined || range.first !== req.start || range.last !== range.total - 1) {
-            fail(new RestartFromZeroError(`${shown}: asked for bytes ${req.start}-, got Content-Range ${String(res.headers['content-range'])}`))
+            fail(
+              new RestartFromZeroError(
+                `${shown}: asked for bytes ${req.start}-, got Content-Range ${String(res.headers['content-range'])}`,
+              ),
+            )
           } else {
             resolve({ stream: res, start: req.start, size: range.total })
           }

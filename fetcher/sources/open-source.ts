@@ -41,7 +41,8 @@ async function canonical(source: string): Promise<Canonical> {
       throw new StoreError('RO_BAD_REQUEST', `bad source URL ${source}`)
     }
     // Files are found by appending names to the root: a query or fragment cannot survive that.
-    if (url.search !== '' || url.hash !== '') throw new StoreError('RO_BAD_REQUEST', `source URL must not have a query or fragment: ${source}`)
+    if (url.search !== '' || url.hash !== '')
+      throw new StoreError('RO_BAD_REQUEST', `source URL must not have a query or fragment: ${source}`)
     // Servers decode %2F and %2E before resolving "..": refuse what the prefix check cannot see.
     const hidden = url.pathname.split('/').some((seg) => {
       let d: string
@@ -56,7 +57,10 @@ async function canonical(source: string): Promise<Canonical> {
     const path = url.pathname.replace(/\/+$/, '')
     return { kind: 'http', key: `${url.protocol}//${url.host.toLowerCase()}${path}` }
   }
-  throw new StoreError('RO_BAD_REQUEST', `unsupported source scheme "${scheme}:" in ${source} (supported: path, file://, http://, https://)`)
+  throw new StoreError(
+    'RO_BAD_REQUEST',
+    `unsupported source scheme "${scheme}:" in ${source} (supported: path, file://, http://, https://)`,
+  )
 }
 
 function isUnder(candidate: Canonical, prefix: Canonical): boolean {

@@ -56,7 +56,10 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
       if (step.done === true) {
         // Read now, not before: a cut inside a message keeps apache-arrow's own message.
         if (streamEnded === false) {
-          throw badInput(atRow(path, row), 'truncated Arrow IPC stream: the file ends without the end-of-stream marker (rows from here on are missing)')
+          throw badInput(
+            atRow(path, row),
+            'truncated Arrow IPC stream: the file ends without the end-of-stream marker (rows from here on are missing)',
+          )
         }
         break
       }
@@ -71,7 +74,8 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
         let value: FieldBytes<ValueKind>
         try {
           key = fieldKey(keys?.get(i), keyField)
-          value = values !== undefined ? fieldValue(values?.get(i)) : { bytes: Buffer.from(toJsonText(wholeRow(all, i)), 'utf8'), kind: 'json' }
+          value =
+            values !== undefined ? fieldValue(values?.get(i)) : { bytes: Buffer.from(toJsonText(wholeRow(all, i)), 'utf8'), kind: 'json' }
         } catch (err) {
           if (err instanceof FieldError) throw badInput(atRow(path, row), err.message)
           throw err

@@ -125,7 +125,10 @@ export class CsvRowParser {
             this.fields.push(this.field(EMPTY))
             this.state = State.AfterCr
           } else {
-            throw badInput(atLine(this.path, this.line), 'unexpected character after a closing quote (a quote inside a quoted field must be doubled)')
+            throw badInput(
+              atLine(this.path, this.line),
+              'unexpected character after a closing quote (a quote inside a quoted field must be doubled)',
+            )
           }
           break
         case State.AfterCr:

@@ -42,7 +42,13 @@ export class JsonLineError extends Error {}
  * Key and value of one JSON line (bytes s..e of buf); shared with the Hadoop Streaming
  * mapper, which reads the same lines from stdin. Throws JsonLineError with the reason.
  */
-export function parseJsonLine(buf: Buffer, s: number, e: number, keyField: string, valueField: string | undefined): { key: FieldBytes<KeyKind>; value: FieldBytes<ValueKind> } {
+export function parseJsonLine(
+  buf: Buffer,
+  s: number,
+  e: number,
+  keyField: string,
+  valueField: string | undefined,
+): { key: FieldBytes<KeyKind>; value: FieldBytes<ValueKind> } {
   let parsed: unknown
   try {
     parsed = JSON.parse(buf.toString('utf8', s, e))
@@ -50,7 +56,9 @@ export function parseJsonLine(buf: Buffer, s: number, e: number, keyField: strin
     throw new JsonLineError(`invalid JSON: ${reasonOf(err)}`, { cause: err })
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new JsonLineError(`expected a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`}`)
+    throw new JsonLineError(
+      `expected a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`}`,
+    )
   }
   const obj = parsed as Record<string, unknown>
   try {

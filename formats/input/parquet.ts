@@ -59,7 +59,7 @@ export async function* readParquet(path: string, opts: ReadOptions = {}): AsyncG
     const wanted = valueField === undefined ? [] : [...new Set([keyField, valueField])]
     const leaves = wanted.every((name) => fields[name]?.fields === undefined)
     const cursor = reader.getCursor(leaves ? wanted : [])
-    for (let row = 0; ; ) {
+    for (let row = 0; ;) {
       let record: Record<string, unknown> | null | undefined
       try {
         record = await cursor.next()

@@ -88,7 +88,8 @@ export function toJsonText(value: unknown): string {
     // write() recurses once per level: a value nested thousands of levels deep (valid
     // JSON, which JSON.parse accepts) overflows the stack. Readers report FieldErrors
     // with the record's position.
-    if (err instanceof Error && err.name === 'RangeError') throw new FieldError(`value is nested too deeply to be written as JSON (${err.message})`)
+    if (err instanceof Error && err.name === 'RangeError')
+      throw new FieldError(`value is nested too deeply to be written as JSON (${err.message})`)
     throw err
   }
 }

@@ -41,8 +41,10 @@ export async function openChunk(dir: string, meta: StoreMetadata, chunk: number,
     readFully(indexFd, head, 0, indexFile)
     const header = decodeIndexHeader(head, indexFile)
     if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node or chunk`)
-    if (header.entryCount !== meta.chunkRecords[chunk]) corrupt(indexFile, `${header.entryCount} entries, metadata says ${meta.chunkRecords[chunk]}`)
-    if (size !== HEADER_SIZE + header.entryCount * INDEX_ENTRY_SIZE) corrupt(indexFile, `size ${size} does not match ${header.entryCount} entries`)
+    if (header.entryCount !== meta.chunkRecords[chunk])
+      corrupt(indexFile, `${header.entryCount} entries, metadata says ${meta.chunkRecords[chunk]}`)
+    if (size !== HEADER_SIZE + header.entryCount * INDEX_ENTRY_SIZE)
+      corrupt(indexFile, `size ${size} does not match ${header.entryCount} entries`)
     hasher?.update(head)
     keys = decodeEntries(indexFd, header.entryCount, header.dataSize, indexFile, hasher)
     if (hasher && listed && hasher.digest() !== listed.checksum) {
@@ -95,8 +97,10 @@ function decodeEntries(
       const l = block.readUInt32BE(at + 4)
       const offHi = block.readUInt32LE(at + 12)
       const off = offHi * 0x100000000 + block.readUInt32LE(at + 8)
-      if (i > 0 && (h < (hi[i - 1] as number) || (h === hi[i - 1] && l < (lo[i - 1] as number)))) corrupt(file, `entry ${i} is out of hash order`)
-      if (offHi >= 0x200000 || off <= prevOffset || off + RECORD_HEADER_SIZE > dataSize) corrupt(file, `entry ${i} has a bad data offset ${off}`)
+      if (i > 0 && (h < (hi[i - 1] as number) || (h === hi[i - 1] && l < (lo[i - 1] as number))))
+        corrupt(file, `entry ${i} is out of hash order`)
+      if (offHi >= 0x200000 || off <= prevOffset || off + RECORD_HEADER_SIZE > dataSize)
+        corrupt(file, `entry ${i} has a bad data offset ${off}`)
       prevOffset = off
       hi[i] = h
       lo[i] = l

@@ -109,7 +109,13 @@ export class ChunkWriter {
     this.flushData()
     const fileId = chunkFileId(this.id)
     const dataSize = this.dataPos
-    writeSync(this.dataFd, encodeDataHeader({ fileId, chunk: this.id.chunk, codec: this.codecId, recordCount: this.records }), 0, HEADER_SIZE, 0)
+    writeSync(
+      this.dataFd,
+      encodeDataHeader({ fileId, chunk: this.id.chunk, codec: this.codecId, recordCount: this.records }),
+      0,
+      HEADER_SIZE,
+      0,
+    )
     writeSync(this.indexFd, encodeIndexHeader({ fileId, chunk: this.id.chunk, entryCount: this.records, dataSize }), 0, HEADER_SIZE, 0)
     fsyncSync(this.dataFd)
     fsyncSync(this.indexFd)

@@ -51,12 +51,22 @@ export function decodeIndexHeader(b: Buffer, file: string): IndexHeader {
   checkCommon(b, INDEX_MAGIC, file)
   const entrySize = b.readUInt32LE(36)
   if (entrySize !== INDEX_ENTRY_SIZE) corrupt(file, `index entry size ${entrySize}, expected ${INDEX_ENTRY_SIZE}`)
-  return { fileId: Buffer.from(b.subarray(16, 32)), chunk: b.readUInt32LE(32), entryCount: readU64(b, 40, file), dataSize: readU64(b, 48, file) }
+  return {
+    fileId: Buffer.from(b.subarray(16, 32)),
+    chunk: b.readUInt32LE(32),
+    entryCount: readU64(b, 40, file),
+    dataSize: readU64(b, 48, file),
+  }
 }
 
 export function decodeDataHeader(b: Buffer, file: string): DataHeader {
   checkCommon(b, DATA_MAGIC, file)
-  return { fileId: Buffer.from(b.subarray(16, 32)), chunk: b.readUInt32LE(32), codec: b.readUInt32LE(36), recordCount: readU64(b, 40, file) }
+  return {
+    fileId: Buffer.from(b.subarray(16, 32)),
+    chunk: b.readUInt32LE(32),
+    codec: b.readUInt32LE(36),
+    recordCount: readU64(b, 40, file),
+  }
 }
 
 function writeCommon(b: Buffer, fileId: Buffer, chunk: number): void {
@@ -70,9 +80,11 @@ function writeCommon(b: Buffer, fileId: Buffer, chunk: number): void {
 
 function checkCommon(b: Buffer, magic: Buffer, file: string): void {
   if (b.length < HEADER_SIZE) throw new StoreError('RO_BAD_FORMAT', `${file}: shorter than the ${HEADER_SIZE}-byte header`)
-  if (!b.subarray(0, 8).equals(magic)) throw new StoreError('RO_BAD_FORMAT', `${file}: not a rostore ${magic.toString('ascii')} file (bad magic)`)
+  if (!b.subarray(0, 8).equals(magic))
+    throw new StoreError('RO_BAD_FORMAT', `${file}: not a rostore ${magic.toString('ascii')} file (bad magic)`)
   const major = b.readUInt16LE(8)
-  if (major !== FORMAT_MAJOR) throw new StoreError('RO_BAD_FORMAT', `${file}: format major version ${major}, this reader understands ${FORMAT_MAJOR}`)
+  if (major !== FORMAT_MAJOR)
+    throw new StoreError('RO_BAD_FORMAT', `${file}: format major version ${major}, this reader understands ${FORMAT_MAJOR}`)
   if (b.readUInt32LE(60) !== crc32(b.subarray(0, 60))) corrupt(file, 'header checksum mismatch')
   if (b.readUInt32LE(12) !== HEADER_SIZE) corrupt(file, `header size ${b.readUInt32LE(12)}`)
 }

@@ -3,13 +3,7 @@ import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
 import { isKnownKeyHash } from './key-hash'
 import { isChunkFileName } from './layout'
-import {
-  CHECKSUM_ALGORITHMS,
-  COMPRESSIONS,
-  FORMAT_MAJOR,
-  METADATA_FILE,
-  type StoreMetadata,
-} from './metadata'
+import { CHECKSUM_ALGORITHMS, COMPRESSIONS, FORMAT_MAJOR, METADATA_FILE, type StoreMetadata } from './metadata'
 
 /** Metadata files are small; anything bigger is not ours. */
 export const MAX_METADATA_BYTES = 16 << 20
@@ -56,7 +50,10 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
   const m = json as Record<string, unknown>
   if (m['format'] !== 'rostore') throw new StoreError('RO_BAD_FORMAT', `${file}: not a rostore metadata file`)
   if (m['formatMajor'] !== FORMAT_MAJOR) {
-    throw new StoreError('RO_BAD_FORMAT', `${file}: format major version ${String(m['formatMajor'])}, this reader understands ${FORMAT_MAJOR}`)
+    throw new StoreError(
+      'RO_BAD_FORMAT',
+      `${file}: format major version ${String(m['formatMajor'])}, this reader understands ${FORMAT_MAJOR}`,
+    )
   }
   const int = (k: string, min = 0): number => {
     const v = m[k]
@@ -81,7 +78,8 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
   if (!['string', 'bytes'].includes(m['keySerializer'] as string)) bad('"keySerializer" must be string or bytes')
   if (!['string', 'json', 'bytes', 'mixed'].includes(m['valueSerializer'] as string)) bad('unknown "valueSerializer"')
   if (!(COMPRESSIONS as readonly unknown[]).includes(m['compression'])) bad(`unknown compression ${JSON.stringify(m['compression'])}`)
-  if (!(CHECKSUM_ALGORITHMS as readonly unknown[]).includes(m['checksumAlgorithm'])) bad(`unknown checksum algorithm ${JSON.stringify(m['checksumAlgorithm'])}`)
+  if (!(CHECKSUM_ALGORITHMS as readonly unknown[]).includes(m['checksumAlgorithm']))
+    bad(`unknown checksum algorithm ${JSON.stringify(m['checksumAlgorithm'])}`)
   const chunkRecords = m['chunkRecords']
   if (!Array.isArray(chunkRecords) || chunkRecords.length !== chunks || !chunkRecords.every((n) => Number.isSafeInteger(n) && n >= 0)) {
     bad('"chunkRecords" must list one record count per chunk')
@@ -99,11 +97,13 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
     if (ids.has(node['id'] as number)) bad(`"layout" lists node ${String(node['id'])} twice`)
     ids.add(node['id'] as number)
     for (const p of node['partitions'] as unknown[]) {
-      if (!Number.isSafeInteger(p) || (p as number) < 0 || partitions.has(p as number)) bad(`"layout": bad or repeated partition ${JSON.stringify(p)}`)
+      if (!Number.isSafeInteger(p) || (p as number) < 0 || partitions.has(p as number))
+        bad(`"layout": bad or repeated partition ${JSON.stringify(p)}`)
       partitions.add(p as number)
     }
   }
-  for (let p = 0; p < partitions.size; p++) if (!partitions.has(p)) bad(`"layout": partitions must be 0..${partitions.size - 1}, ${p} is missing`)
+  for (let p = 0; p < partitions.size; p++)
+    if (!partitions.has(p)) bad(`"layout": partitions must be 0..${partitions.size - 1}, ${p} is missing`)
   if (replication > ids.size) bad(`"replication" ${replication} exceeds the ${ids.size} nodes of "layout"`)
   const files = m['files']
   if (!Array.isArray(files)) return bad('"files" must be an array')

@@ -150,12 +150,15 @@ function checkFirstKey(chunk: OpenChunk, c: number, chunks: number, hasher: KeyH
   const head = Buffer.alloc(RECORD_HEADER_SIZE)
   readFully(chunk.dataFd, head, offset, chunk.dataFile)
   const keyLen = head.readUInt32LE(0)
-  if (offset + RECORD_HEADER_SIZE + keyLen > chunk.dataSize) corrupt(chunk.dataFile, `record at offset ${offset} runs past the end of the file`)
+  if (offset + RECORD_HEADER_SIZE + keyLen > chunk.dataSize)
+    corrupt(chunk.dataFile, `record at offset ${offset} runs past the end of the file`)
   const key = Buffer.alloc(keyLen)
   readFully(chunk.dataFd, key, offset + RECORD_HEADER_SIZE, chunk.dataFile)
   const h = hasher.hash(key)
   if (readU32BE(h, 0) !== chunk.hi[0] || readU32BE(h, 4) !== chunk.lo[0] || chunkOf(h, chunks) !== c) {
-    corrupt(chunk.dataFile, `the first record's key does not hash to its index entry and chunk (metadata keyHash ${hasher.name}, ${chunks} chunks)`)
+    corrupt(
+      chunk.dataFile,
+      `the first record's key does not hash to its index entry and chunk (metadata keyHash ${hasher.name}, ${chunks} chunks)`,
+    )
   }
 }
-

@@ -7,8 +7,13 @@ import { verifyStore, type VerifyReport } from './verify'
 /** `dir` is either one node directory or a build output holding node-<id>/ directories. */
 export async function verifyBuildOrNode(dir: string): Promise<VerifyReport[]> {
   if (existsSync(join(dir, METADATA_FILE))) return [await verifyStore(dir)]
-  const nodes = existsSync(dir) ? readdirSync(dir).filter((n) => /^node-\d+$/.test(n)).sort() : []
-  if (nodes.length === 0) throw new StoreError('RO_NOT_FOUND', `${dir}: neither a node directory (no ${METADATA_FILE}) nor a build output (no node-<id>/)`)
+  const nodes = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((n) => /^node-\d+$/.test(n))
+        .sort()
+    : []
+  if (nodes.length === 0)
+    throw new StoreError('RO_NOT_FOUND', `${dir}: neither a node directory (no ${METADATA_FILE}) nor a build output (no node-<id>/)`)
   const reports: VerifyReport[] = []
   for (const n of nodes) reports.push(await verifyStore(join(dir, n)))
   return reports

@@ -51,7 +51,9 @@ export async function verifyStore(dir: string): Promise<VerifyReport> {
   for (let c = 0; c < meta.chunks; c++) {
     const chunk = await openChunk(dir, meta, c, codec, false)
     try {
-      walkChunk(chunk, c, meta, hasher, codec, (hash) => replicaNodes(ring, masterPartition(hash, ring.partitionCount), meta.replication).includes(meta.nodeId))
+      walkChunk(chunk, c, meta, hasher, codec, (hash) =>
+        replicaNodes(ring, masterPartition(hash, ring.partitionCount), meta.replication).includes(meta.nodeId),
+      )
     } finally {
       closeSync(chunk.dataFd)
     }
@@ -59,7 +61,14 @@ export async function verifyStore(dir: string): Promise<VerifyReport> {
   return { dir, store: meta.store, version: meta.version, nodeId: meta.nodeId, records: meta.records, files: meta.files.length, bytes }
 }
 
-function walkChunk(chunk: OpenChunk, c: number, meta: StoreMetadata, hasher: KeyHasher, codec: ValueCodec, onThisNode: (hash: Uint8Array) => boolean): void {
+function walkChunk(
+  chunk: OpenChunk,
+  c: number,
+  meta: StoreMetadata,
+  hasher: KeyHasher,
+  codec: ValueCodec,
+  onThisNode: (hash: Uint8Array) => boolean,
+): void {
   const file = chunk.dataFile
   let i = 0
   for (const { offset, key, value } of walkRecords(chunk.dataFd, HEADER_SIZE, chunk.dataSize, file)) {
@@ -67,7 +76,8 @@ function walkChunk(chunk: OpenChunk, c: number, meta: StoreMetadata, hasher: Key
     if (i >= chunk.hi.length) corrupt(file, `more records than the index's ${chunk.hi.length}`)
     if (chunk.offsets[i] !== offset) corrupt(file, `index entry ${i} points to ${chunk.offsets[i]}, the record is at ${offset}`)
     const hash = hasher.hash(key)
-    if (readU32BE(hash, 0) !== chunk.hi[i] || readU32BE(hash, 4) !== chunk.lo[i]) corrupt(file, `record at ${offset}: key hash differs from index entry ${i}`)
+    if (readU32BE(hash, 0) !== chunk.hi[i] || readU32BE(hash, 4) !== chunk.lo[i])
+      corrupt(file, `record at ${offset}: key hash differs from index entry ${i}`)
     if (chunkOf(hash, meta.chunks) !== c) corrupt(file, `record at ${offset}: key belongs to chunk ${chunkOf(hash, meta.chunks)}`)
     if (!onThisNode(hash)) corrupt(file, `record at ${offset}: key does not belong on node ${meta.nodeId}`)
     try {

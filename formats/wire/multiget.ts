@@ -38,7 +38,8 @@ export function decodeKeys(body: Buffer, maxKeys = MAX_MULTIGET_KEYS, maxKeyByte
     if (body.length - at < 4) throw new StoreError('RO_BAD_REQUEST', `multi-get body: truncated key length at byte ${at}`)
     const len = body.readUInt32BE(at)
     if (len > maxKeyBytes) throw new StoreError('RO_TOO_LARGE', `multi-get key ${keys.length} has ${len} bytes, more than ${maxKeyBytes}`)
-    if (body.length - at - 4 < len) throw new StoreError('RO_BAD_REQUEST', `multi-get body: key ${keys.length} runs past the end of the body`)
+    if (body.length - at - 4 < len)
+      throw new StoreError('RO_BAD_REQUEST', `multi-get body: key ${keys.length} runs past the end of the body`)
     if (keys.length === maxKeys) throw new StoreError('RO_TOO_LARGE', `multi-get: more than ${maxKeys} keys`)
     keys.push(body.subarray(at + 4, at + 4 + len))
     at += 4 + len

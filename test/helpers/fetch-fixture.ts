@@ -32,7 +32,7 @@ async function writeRandomFile(path: string, size: number): Promise<string> {
   const fh = await open(path, 'w')
   try {
     const block = Buffer.alloc(Math.min(size, 4 << 20))
-    for (let done = 0; done < size; ) {
+    for (let done = 0; done < size;) {
       const n = Math.min(block.length, size - done)
       const piece = block.subarray(0, n)
       randomFillSync(piece)
@@ -47,7 +47,13 @@ async function writeRandomFile(path: string, size: number): Promise<string> {
 }
 
 /** A valid metadata object for `files`; the shape the builder writes. */
-export function fixtureMetadata(opts: { nodeId: number; store: string; version: number; chunks: number; files: readonly FileEntry[] }): StoreMetadata {
+export function fixtureMetadata(opts: {
+  nodeId: number
+  store: string
+  version: number
+  chunks: number
+  files: readonly FileEntry[]
+}): StoreMetadata {
   return {
     format: 'rostore',
     formatMajor: 1,
@@ -78,11 +84,20 @@ export async function makeBuildOutput(root: string, opts: FixtureOptions): Promi
   await mkdir(nodeDir, { recursive: true })
   const files: FileEntry[] = []
   for (const [i, c] of opts.chunks.entries()) {
-    for (const [name, size] of [[dataFileName(i), c.dataBytes], [indexFileName(i), c.indexBytes]] as const) {
+    for (const [name, size] of [
+      [dataFileName(i), c.dataBytes],
+      [indexFileName(i), c.indexBytes],
+    ] as const) {
       files.push({ name, size, checksum: await writeRandomFile(join(nodeDir, name), size) })
     }
   }
-  const metadata = fixtureMetadata({ nodeId, store: opts.store ?? 'teststore', version: opts.version ?? 1, chunks: opts.chunks.length, files })
+  const metadata = fixtureMetadata({
+    nodeId,
+    store: opts.store ?? 'teststore',
+    version: opts.version ?? 1,
+    chunks: opts.chunks.length,
+    files,
+  })
   await writeFile(join(nodeDir, METADATA_FILE), JSON.stringify(metadata, null, 2))
   return { root, nodeDir, metadata, totalBytes: files.reduce((a, f) => a + f.size, 0) }
 }

@@ -80,7 +80,13 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
         mapreduce_task_attempt_id: id,
         mapreduce_task_partition: String(k),
         mapreduce_task_ismap: 'true',
-        ...(split.file !== undefined ? { mapreduce_map_input_file: split.file, mapreduce_map_input_start: String(split.start), mapreduce_map_input_length: String(split.length) } : {}),
+        ...(split.file !== undefined
+          ? {
+              mapreduce_map_input_file: split.file,
+              mapreduce_map_input_start: String(split.start),
+              mapreduce_map_input_length: String(split.length),
+            }
+          : {}),
       }
       // Half its input and then nothing: the attempt cannot finish; killed once it had time to work.
       const started = Date.now()
@@ -113,7 +119,13 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
     let attempt = 0
     for (;;) {
       const id = `attempt_${JOB.slice(4)}_r_${pad(r)}_${attempt}`
-      const env = { ...baseEnv(o, R), mapreduce_task_id: `task_${JOB.slice(4)}_r_${pad(r)}`, mapreduce_task_attempt_id: id, mapreduce_task_partition: String(r), mapreduce_task_ismap: 'false' }
+      const env = {
+        ...baseEnv(o, R),
+        mapreduce_task_id: `task_${JOB.slice(4)}_r_${pad(r)}`,
+        mapreduce_task_attempt_id: id,
+        mapreduce_task_partition: String(r),
+        mapreduce_task_ismap: 'false',
+      }
       const out = join(dir, `${id}.out`)
       if (o.speculativeReduce === r && attempt === 0) {
         const id2 = id.replace(/_0$/, '_1')
@@ -127,7 +139,8 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
         copyFile(out2, join(statsDir, `part-${pad(r)}`))
         return
       }
-      const kill = o.killReduce === r && attempt === 0 ? { when: () => readText(out).includes('rostore-chunk'), partialInput: true } : undefined
+      const kill =
+        o.killReduce === r && attempt === 0 ? { when: () => readText(out).includes('rostore-chunk'), partialInput: true } : undefined
       const res = await runTask(o.reduceCommand ?? REDUCE, o, id, env, input, out, kill)
       if (res === 'killed') {
         killed.push(id)
@@ -139,7 +152,12 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
     }
   })
   const t3 = Date.now()
-  return { statsDir, mapTasks: splits.length, killed, seconds: { map: (t1 - t0) / 1000, shuffle: (t2 - t1) / 1000, reduce: (t3 - t2) / 1000 } }
+  return {
+    statsDir,
+    mapTasks: splits.length,
+    killed,
+    seconds: { map: (t1 - t0) / 1000, shuffle: (t2 - t1) / 1000, reduce: (t3 - t2) / 1000 },
+  }
 }
 
 /** Runs `rostore hadoop finalize` on the harness's part files. */

@@ -1,10 +1,11 @@
 import { writeFileSync } from 'node:fs'
 import { tableFromArrays, tableToIPC } from 'apache-arrow'
 // parquetjs-lite ships no types.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const parquet = require('parquetjs-lite') as {
   ParquetSchema: new (s: Record<string, { type: string; optional?: boolean }>) => unknown
-  ParquetWriter: { openFile(schema: unknown, path: string): Promise<{ appendRow(r: Record<string, unknown>): Promise<void>; close(): Promise<void> }> }
+  ParquetWriter: {
+    openFile(schema: unknown, path: string): Promise<{ appendRow(r: Record<string, unknown>): Promise<void>; close(): Promise<void> }>
+  }
 }
 import type { InputFormat } from '../../formats/input/types'
 

@@ -23,7 +23,11 @@ export interface MakeStoreOptions {
  * without the build pipeline: for tests of the reader, server, swapper and fetcher.
  * Every key is written to this one node (a single-node layout).
  */
-export async function makeNodeDir(dir: string, records: Iterable<[string | Buffer, string | Buffer]>, opts: MakeStoreOptions = {}): Promise<StoreMetadata> {
+export async function makeNodeDir(
+  dir: string,
+  records: Iterable<[string | Buffer, string | Buffer]>,
+  opts: MakeStoreOptions = {},
+): Promise<StoreMetadata> {
   const store = opts.store ?? 'test'
   const version = opts.version ?? 1
   const nodeId = opts.nodeId ?? 0

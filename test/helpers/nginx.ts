@@ -125,7 +125,9 @@ http {
   async start(): Promise<void> {
     if (this.child !== undefined) throw new Error('nginx already running')
     // -e: the error log before the config is read; the packaged default may not be writable.
-    const child = spawn(NGINX_BIN, ['-c', this.conf, '-p', this.dir, '-e', join(this.dir, 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] })
+    const child = spawn(NGINX_BIN, ['-c', this.conf, '-p', this.dir, '-e', join(this.dir, 'error.log')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
     let stderr = ''
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     this.child = child
@@ -179,7 +181,15 @@ http {
       const m = /^(\S+) (\S+) (\d+) (\d+) "(\S+) (\S+)" "(.*)"$/.exec(line)
       if (!m) continue
       const end = Number(m[1])
-      out.push({ start: end - Number(m[2]), end, status: Number(m[3]), bytesSent: Number(m[4]), method: m[5] ?? '', uri: m[6] ?? '', range: m[7] === '-' ? '' : (m[7] ?? '') })
+      out.push({
+        start: end - Number(m[2]),
+        end,
+        status: Number(m[3]),
+        bytesSent: Number(m[4]),
+        method: m[5] ?? '',
+        uri: m[6] ?? '',
+        range: m[7] === '-' ? '' : (m[7] ?? ''),
+      })
     }
     return out
   }

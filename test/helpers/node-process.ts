@@ -87,7 +87,13 @@ export const testAgent = new Agent({ keepAlive: true, maxSockets: 64 })
 /** One HTTP request with a Buffer/JSON body; resolves with status, headers and the whole body. */
 export function request(
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string | object; agent?: Agent | false; timeoutMs?: number } = {},
+  opts: {
+    method?: string
+    headers?: Record<string, string>
+    body?: Buffer | string | object
+    agent?: Agent | false
+    timeoutMs?: number
+  } = {},
 ): Promise<HttpResult> {
   let body: Buffer | undefined
   const headers: Record<string, string> = { ...opts.headers }
@@ -137,16 +143,7 @@ export class NodeProcess {
   private waiters: { pred: (e: Record<string, unknown>) => boolean; resolve: (e: Record<string, unknown>) => void }[] = []
 
   private constructor(readonly opts: NodeProcessOptions) {
-    const args = [
-      cliPath(),
-      'serve',
-      '--cluster',
-      opts.clusterFile,
-      '--node-id',
-      String(opts.nodeId),
-      '--data-dir',
-      opts.dataDir,
-    ]
+    const args = [cliPath(), 'serve', '--cluster', opts.clusterFile, '--node-id', String(opts.nodeId), '--data-dir', opts.dataDir]
     if (opts.keepVersions !== undefined) args.push('--keep-versions', String(opts.keepVersions))
     if (opts.port !== undefined) args.push('--port', String(opts.port))
     if (opts.bind !== undefined) args.push('--bind', opts.bind)
@@ -358,7 +355,7 @@ export async function startClusterFromFile(
     cluster,
     nodes,
     killAll: async () => {
-      await Promise.all(nodes.map((n) => (n.running ? n.kill9() : undefined)))
+      await Promise.all(nodes.map((n) => (n.running ? n.kill9() : Promise.resolve(undefined))))
     },
   }
 }

@@ -1,5 +1,17 @@
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { isStoreError } from '../../common/errors'
 import { cliPath } from '../../common/paths'
@@ -10,7 +22,18 @@ import { openStore } from '../../formats/store/store-reader'
 import { verifyStore } from '../../formats/store/verify'
 import { makeNodeDir } from '../helpers/make-store'
 import { json, startSingleNode, type NodeProcess } from '../helpers/node-process'
-import { faultSeed, leftoversOf, makeVersionDir, pick, randomInt, readEveryKey, reportFigures, seededRandom, versionDirsOf, versionValue } from '../helpers/reliability-kit'
+import {
+  faultSeed,
+  leftoversOf,
+  makeVersionDir,
+  pick,
+  randomInt,
+  readEveryKey,
+  reportFigures,
+  seededRandom,
+  versionDirsOf,
+  versionValue,
+} from '../helpers/reliability-kit'
 import { makeTmp } from '../helpers/tmp'
 
 /**
@@ -72,7 +95,9 @@ const figures = {
 }
 
 function chunkFiles(dir: string): string[] {
-  return readdirSync(dir).filter((n) => /^\d+\.(index|data)$/.test(n)).sort()
+  return readdirSync(dir)
+    .filter((n) => /^\d+\.(index|data)$/.test(n))
+    .sort()
 }
 
 function flipByte(path: string, at: number, xor: number): void {
@@ -97,12 +122,15 @@ const METADATA_EDITS: readonly [string, (m: Record<string, unknown>, rand: () =>
   ['nodeId', (m) => (m['nodeId'] = 1)],
   ['chunks', (m) => (m['chunks'] = (m['chunks'] as number) + 1)],
   ['chunkRecords swapped', (m) => (m['chunkRecords'] = [...(m['chunkRecords'] as number[])].reverse())],
-  ['chunkRecords moved', (m) => {
-    const c = [...(m['chunkRecords'] as number[])]
-    c[0] = (c[0] as number) + 1
-    c[1] = (c[1] as number) - 1
-    m['chunkRecords'] = c
-  }],
+  [
+    'chunkRecords moved',
+    (m) => {
+      const c = [...(m['chunkRecords'] as number[])]
+      c[0] = (c[0] as number) + 1
+      c[1] = (c[1] as number) - 1
+      m['chunkRecords'] = c
+    },
+  ],
   ['records', (m) => (m['records'] = (m['records'] as number) + 1)],
   ['compression', (m) => (m['compression'] = m['compression'] === 'none' ? 'gzip' : 'none')],
   ['keyHash unknown', (m) => (m['keyHash'] = 'sha1')],
@@ -111,24 +139,40 @@ const METADATA_EDITS: readonly [string, (m: Record<string, unknown>, rand: () =>
   ['formatMajor', (m) => (m['formatMajor'] = 2)],
   ['replication beyond the layout', (m) => (m['replication'] = 2)],
   ['layout partition gap', (m) => (m['layout'] = [{ id: 0, partitions: [1] }])],
-  ['layout other node', (m) => (m['layout'] = [{ id: 0, partitions: [0] }, { id: 1, partitions: [1] }])],
-  ['file size', (m, rand) => {
-    const files = m['files'] as Files
-    const f = files[Math.floor(rand() * files.length)]!
-    f.size += 1
-  }],
-  ['file checksum', (m, rand) => {
-    const files = m['files'] as Files
-    const f = files[Math.floor(rand() * files.length)]!
-    f.checksum = f.checksum.replace(/^./, (c) => (c === '0' ? '1' : '0'))
-  }],
-  ['file names swapped', (m) => {
-    const files = m['files'] as Files
-    const a = files.find((f) => f.name === '0.data')!
-    const b = files.find((f) => f.name === '1.data')!
-    a.name = '1.data'
-    b.name = '0.data'
-  }],
+  [
+    'layout other node',
+    (m) =>
+      (m['layout'] = [
+        { id: 0, partitions: [0] },
+        { id: 1, partitions: [1] },
+      ]),
+  ],
+  [
+    'file size',
+    (m, rand) => {
+      const files = m['files'] as Files
+      const f = files[Math.floor(rand() * files.length)]!
+      f.size += 1
+    },
+  ],
+  [
+    'file checksum',
+    (m, rand) => {
+      const files = m['files'] as Files
+      const f = files[Math.floor(rand() * files.length)]!
+      f.checksum = f.checksum.replace(/^./, (c) => (c === '0' ? '1' : '0'))
+    },
+  ],
+  [
+    'file names swapped',
+    (m) => {
+      const files = m['files'] as Files
+      const a = files.find((f) => f.name === '0.data')!
+      const b = files.find((f) => f.name === '1.data')!
+      a.name = '1.data'
+      b.name = '0.data'
+    },
+  ],
   ['file dropped', (m) => (m['files'] = (m['files'] as Files).slice(1))],
   ['file renamed outside', (m) => ((m['files'] as Files)[0]!.name = '../0.index')],
 ]
@@ -138,7 +182,16 @@ function mutate(dir: string, other: string, rand: () => number): Mutation {
   const files = chunkFiles(dir)
   const r = rand()
   const anyChunkFile = (): string => pick(rand, files)
-  const dataOrIndex = (): string => (rand() < 0.55 ? pick(rand, files.filter((f) => f.endsWith('.data'))) : pick(rand, files.filter((f) => f.endsWith('.index'))))
+  const dataOrIndex = (): string =>
+    rand() < 0.55
+      ? pick(
+          rand,
+          files.filter((f) => f.endsWith('.data')),
+        )
+      : pick(
+          rand,
+          files.filter((f) => f.endsWith('.index')),
+        )
   if (r < 0.36) {
     // One flipped byte; headers (64 bytes) get their share.
     const meta = rand() < 0.12
@@ -343,7 +396,8 @@ describe('the server refuses corrupt versions and keeps serving the live one', (
 
   beforeAll(async () => {
     src = {}
-    for (const v of [1, 2, 3]) src[v] = await makeVersionDir(join(tmp.dir, 'src', `v${v}`, 'node-0'), { store: STORE, version: v, keys: KEYS_E2E })
+    for (const v of [1, 2, 3])
+      src[v] = await makeVersionDir(join(tmp.dir, 'src', `v${v}`, 'node-0'), { store: STORE, version: v, keys: KEYS_E2E })
     dataDir = join(tmp.dir, 'node-data')
     node = await startSingleNode({ dir: join(tmp.dir, 'node'), dataDir, token: TOKEN, keepVersions: 5 })
     await node.install(STORE, src[1]!, { swap: true })
@@ -370,30 +424,45 @@ describe('the server refuses corrupt versions and keeps serving the live one', (
     ['a flipped value byte', (d) => flipByte(join(d, '1.data'), statSync(join(d, '1.data')).size - 3, 0x20), ['RO_CHECKSUM_MISMATCH']],
     ['a flipped index byte', (d) => flipByte(join(d, '0.index'), 64 + 16 * 5 + 2, 0x01), ['RO_CHECKSUM_MISMATCH']],
     ['a truncated data file', (d) => truncateSync(join(d, '2.data'), 100), ['RO_CORRUPT', 'RO_CHECKSUM_MISMATCH']],
-    ['two data files swapped', (d) => {
-      renameSync(join(d, '0.data'), join(d, 'x'))
-      renameSync(join(d, '1.data'), join(d, '0.data'))
-      renameSync(join(d, 'x'), join(d, '1.data'))
-    }, ['RO_CORRUPT', 'RO_CHECKSUM_MISMATCH']],
-    ['a metadata version that is not the files\'', (d) => editMetadata(d, (m) => (m['version'] = 3)), ['RO_CORRUPT', 'RO_CHECKSUM_MISMATCH', 'RO_CONFLICT']],
-    ['a record changed with matching file checksums', async (d) => {
-      const f = join(d, '1.data')
-      flipByte(f, statSync(f).size - 2, 0x08)
-      await regenerateChecksums(d)
-    }, ['RO_CORRUPT']],
+    [
+      'two data files swapped',
+      (d) => {
+        renameSync(join(d, '0.data'), join(d, 'x'))
+        renameSync(join(d, '1.data'), join(d, '0.data'))
+        renameSync(join(d, 'x'), join(d, '1.data'))
+      },
+      ['RO_CORRUPT', 'RO_CHECKSUM_MISMATCH'],
+    ],
+    [
+      "a metadata version that is not the files'",
+      (d) => editMetadata(d, (m) => (m['version'] = 3)),
+      ['RO_CORRUPT', 'RO_CHECKSUM_MISMATCH', 'RO_CONFLICT'],
+    ],
+    [
+      'a record changed with matching file checksums',
+      async (d) => {
+        const f = join(d, '1.data')
+        flipByte(f, statSync(f).size - 2, 0x08)
+        await regenerateChecksums(d)
+      },
+      ['RO_CORRUPT'],
+    ],
   ]
 
-  test.each(CORRUPTIONS.map(([name, fn, codes]) => [name, fn, codes] as const))('install of %s: the job fails, nothing is kept, v1 stays live', async (name, fn, codes) => {
-    const dir = await corruptCopy(`install-${name.replace(/\W+/g, '-')}`, fn)
-    const r = await node.admin('POST', `/stores/${STORE}/install`, { path: dir, swap: true })
-    expect(r.status).toBe(202)
-    const job = await node.waitJob(String(json(r)['id']))
-    expect(job['state']).toBe('failed')
-    expect(codes).toContain((job['error'] as { code: string }).code)
-    figures.e2e.installsRefused++
-    expect(versionDirsOf(join(dataDir, STORE))).toEqual([1])
-    await expectLiveUnchanged()
-  })
+  test.each(CORRUPTIONS.map(([name, fn, codes]) => [name, fn, codes] as const))(
+    'install of %s: the job fails, nothing is kept, v1 stays live',
+    async (name, fn, codes) => {
+      const dir = await corruptCopy(`install-${name.replace(/\W+/g, '-')}`, fn)
+      const r = await node.admin('POST', `/stores/${STORE}/install`, { path: dir, swap: true })
+      expect(r.status).toBe(202)
+      const job = await node.waitJob(String(json(r)['id']))
+      expect(job['state']).toBe('failed')
+      expect(codes).toContain((job['error'] as { code: string }).code)
+      figures.e2e.installsRefused++
+      expect(versionDirsOf(join(dataDir, STORE))).toEqual([1])
+      await expectLiveUnchanged()
+    },
+  )
 
   test('a version corrupted on disk after install: swap refuses it (index) or serves errors, never wrong values (data)', async () => {
     await node.install(STORE, src[2]!)
@@ -435,7 +504,9 @@ describe('the server refuses corrupt versions and keeps serving the live one', (
     const dir = await makeVersionDir(join(root, 'node-0'), { store: STORE, version: 5, keys: KEYS_E2E })
     flipByte(join(dir, '2.data'), 200, 0x01)
     const dest = join(tmp.dir, 'fetch-dest')
-    await expect(fetchVersion({ source: root, nodeId: 0, destDir: dest, retries: 1, retryBaseDelayMs: 5 })).rejects.toMatchObject({ code: 'RO_CHECKSUM_MISMATCH' })
+    await expect(fetchVersion({ source: root, nodeId: 0, destDir: dest, retries: 1, retryBaseDelayMs: 5 })).rejects.toMatchObject({
+      code: 'RO_CHECKSUM_MISMATCH',
+    })
     expect(existsSync(dest)).toBe(false)
     figures.e2e.fetchesRefused++
     // The same through a node's fetch job.
@@ -448,7 +519,7 @@ describe('the server refuses corrupt versions and keeps serving the live one', (
     await expectLiveUnchanged()
   })
 
-  test('a file corrupted together with its manifest checksum: the fetch completes, the node\'s verify refuses it', async () => {
+  test("a file corrupted together with its manifest checksum: the fetch completes, the node's verify refuses it", async () => {
     const root = join(tmp.dir, 'fetch-src-regen')
     const dir = join(root, 'node-0')
     mkdirSync(root, { recursive: true })

@@ -58,10 +58,26 @@ const PLAN: { op: Op; point?: string; delayMs?: number }[] = (() => {
     const j = Math.floor(rand() * (i + 1))
     ;[ops[i], ops[j]] = [ops[j]!, ops[i]!]
   }
-  return ops.map((op) => (rand() < 0.5 ? { op, point: pick(rand, POINTS[op]) } : { op, delayMs: op === 'fetch' ? randomInt(rand, 50, 1300) : randomInt(rand, 20, 400) }))
+  return ops.map((op) =>
+    rand() < 0.5
+      ? { op, point: pick(rand, POINTS[op]) }
+      : { op, delayMs: op === 'fetch' ? randomInt(rand, 50, 1300) : randomInt(rand, 20, 400) },
+  )
 })()
 
-const figures = { seed: SEED, iterations: 0, faultsInjected: 0, crashPointKills: 0, randomKills: 0, fetchesKilledMidTransfer: 0, byOp: {} as Record<string, number>, restarts: 0, versionsVerified: 0, keysRead: 0, liveAfter: [] as string[] }
+const figures = {
+  seed: SEED,
+  iterations: 0,
+  faultsInjected: 0,
+  crashPointKills: 0,
+  randomKills: 0,
+  fetchesKilledMidTransfer: 0,
+  byOp: {} as Record<string, number>,
+  restarts: 0,
+  versionsVerified: 0,
+  keysRead: 0,
+  liveAfter: [] as string[],
+}
 
 let node: NodeProcess
 let nginx: Nginx
@@ -74,7 +90,8 @@ beforeAll(async () => {
   for (const v of SMALL) src[v] = await makeVersionDir(join(tmp.dir, 'src', `v${v}`), { store: STORE, version: v, keys: KEYS })
   // Big versions, one per fetch of the plan, served by nginx as build outputs.
   const fetches = PLAN.filter((p) => p.op === 'fetch').length
-  for (let k = 1; k <= fetches; k++) await makeVersionDir(join(tmp.dir, 'www', `v${BIG_VERSIONS + k}`, 'node-0'), { store: STORE, version: BIG_VERSIONS + k, keys: KEYS })
+  for (let k = 1; k <= fetches; k++)
+    await makeVersionDir(join(tmp.dir, 'www', `v${BIG_VERSIONS + k}`, 'node-0'), { store: STORE, version: BIG_VERSIONS + k, keys: KEYS })
   nginx = await Nginx.launch({ root: join(tmp.dir, 'www') })
   dataDir = join(tmp.dir, 'data')
   mkdirSync(join(tmp.dir, 'node'), { recursive: true })
@@ -89,7 +106,13 @@ afterAll(async () => {
   const f = figures
   reportFigures(
     'crash',
-    `crash: ${f.iterations} iterations (seed ${f.seed}), ${f.faultsInjected} kill -9 injected (${f.crashPointKills} at crash points, ${f.randomKills} at random moments; ${Object.entries(f.byOp).map(([k, v]) => `${k} ${v}`).join(', ')}; ${f.fetchesKilledMidTransfer} fetches cut before their version existed), ${f.restarts} restarts, ${f.versionsVerified} version directories verified, ${f.keysRead} keys read after restarts, 0 lost`,
+    `crash: ${f.iterations} iterations (seed ${f.seed}), ${f.faultsInjected} kill -9 injected (${f.crashPointKills} at crash points, ${f.randomKills} at random moments; ${Object.entries(
+      f.byOp,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(
+        ', ',
+      )}; ${f.fetchesKilledMidTransfer} fetches cut before their version existed), ${f.restarts} restarts, ${f.versionsVerified} version directories verified, ${f.keysRead} keys read after restarts, 0 lost`,
     f,
   )
 })
@@ -164,96 +187,99 @@ async function expectCrashAt(point: string): Promise<void> {
   figures.crashPointKills++
 }
 
-test.each(PLAN.map((p, i) => [i, p.op, p.point ?? `random kill after ${p.delayMs} ms`, p] as const))('#%i %s: %s', async (_i, op, _what, p) => {
-  figures.iterations++
-  figures.faultsInjected++
-  figures.byOp[op] = (figures.byOp[op] ?? 0) + 1
-  let allowed: number[]
+test.each(PLAN.map((p, i) => [i, p.op, p.point ?? `random kill after ${p.delayMs} ms`, p] as const))(
+  '#%i %s: %s',
+  async (_i, op, _what, p) => {
+    figures.iterations++
+    figures.faultsInjected++
+    figures.byOp[op] = (figures.byOp[op] ?? 0) + 1
+    let allowed: number[]
 
-  if (op === 'fetch') {
-    const live = (await present()).live ?? 1
-    const big = nextBig++
-    const fetch = () => admin('POST', '/fetch', { source: `${nginx.url}v${big}`, swap: true, maxBytesPerSec: FETCH_RATE })
-    if (p.point) {
-      await restart({ point: p.point })
-      const r = await fetch()
-      expect(r.status).toBe(202)
-      await expectCrashAt(p.point)
+    if (op === 'fetch') {
+      const live = (await present()).live ?? 1
+      const big = nextBig++
+      const fetch = () => admin('POST', '/fetch', { source: `${nginx.url}v${big}`, swap: true, maxBytesPerSec: FETCH_RATE })
+      if (p.point) {
+        await restart({ point: p.point })
+        const r = await fetch()
+        expect(r.status).toBe(202)
+        await expectCrashAt(p.point)
+      } else {
+        expect((await fetch()).status).toBe(202)
+        await killAfter(p.delayMs!)
+      }
+      allowed = [live, big]
+      await checkRecovered(allowed)
+      if (!versionDirsOf(storeDir()).includes(big)) figures.fetchesKilledMidTransfer++
+      return
+    } else if (op === 'swap') {
+      const [a, b] = [pick(rand, SMALL), pick(rand, SMALL)]
+      const to = a === b ? (a % SMALL.length) + 1 : b
+      await ensure([a, to], a)
+      if (p.point) {
+        await restart({ point: p.point })
+        await admin('POST', '/swap', { version: to }).catch(() => undefined)
+        await expectCrashAt(p.point)
+        allowed = [a, to]
+      } else {
+        const targets = [a, to]
+        const loop = busyLoop((i) => admin('POST', '/swap', { version: targets[i % 2] }))
+        await killAfter(p.delayMs!)
+        await loop
+        allowed = targets
+      }
+    } else if (op === 'rollback') {
+      const older = randomInt(rand, 1, 4)
+      const live = randomInt(rand, older + 1, 5)
+      await ensure([older, live], live)
+      const backups = (await present()).versions.filter((v) => v < live)
+      if (p.point) {
+        await restart({ point: p.point })
+        await admin('POST', '/rollback', {}).catch(() => undefined)
+        await expectCrashAt(p.point)
+        allowed = [live, Math.max(...backups)]
+      } else {
+        // Roll back, then forward again, and again: the kill lands anywhere in a flip.
+        const loop = busyLoop(async (i) => (i % 2 === 0 ? admin('POST', '/rollback', {}) : admin('POST', '/swap', { version: live })))
+        await killAfter(p.delayMs!)
+        await loop
+        allowed = [live, Math.max(...backups)]
+      }
     } else {
-      expect((await fetch()).status).toBe(202)
-      await killAfter(p.delayMs!)
+      if (p.point === 'retention:trashed') {
+        // Three versions, the middle one live; keeping one backup deletes nothing yet. The
+        // swap to the newest makes the oldest a victim: the node dies with it in the trash.
+        await ensure([2, 3, 4], 3)
+        const before = (await present()).versions
+        const oldest = Math.min(...before)
+        for (const v of before) if (v !== 3 && v !== 4 && v !== oldest) await admin('DELETE', `/versions/${v}`)
+        await restart({ point: p.point, keep: 1 })
+        await admin('POST', '/swap', { version: 4 }).catch(() => undefined)
+        await expectCrashAt(p.point)
+        allowed = [4]
+      } else if (p.point === 'delete:trashed') {
+        await ensure([1, 2], 2)
+        await restart({ point: p.point })
+        await admin('DELETE', '/versions/1').catch(() => undefined)
+        await expectCrashAt(p.point)
+        allowed = [2]
+      } else {
+        // keep-versions 0: every swap deletes the versions older than the new live one, and
+        // the loop installs them again (or swaps to them when retention kept them as newer).
+        const liveBefore = (await present()).live
+        await restart({ keep: 0 })
+        const loop = busyLoop(async (i) => {
+          const v = SMALL[i % SMALL.length]!
+          const r = await admin('POST', '/install', { path: src[v], swap: true })
+          const job = r.status === 202 ? await node.waitJob(String(r.body['id'])) : undefined
+          if (job?.['state'] !== 'succeeded') await admin('POST', '/swap', { version: v })
+        })
+        await killAfter(p.delayMs! * 2)
+        await loop
+        // The kill may come before the loop's first swap.
+        allowed = liveBefore === null ? SMALL : [...SMALL, liveBefore]
+      }
     }
-    allowed = [live, big]
     await checkRecovered(allowed)
-    if (!versionDirsOf(storeDir()).includes(big)) figures.fetchesKilledMidTransfer++
-    return
-  } else if (op === 'swap') {
-    const [a, b] = [pick(rand, SMALL), pick(rand, SMALL)]
-    const to = a === b ? (a % SMALL.length) + 1 : b
-    await ensure([a, to], a)
-    if (p.point) {
-      await restart({ point: p.point })
-      await admin('POST', '/swap', { version: to }).catch(() => undefined)
-      await expectCrashAt(p.point)
-      allowed = [a, to]
-    } else {
-      const targets = [a, to]
-      const loop = busyLoop((i) => admin('POST', '/swap', { version: targets[i % 2] }))
-      await killAfter(p.delayMs!)
-      await loop
-      allowed = targets
-    }
-  } else if (op === 'rollback') {
-    const older = randomInt(rand, 1, 4)
-    const live = randomInt(rand, older + 1, 5)
-    await ensure([older, live], live)
-    const backups = (await present()).versions.filter((v) => v < live)
-    if (p.point) {
-      await restart({ point: p.point })
-      await admin('POST', '/rollback', {}).catch(() => undefined)
-      await expectCrashAt(p.point)
-      allowed = [live, Math.max(...backups)]
-    } else {
-      // Roll back, then forward again, and again: the kill lands anywhere in a flip.
-      const loop = busyLoop(async (i) => (i % 2 === 0 ? admin('POST', '/rollback', {}) : admin('POST', '/swap', { version: live })))
-      await killAfter(p.delayMs!)
-      await loop
-      allowed = [live, Math.max(...backups)]
-    }
-  } else {
-    if (p.point === 'retention:trashed') {
-      // Three versions, the middle one live; keeping one backup deletes nothing yet. The
-      // swap to the newest makes the oldest a victim: the node dies with it in the trash.
-      await ensure([2, 3, 4], 3)
-      const before = (await present()).versions
-      const oldest = Math.min(...before)
-      for (const v of before) if (v !== 3 && v !== 4 && v !== oldest) await admin('DELETE', `/versions/${v}`)
-      await restart({ point: p.point, keep: 1 })
-      await admin('POST', '/swap', { version: 4 }).catch(() => undefined)
-      await expectCrashAt(p.point)
-      allowed = [4]
-    } else if (p.point === 'delete:trashed') {
-      await ensure([1, 2], 2)
-      await restart({ point: p.point })
-      await admin('DELETE', '/versions/1').catch(() => undefined)
-      await expectCrashAt(p.point)
-      allowed = [2]
-    } else {
-      // keep-versions 0: every swap deletes the versions older than the new live one, and
-      // the loop installs them again (or swaps to them when retention kept them as newer).
-      const liveBefore = (await present()).live
-      await restart({ keep: 0 })
-      const loop = busyLoop(async (i) => {
-        const v = SMALL[i % SMALL.length]!
-        const r = await admin('POST', '/install', { path: src[v], swap: true })
-        const job = r.status === 202 ? await node.waitJob(String(r.body['id'])) : undefined
-        if (job?.['state'] !== 'succeeded') await admin('POST', '/swap', { version: v })
-      })
-      await killAfter(p.delayMs! * 2)
-      await loop
-      // The kill may come before the loop's first swap.
-      allowed = liveBefore === null ? SMALL : [...SMALL, liveBefore]
-    }
-  }
-  await checkRecovered(allowed)
-})
+  },
+)

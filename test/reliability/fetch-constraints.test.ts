@@ -101,7 +101,11 @@ test('sources outside --allowed-source are refused before any request, nothing s
   ]
   for (const source of refused) {
     const job = await fetchJob(source)
-    expect({ source, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({ source, state: 'failed', code: 'RO_BAD_REQUEST' })
+    expect({ source, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({
+      source,
+      state: 'failed',
+      code: 'RO_BAD_REQUEST',
+    })
     figures.sourcesRefused++
   }
   const hits = [...(await nginxHits('/other/')), ...(await nginxHits('/allowed-old/'))]
@@ -133,7 +137,9 @@ test('sources under --allowed-source are fetched, verified and served', async ()
 })
 
 test('a manifest naming files outside its version directory is refused before any file is requested', async () => {
-  const good = JSON.parse(readFileSync(join(www(), 'allowed', 'v1', 'node-0', 'metadata.json'), 'utf8')) as { files: { name: string; size: number; checksum: string }[] } & Record<string, unknown>
+  const good = JSON.parse(readFileSync(join(www(), 'allowed', 'v1', 'node-0', 'metadata.json'), 'utf8')) as {
+    files: { name: string; size: number; checksum: string }[]
+  } & Record<string, unknown>
   const names = [
     '../x',
     '../../../../../../etc/passwd',
@@ -161,8 +167,8 @@ test('a manifest naming files outside its version directory is refused before an
   ])
   manifests.push(['a name listed twice', { ...good, files: [...good.files.slice(0, -1), { ...good.files[0]! }] }])
   manifests.push(['a name that is not a string', { ...good, files: [{ ...good.files[0]!, name: ['0.data'] }, ...good.files.slice(1)] }])
-  manifests.push(['another node\'s manifest', { ...good, nodeId: 7 }])
-  manifests.push(['another store\'s manifest', { ...good, store: 'other' }])
+  manifests.push(["another node's manifest", { ...good, nodeId: 7 }])
+  manifests.push(["another store's manifest", { ...good, store: 'other' }])
   let k = 0
   for (const [what, manifest] of manifests) {
     const dir = join(www(), 'allowed', `evil-${k}`, 'node-0')
@@ -171,7 +177,11 @@ test('a manifest naming files outside its version directory is refused before an
     // Bait: files a path-following fetcher would find.
     writeFileSync(join(www(), 'allowed', `evil-${k}`, 'x'), 'bait')
     const job = await fetchJob(`${nginx.url}allowed/evil-${k}`)
-    expect({ what, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({ what, state: 'failed', code: 'RO_BAD_REQUEST' })
+    expect({ what, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({
+      what,
+      state: 'failed',
+      code: 'RO_BAD_REQUEST',
+    })
     const hits = (await nginxHits(`/allowed/evil-${k}/`)).filter((u) => u !== `/allowed/evil-${k}/node-0/metadata.json`)
     figures.requestsThatReachedNginx += hits.length
     expect({ what, hits }).toEqual({ what, hits: [] })

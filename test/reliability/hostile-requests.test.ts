@@ -33,7 +33,17 @@ const LORIS = 12
 let node: NodeProcess
 let dataDir: string
 let srcV3: string
-const figures = { requests: 0, unauthorized: 0, badNames: 0, tooLarge: 0, malformed: 0, slowLoris: LORIS, slowLorisClosedWithinMs: 0, goodReads: 0, goodErrors: 0 }
+const figures = {
+  requests: 0,
+  unauthorized: 0,
+  badNames: 0,
+  tooLarge: 0,
+  malformed: 0,
+  slowLoris: LORIS,
+  slowLorisClosedWithinMs: 0,
+  goodReads: 0,
+  goodErrors: 0,
+}
 
 // ---------------------------------------------------------------------------------------
 // A well-behaved client, running through every test of this file.
@@ -50,9 +60,17 @@ async function wellBehaved(): Promise<void> {
       const r = await request(`${node.url}/stores/${STORE}/keys/${keyName(i)}`, { agent: goodAgent, timeoutMs: 5000 })
       if (r.status !== 200 || r.body.toString() !== versionValue(1, i)) goodFailures.push(`get ${i}: ${r.status}`)
       const idx = Array.from({ length: 50 }, (_, j) => (n + j * 3) % KEYS)
-      const m = await request(`${node.url}/stores/${STORE}/multi-get`, { method: 'POST', body: encodeKeys(idx.map(keyName)), agent: goodAgent, timeoutMs: 5000 })
+      const m = await request(`${node.url}/stores/${STORE}/multi-get`, {
+        method: 'POST',
+        body: encodeKeys(idx.map(keyName)),
+        agent: goodAgent,
+        timeoutMs: 5000,
+      })
       if (m.status !== 200) goodFailures.push(`multi-get: ${m.status}`)
-      else decodeValues(m.body, idx.length).forEach((v, j) => v?.toString() !== versionValue(1, idx[j]!) && goodFailures.push(`multi-get key ${idx[j]}`))
+      else
+        decodeValues(m.body, idx.length).forEach(
+          (v, j) => v?.toString() !== versionValue(1, idx[j]!) && goodFailures.push(`multi-get key ${idx[j]}`),
+        )
       figures.goodReads += 51
     } catch (err) {
       goodFailures.push((err as Error).message)
@@ -88,7 +106,13 @@ function raw(parts: (string | Buffer)[], opts: { timeoutMs?: number; gapMs?: num
       const all = Buffer.concat(got)
       const end = all.indexOf('\r\n\r\n')
       const head = end < 0 ? all.toString('latin1') : all.subarray(0, end).toString('latin1')
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), head, body: end < 0 ? Buffer.alloc(0) : all.subarray(end + 4), closed, ms: Date.now() - started })
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0),
+        head,
+        body: end < 0 ? Buffer.alloc(0) : all.subarray(end + 4),
+        closed,
+        ms: Date.now() - started,
+      })
     }
     const timer = setTimeout(() => finish(false), opts.timeoutMs ?? 5000)
     socket.on('data', (d: Buffer) => got.push(d))
@@ -106,7 +130,12 @@ function raw(parts: (string | Buffer)[], opts: { timeoutMs?: number; gapMs?: num
 
 const auth = { authorization: `Bearer ${TOKEN}` }
 
-async function call(method: string, path: string, body?: object | Buffer | string, headers: Record<string, string> = {}): Promise<HttpResult> {
+async function call(
+  method: string,
+  path: string,
+  body?: object | Buffer | string,
+  headers: Record<string, string> = {},
+): Promise<HttpResult> {
   figures.requests++
   return request(`${node.url}${path}`, { method, body, headers, agent: false, timeoutMs: 10_000 })
 }
@@ -199,7 +228,13 @@ test('admin calls without or with a wrong token: 401, and nothing changes', asyn
   }
   // The token as a query parameter or a cookie is no token.
   for (const path of [`/admin/jobs?token=${TOKEN}`, `/admin/stores/${STORE}/swap?access_token=${TOKEN}`]) {
-    expect((await call(path.includes('swap') ? 'POST' : 'GET', path, path.includes('swap') ? { version: 2 } : undefined, { cookie: `token=${TOKEN}` })).status).toBe(401)
+    expect(
+      (
+        await call(path.includes('swap') ? 'POST' : 'GET', path, path.includes('swap') ? { version: 2 } : undefined, {
+          cookie: `token=${TOKEN}`,
+        })
+      ).status,
+    ).toBe(401)
     figures.unauthorized++
   }
   await sleep(300) // a job, had one started, would have done something by now
@@ -212,15 +247,34 @@ test('traversal and absurd names: 400 for invalid, 404 for valid but absent, per
   // [method, path, body, status, code]; admin paths carry the right token.
   const cases: [string, string, object | undefined, number, string | undefined][] = [
     // store names, public and admin routes
-    ...['..', '.', '%2e%2e', '%2E%2e', '.%2e', '%2F', 'a%2Fb', '%2Fetc%2Fpasswd', '..%2F..%2Fetc%2Fpasswd', '..%5C..%5Cwindows', '%00', 'users%00', 'a%00b', '%ZZ', '%C3%A9t%C3%A9', 'users%20', '-users', long(129), long(10_240), '%2e%2e%2f%2e%2e%2fdata'].flatMap(
-      (name): [string, string, object | undefined, number, string | undefined][] => [
-        ['GET', `/stores/${name}/keys/x`, undefined, 400, 'RO_BAD_REQUEST'],
-        ['GET', `/stores/${name}`, undefined, 400, 'RO_BAD_REQUEST'],
-        ['POST', `/stores/${name}/multi-get`, undefined, 400, 'RO_BAD_REQUEST'],
-        ['POST', `/admin/stores/${name}/swap`, { version: 1 }, 400, 'RO_BAD_REQUEST'],
-        ['POST', `/admin/stores/${name}/install`, { path: srcV3 }, 400, 'RO_BAD_REQUEST'],
-      ],
-    ),
+    ...[
+      '..',
+      '.',
+      '%2e%2e',
+      '%2E%2e',
+      '.%2e',
+      '%2F',
+      'a%2Fb',
+      '%2Fetc%2Fpasswd',
+      '..%2F..%2Fetc%2Fpasswd',
+      '..%5C..%5Cwindows',
+      '%00',
+      'users%00',
+      'a%00b',
+      '%ZZ',
+      '%C3%A9t%C3%A9',
+      'users%20',
+      '-users',
+      long(129),
+      long(10_240),
+      '%2e%2e%2f%2e%2e%2fdata',
+    ].flatMap((name): [string, string, object | undefined, number, string | undefined][] => [
+      ['GET', `/stores/${name}/keys/x`, undefined, 400, 'RO_BAD_REQUEST'],
+      ['GET', `/stores/${name}`, undefined, 400, 'RO_BAD_REQUEST'],
+      ['POST', `/stores/${name}/multi-get`, undefined, 400, 'RO_BAD_REQUEST'],
+      ['POST', `/admin/stores/${name}/swap`, { version: 1 }, 400, 'RO_BAD_REQUEST'],
+      ['POST', `/admin/stores/${name}/install`, { path: srcV3 }, 400, 'RO_BAD_REQUEST'],
+    ]),
     ['GET', '/stores//keys/x', undefined, 400, 'RO_BAD_REQUEST'],
     ['GET', '/stores/nosuchstore/keys/x', undefined, 404, 'RO_NOT_FOUND'],
     ['GET', '/stores/USERS/keys/x', undefined, 404, 'RO_NOT_FOUND'],
@@ -228,30 +282,73 @@ test('traversal and absurd names: 400 for invalid, 404 for valid but absent, per
     ['GET', `/stores/${STORE}/../${STORE}/keys/x`, undefined, 404, 'RO_NOT_FOUND'],
     ['POST', '/admin/stores/nosuchstore/swap', { version: 1 }, 404, 'RO_NOT_FOUND'],
     // versions, in the path
-    ...['..', '%2e%2e', '..%2F1', '0', '-1', '1.5', '1e3', '01', '0x1', '1%00', '%2B1', '99999999999999999999', long(5000).replace(/a/g, '9'), 'version-1'].map(
-      (v): [string, string, object | undefined, number, string | undefined] => ['DELETE', `/admin/stores/${STORE}/versions/${v}`, undefined, 400, 'RO_BAD_REQUEST'],
-    ),
+    ...[
+      '..',
+      '%2e%2e',
+      '..%2F1',
+      '0',
+      '-1',
+      '1.5',
+      '1e3',
+      '01',
+      '0x1',
+      '1%00',
+      '%2B1',
+      '99999999999999999999',
+      long(5000).replace(/a/g, '9'),
+      'version-1',
+    ].map((v): [string, string, object | undefined, number, string | undefined] => [
+      'DELETE',
+      `/admin/stores/${STORE}/versions/${v}`,
+      undefined,
+      400,
+      'RO_BAD_REQUEST',
+    ]),
     ['DELETE', `/admin/stores/${STORE}/versions/77`, undefined, 404, 'RO_NOT_FOUND'],
     ['DELETE', `/admin/stores/${STORE}/versions/1`, undefined, 409, 'RO_CONFLICT'],
     ['DELETE', `/admin/stores/${STORE}/versions/1/../2`, undefined, 404, 'RO_NOT_FOUND'],
     // versions, in bodies
     ...(['../1', -1, 0, 1.5, '+1', 2 ** 53, null, {}, [], '', 'version-1', '1e0', true, '0x2'] as unknown[]).map(
-      (v): [string, string, object | undefined, number, string | undefined] => ['POST', `/admin/stores/${STORE}/swap`, { version: v }, 400, 'RO_BAD_REQUEST'],
+      (v): [string, string, object | undefined, number, string | undefined] => [
+        'POST',
+        `/admin/stores/${STORE}/swap`,
+        { version: v },
+        400,
+        'RO_BAD_REQUEST',
+      ],
     ),
     ['POST', `/admin/stores/${STORE}/swap`, { version: 77 }, 404, 'RO_NOT_FOUND'],
     ['POST', `/admin/stores/${STORE}/rollback`, { to: '../0' }, 400, 'RO_BAD_REQUEST'],
     ['POST', `/admin/stores/${STORE}/swap`, { version: 2, verison: 3 }, 400, 'RO_BAD_REQUEST'],
     // job ids
     ...['..%2F..%2Fetc', '%2e%2e', 'not-a-uuid', long(5000), '00000000-0000-4000-8000-00000000000g'].map(
-      (id): [string, string, object | undefined, number, string | undefined] => ['GET', `/admin/jobs/${id}`, undefined, 400, 'RO_BAD_REQUEST'],
+      (id): [string, string, object | undefined, number, string | undefined] => [
+        'GET',
+        `/admin/jobs/${id}`,
+        undefined,
+        400,
+        'RO_BAD_REQUEST',
+      ],
     ),
     ['GET', '/admin/jobs/00000000-0000-4000-8000-000000000000', undefined, 404, 'RO_NOT_FOUND'],
     // paths and sources in bodies
     ...([['relative/dir'], ['../up'], [''], [`/a${'b'.repeat(5000)}`], ['/tmp/\u0000x'], [42]] as unknown[][]).map(
-      ([p]): [string, string, object | undefined, number, string | undefined] => ['POST', `/admin/stores/${STORE}/install`, { path: p }, 400, 'RO_BAD_REQUEST'],
+      ([p]): [string, string, object | undefined, number, string | undefined] => [
+        'POST',
+        `/admin/stores/${STORE}/install`,
+        { path: p },
+        400,
+        'RO_BAD_REQUEST',
+      ],
     ),
     ...([[''], [`/a${'b'.repeat(5000)}`], ['/tmp/\u0000x'], [{}]] as unknown[][]).map(
-      ([p]): [string, string, object | undefined, number, string | undefined] => ['POST', `/admin/stores/${STORE}/fetch`, { source: p }, 400, 'RO_BAD_REQUEST'],
+      ([p]): [string, string, object | undefined, number, string | undefined] => [
+        'POST',
+        `/admin/stores/${STORE}/fetch`,
+        { source: p },
+        400,
+        'RO_BAD_REQUEST',
+      ],
     ),
     // routes that are not there
     ['GET', '/../../etc/passwd', undefined, 404, 'RO_NOT_FOUND'],
@@ -260,7 +357,12 @@ test('traversal and absurd names: 400 for invalid, 404 for valid but absent, per
   ]
   for (const [method, path, body, status, code] of cases) {
     const r = await call(method, path, body, path.startsWith('/admin') ? auth : {})
-    expect({ method, path: path.slice(0, 120), status: r.status, code: codeOf(r) }).toEqual({ method, path: path.slice(0, 120), status, code })
+    expect({ method, path: path.slice(0, 120), status: r.status, code: codeOf(r) }).toEqual({
+      method,
+      path: path.slice(0, 120),
+      status,
+      code,
+    })
     figures.badNames++
   }
 
@@ -294,9 +396,17 @@ test('traversal and absurd names: 400 for invalid, 404 for valid but absent, per
     figures.badNames++
   }
   // What a client library will not send: raw control and non-ASCII bytes in the path.
-  for (const path of [`/stores/${STORE}/keys/a b`, `/stores/${STORE}/keys/\u00e9`, `/stores/us\u0000ers/keys/x`, `/stores/${STORE}/keys/\u0001`, '/stores/\u00ff/keys/x']) {
+  for (const path of [
+    `/stores/${STORE}/keys/a b`,
+    `/stores/${STORE}/keys/\u00e9`,
+    `/stores/us\u0000ers/keys/x`,
+    `/stores/${STORE}/keys/\u0001`,
+    '/stores/\u00ff/keys/x',
+  ]) {
     figures.requests++
-    const r = await raw([Buffer.concat([Buffer.from('GET '), Buffer.from(path, 'latin1'), Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')])])
+    const r = await raw([
+      Buffer.concat([Buffer.from('GET '), Buffer.from(path, 'latin1'), Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')]),
+    ])
     expect({ path, status: r.status }).toEqual({ path, status: 400 })
     figures.badNames++
   }
@@ -327,7 +437,13 @@ test('oversized bodies, keys, URLs and headers: 413, 414, 431', async () => {
   ] as const) {
     figures.requests++
     const r = await raw([head('POST', path, `Content-Length: ${size}\r\n`)], { timeoutMs: 5000 })
-    expect({ path, size, status: r.status, code: codeIn(r), closed: r.closed }).toEqual({ path, size, status: 413, code: 'RO_TOO_LARGE', closed: true })
+    expect({ path, size, status: r.status, code: codeIn(r), closed: r.closed }).toEqual({
+      path,
+      size,
+      status: 413,
+      code: 'RO_TOO_LARGE',
+      closed: true,
+    })
     figures.tooLarge++
   }
   // Read, then refused: too many keys, a key too long, a chunked body running past 1 MiB.
@@ -337,20 +453,38 @@ test('oversized bodies, keys, URLs and headers: 413, 414, 431', async () => {
   ]
   for (const [what, body] of bodies) {
     figures.requests++
-    const r = await raw([head('POST', `/stores/${STORE}/multi-get`, `Content-Length: ${body.length}\r\nConnection: close\r\n`), body], { timeoutMs: 10_000 })
+    const r = await raw([head('POST', `/stores/${STORE}/multi-get`, `Content-Length: ${body.length}\r\nConnection: close\r\n`), body], {
+      timeoutMs: 10_000,
+    })
     expect({ what, status: r.status, code: codeIn(r) }).toEqual({ what, status: 413, code: 'RO_TOO_LARGE' })
     figures.tooLarge++
   }
   figures.requests++
   const chunk = `${(64 << 10).toString(16)}\r\n${' '.repeat(64 << 10)}\r\n`
-  const chunked = await raw([head('POST', `/admin/stores/${STORE}/swap`, 'Transfer-Encoding: chunked\r\n'), ...Array<string>(17).fill(chunk)], { timeoutMs: 5000 })
+  const chunked = await raw(
+    [head('POST', `/admin/stores/${STORE}/swap`, 'Transfer-Encoding: chunked\r\n'), ...Array<string>(17).fill(chunk)],
+    { timeoutMs: 5000 },
+  )
   expect({ status: chunked.status, code: codeIn(chunked) }).toEqual({ status: 413, code: 'RO_TOO_LARGE' })
   figures.tooLarge++
   // A URL over 1 MiB (414), request headers over 1 MiB + 64 KiB (431), in one header or many.
   figures.requests += 3
-  expect((await raw([`GET /stores/${STORE}/keys/${'a'.repeat((1 << 20) + 10)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`], { timeoutMs: 10_000 })).status).toBe(414)
+  expect(
+    (
+      await raw([`GET /stores/${STORE}/keys/${'a'.repeat((1 << 20) + 10)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`], {
+        timeoutMs: 10_000,
+      })
+    ).status,
+  ).toBe(414)
   expect((await raw([`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(2 << 20)}\r\n\r\n`], { timeoutMs: 10_000 })).status).toBe(431)
-  expect((await raw([`GET /health HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}\r\n`).join('')}\r\n`], { timeoutMs: 10_000 })).status).toBe(431)
+  expect(
+    (
+      await raw(
+        [`GET /health HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}\r\n`).join('')}\r\n`],
+        { timeoutMs: 10_000 },
+      )
+    ).status,
+  ).toBe(431)
   figures.tooLarge += 3
   expect(await snapshot()).toBe(before)
 })

@@ -36,7 +36,16 @@ let clusterFile: string
 let nginx: Nginx
 let proxy: AnswerDroppingProxy
 const nodes: NodeProcess[] = []
-const figures = { pushes: 0, faultsInjected: 0, failedAsExpected: 0, wentLive: 0, consistencyChecks: 0, keysRead: 0, realignedByOperator: 0, faults: [] as string[] }
+const figures = {
+  pushes: 0,
+  faultsInjected: 0,
+  failedAsExpected: 0,
+  wentLive: 0,
+  consistencyChecks: 0,
+  keysRead: 0,
+  realignedByOperator: 0,
+  faults: [] as string[],
+}
 
 const www = (): string => join(tmp.dir, 'www')
 const dataDir = (id: number): string => join(tmp.dir, `data-${id}`)
@@ -44,8 +53,22 @@ const source = (name: string): string => `${nginx.url}${name}`
 
 async function buildVersion(v: number, keys = KEYS, name = `v${v}`): Promise<void> {
   const input = join(tmp.dir, `in-${name}.tsv`)
-  await writeInput(input, 'tsv', Array.from({ length: keys }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]))
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: STORE, output: join(www(), name), version: v, replication: 2, chunks: 2, workers: 1 })
+  await writeInput(
+    input,
+    'tsv',
+    Array.from({ length: keys }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
+  )
+  await buildStore({
+    inputs: [input],
+    format: 'tsv',
+    cluster,
+    store: STORE,
+    output: join(www(), name),
+    version: v,
+    replication: 2,
+    chunks: 2,
+    workers: 1,
+  })
 }
 
 let realPort0 = 0
@@ -84,7 +107,9 @@ async function expectConsistent(v: number, keys = KEYS): Promise<void> {
   try {
     const names = Array.from({ length: keys }, (_, i) => `key-${i}`)
     const values = await client.getMany(names)
-    const wrong = values.map((val, i) => (val?.toString() === `v${v}-${i}` ? undefined : `key-${i}: ${val?.toString()}`)).filter((x) => x !== undefined)
+    const wrong = values
+      .map((val, i) => (val?.toString() === `v${v}-${i}` ? undefined : `key-${i}: ${val?.toString()}`))
+      .filter((x) => x !== undefined)
     expect(wrong.slice(0, 5)).toEqual([])
     figures.keysRead += keys
   } finally {
@@ -136,7 +161,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await Promise.all(nodes.map((n) => (n?.running ? n.kill9() : undefined)))
+  await Promise.all(nodes.map((n) => (n?.running ? n.kill9() : Promise.resolve(undefined))))
   await proxy?.close()
   await nginx?.dispose()
   tmp.cleanup()
@@ -170,7 +195,10 @@ test('a node whose allow-list refuses the source: the push fails, the others dro
   await startNode(1, { args: ['--allowed-source', join(tmp.dir, 'elsewhere')] })
   const r = await push(source('v2'))
   expectFailed(r)
-  expect(r.nodes.find((n) => n.nodeId === 1)).toMatchObject({ state: 'fetch-failed', error: expect.stringMatching(/not under an allowed source/) })
+  expect(r.nodes.find((n) => n.nodeId === 1)).toMatchObject({
+    state: 'fetch-failed',
+    error: expect.stringMatching(/not under an allowed source/),
+  })
   for (const id of [0, 2]) expect(await heldVersions(id)).not.toContain(2)
   expect(await heldVersions(1)).not.toContain(2)
   await nodes[1]!.kill9()
@@ -182,7 +210,10 @@ test('a node whose fetched copy does not verify: the push fails, nothing is kept
   fault('node 1 fetches a copy that fails verify')
   const r = await push(source('v3-bad'))
   expectFailed(r)
-  expect(r.nodes.find((n) => n.nodeId === 1)).toMatchObject({ state: 'fetch-failed', error: expect.stringMatching(/RO_CORRUPT|fails its checksum|fetch failed/) })
+  expect(r.nodes.find((n) => n.nodeId === 1)).toMatchObject({
+    state: 'fetch-failed',
+    error: expect.stringMatching(/RO_CORRUPT|fails its checksum|fetch failed/),
+  })
   for (const id of [0, 1, 2]) expect(await heldVersions(id)).not.toContain(3)
   await expectConsistent(1)
 })

@@ -4,7 +4,17 @@ import { parseCluster } from '../../builder/cluster'
 import { StoreClient } from '../../client/store-client'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
 import { json, request, startSingleNode, type NodeProcess } from '../helpers/node-process'
-import { faultSeed, keyName, makeVersionDir, randomInt, reportFigures, seededRandom, sleep, versionOfValue, versionValue } from '../helpers/reliability-kit'
+import {
+  faultSeed,
+  keyName,
+  makeVersionDir,
+  randomInt,
+  reportFigures,
+  seededRandom,
+  sleep,
+  versionOfValue,
+  versionValue,
+} from '../helpers/reliability-kit'
 import { makeTmp } from '../helpers/tmp'
 
 /**
@@ -38,7 +48,8 @@ afterAll(async () => {
 
 test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads, zero mixed versions`, async () => {
   const src: Record<number, string> = {}
-  for (const v of [...VERSIONS, CHURN_VERSION]) src[v] = await makeVersionDir(join(tmp.dir, 'src', `v${v}`), { store: STORE, version: v, keys: KEYS })
+  for (const v of [...VERSIONS, CHURN_VERSION])
+    src[v] = await makeVersionDir(join(tmp.dir, 'src', `v${v}`), { store: STORE, version: v, keys: KEYS })
   node = await startSingleNode({ dir: tmp.dir, dataDir: join(tmp.dir, 'data'), token: TOKEN, keepVersions: 10 })
   for (const v of VERSIONS) await node.install(STORE, src[v]!)
   expect((await node.admin('POST', `/stores/${STORE}/swap`, { version: VERSIONS[0] })).status).toBe(200)
@@ -46,7 +57,17 @@ test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads
   const agent = new Agent({ keepAlive: true, maxSockets: 64 })
   const failures: string[] = []
   const seen = new Set<number>()
-  const counts = { gets: 0, absentGets: 0, multiGets: 0, multiGetKeys: 0, slowMultiGets: 0, slowSpanningSwaps: 0, swapsUnderSlowResponses: 0, clientReads: 0, churn: 0 }
+  const counts = {
+    gets: 0,
+    absentGets: 0,
+    multiGets: 0,
+    multiGetKeys: 0,
+    slowMultiGets: 0,
+    slowSpanningSwaps: 0,
+    swapsUnderSlowResponses: 0,
+    clientReads: 0,
+    churn: 0,
+  }
   let opsDone = 0
   let stop = false
   const fail = (what: string): void => {
@@ -93,7 +114,12 @@ test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads
       // 1,000 keys (repeats allowed): about four of the node's 256-key batches.
       const idx = Array.from({ length: 1000 }, (_, j) => (w * 31 + n * 17 + j * 7) % KEYS)
       try {
-        const r = await request(`${node.url}/stores/${STORE}/multi-get`, { method: 'POST', body: encodeKeys(idx.map(keyName)), agent, timeoutMs: 20_000 })
+        const r = await request(`${node.url}/stores/${STORE}/multi-get`, {
+          method: 'POST',
+          body: encodeKeys(idx.map(keyName)),
+          agent,
+          timeoutMs: 20_000,
+        })
         checkMulti('multi-get', r.status, r.headers['x-rostore-version'], r.body, idx)
       } catch (err) {
         fail(`multi-get: ${(err as Error).message}`)
@@ -115,16 +141,28 @@ test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads
       const opsBefore = opsDone
       try {
         const r = await new Promise<{ status: number; header: unknown; body: Buffer }>((resolve, reject) => {
-          const req = httpRequest({ host: '127.0.0.1', port: node.port, method: 'POST', path: `/stores/${STORE}/multi-get`, agent, headers: { 'content-length': String(body.length) } }, (res) => {
-            const parts: Buffer[] = []
-            res.on('data', (c: Buffer) => {
-              parts.push(c)
-              res.pause()
-              setTimeout(() => res.resume(), 2)
-            })
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, header: res.headers['x-rostore-version'], body: Buffer.concat(parts) }))
-            res.on('error', reject)
-          })
+          const req = httpRequest(
+            {
+              host: '127.0.0.1',
+              port: node.port,
+              method: 'POST',
+              path: `/stores/${STORE}/multi-get`,
+              agent,
+              headers: { 'content-length': String(body.length) },
+            },
+            (res) => {
+              const parts: Buffer[] = []
+              res.on('data', (c: Buffer) => {
+                parts.push(c)
+                res.pause()
+                setTimeout(() => res.resume(), 2)
+              })
+              res.on('end', () =>
+                resolve({ status: res.statusCode ?? 0, header: res.headers['x-rostore-version'], body: Buffer.concat(parts) }),
+              )
+              res.on('error', reject)
+            },
+          )
           req.on('error', reject)
           req.setTimeout(30_000, () => req.destroy(new Error('slow multi-get timed out')))
           req.end(body)
@@ -151,7 +189,8 @@ test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads
           const versions = new Set(values.map((v, j) => (v === undefined ? -1 : (versionOfValue(v.toString(), idx[j]!) ?? -2))))
           if (versions.size !== 1 || versions.has(-1) || versions.has(-2)) fail(`client getMany: versions ${[...versions].join(',')}`)
           const one = await client.get(keyName(n % KEYS))
-          if (one === undefined || versionOfValue(one.toString(), n % KEYS) === undefined) fail(`client get ${n % KEYS}: ${one?.toString().slice(0, 40)}`)
+          if (one === undefined || versionOfValue(one.toString(), n % KEYS) === undefined)
+            fail(`client get ${n % KEYS}: ${one?.toString().slice(0, 40)}`)
         } catch (err) {
           fail(`client: ${(err as Error).message}`)
         }
@@ -173,13 +212,7 @@ test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads
     }
   }
 
-  const loops = [
-    ...Array.from({ length: 4 }, (_, w) => getLoop(w)),
-    multiLoop(0),
-    slowMultiLoop(),
-    clientLoop(),
-    churnLoop(),
-  ]
+  const loops = [...Array.from({ length: 4 }, (_, w) => getLoop(w)), multiLoop(0), slowMultiLoop(), clientLoop(), churnLoop()]
 
   await sleep(200)
   const ops = { swaps: 0, rollbacks: 0, elapsedMs: [] as number[] }
@@ -213,7 +246,18 @@ test(`${OPS} swaps and rollbacks under a concurrent read load: zero failed reads
   reportFigures(
     'reads-during-swaps',
     `reads-during-swaps: ${OPS} swaps and rollbacks (${ops.swaps} swaps, ${ops.rollbacks} rollbacks, p50 ${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted[sorted.length - 1]} ms) in ${(swapPhaseMs / 1000).toFixed(1)} s; ${reads} key reads (${counts.gets} single gets, ${counts.multiGets + counts.slowMultiGets} multi-gets of ${counts.multiGetKeys} keys including ${counts.slowMultiGets} slow ones of 7.5 MB, ${counts.slowSpanningSwaps} of them spanning ${counts.swapsUnderSlowResponses} swaps, ${counts.clientReads} through the routing client), ${seen.size} versions seen, ${counts.churn} delete+install cycles beside; errors: ${failures.length}, mixed-version responses: ${failures.filter((f) => /versions/.test(f)).length}`,
-    { seed: SEED, ops: OPS, ...ops, elapsedMs: undefined, swapPhaseMs, reads, ...counts, versionsSeen: [...seen].sort(), errors: failures.length, failures },
+    {
+      seed: SEED,
+      ops: OPS,
+      ...ops,
+      elapsedMs: undefined,
+      swapPhaseMs,
+      reads,
+      ...counts,
+      versionsSeen: [...seen].sort(),
+      errors: failures.length,
+      failures,
+    },
   )
 
   expect(failures).toEqual([])

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore, type BuildSummary } from '../../../builder/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
@@ -32,7 +32,18 @@ function records(n: number): [string, string][] {
 
 async function build(input: string | string[], o: Partial<BuildOptions> = {}): Promise<{ out: string; summary: BuildSummary }> {
   const out = path('out')
-  const summary = await buildStore({ inputs: Array.isArray(input) ? input : [input], format: 'tsv', cluster, store: 'st', output: out, version: 7, replication: 2, chunks: 3, workers: 2, ...o })
+  const summary = await buildStore({
+    inputs: Array.isArray(input) ? input : [input],
+    format: 'tsv',
+    cluster,
+    store: 'st',
+    output: out,
+    version: 7,
+    replication: 2,
+    chunks: 3,
+    workers: 2,
+    ...o,
+  })
   return { out, summary }
 }
 
@@ -60,7 +71,8 @@ async function expectErrorCode(p: Promise<unknown>, code: string, message?: RegE
 
 function filesOf(out: string): Map<string, Buffer> {
   const m = new Map<string, Buffer>()
-  for (const node of readdirSync(out).sort()) for (const f of readdirSync(join(out, node)).sort()) m.set(`${node}/${f}`, readFileSync(join(out, node, f)))
+  for (const node of readdirSync(out).sort())
+    for (const f of readdirSync(join(out, node)).sort()) m.set(`${node}/${f}`, readFileSync(join(out, node, f)))
   return m
 }
 
@@ -185,7 +197,7 @@ test('empty input gives a valid empty store on every node', async () => {
 
 test('a directory input means every file in it', async () => {
   const dir = path('dir')
-  require('node:fs').mkdirSync(dir)
+  mkdirSync(dir)
   await writeInput(join(dir, 'a.tsv'), 'tsv', [['a', '1']])
   await writeInput(join(dir, 'b.tsv'), 'tsv', [['b', '2']])
   const { summary } = await build(dir)
@@ -217,5 +229,9 @@ test('an existing output directory is refused, not overwritten', async () => {
   const input = path('in.tsv')
   await writeInput(input, 'tsv', records(10))
   const { out } = await build(input)
-  await expectErrorCode(buildStore({ inputs: [input], format: 'tsv', cluster, store: 'st', output: out }), 'RO_BAD_OPTION', /already exists/)
+  await expectErrorCode(
+    buildStore({ inputs: [input], format: 'tsv', cluster, store: 'st', output: out }),
+    'RO_BAD_OPTION',
+    /already exists/,
+  )
 })

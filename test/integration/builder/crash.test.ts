@@ -21,7 +21,23 @@ test('kill -9 in the middle of a build leaves no output; the next build cleans u
   const cluster = join(tmp.dir, 'cluster.json')
   writeFileSync(cluster, JSON.stringify({ name: 'c', nodes: [{ id: 0, host: '127.0.0.1', port: 7000, partitions: [0, 1] }] }))
   const out = join(tmp.dir, 'out')
-  const args = ['build', '--input', input, '--format', 'tsv', '--cluster', cluster, '--store', 's', '--output', out, '--version', '1', '--memory-mb', '16']
+  const args = [
+    'build',
+    '--input',
+    input,
+    '--format',
+    'tsv',
+    '--cluster',
+    cluster,
+    '--store',
+    's',
+    '--output',
+    out,
+    '--version',
+    '1',
+    '--memory-mb',
+    '16',
+  ]
 
   for (const delay of [300, 900]) {
     const b = run(args)

@@ -35,8 +35,27 @@ test('build, push, get, versions and rollback through the CLI', async () => {
   const cluster = nodes.clusterFile
   for (const v of [1, 2]) {
     const input = join(tmp.dir, `v${v}.jsonl`)
-    await writeInput(input, 'jsonl', [['alpha', `a${v}`], ['beta', `b${v}`]])
-    const b = cli(['build', '--input', input, '--format', 'jsonl', '--cluster', cluster, '--store', 'cli', '--output', join(tmp.dir, `out${v}`), '--replication', '2', '--version', String(v)])
+    await writeInput(input, 'jsonl', [
+      ['alpha', `a${v}`],
+      ['beta', `b${v}`],
+    ])
+    const b = cli([
+      'build',
+      '--input',
+      input,
+      '--format',
+      'jsonl',
+      '--cluster',
+      cluster,
+      '--store',
+      'cli',
+      '--output',
+      join(tmp.dir, `out${v}`),
+      '--replication',
+      '2',
+      '--version',
+      String(v),
+    ])
     expect(b.code).toBe(0)
     expect(b.stdout).toMatch(/2 input records/)
     expect(cli(['verify', join(tmp.dir, `out${v}`)]).code).toBe(0)
@@ -54,7 +73,12 @@ test('build, push, get, versions and rollback through the CLI', async () => {
   writeFileSync(keysFile, 'alpha\ngamma\nbeta\n')
   const json = cli(['get', '--cluster', cluster, '--store', 'cli', '--json', '--keys-file', keysFile])
   expect(json.code).toBe(0)
-  expect(json.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+  expect(
+    json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+  ).toEqual([
     { key: 'alpha', found: true, value: 'a2' },
     { key: 'gamma', found: false },
     { key: 'beta', found: true, value: 'b2' },

@@ -22,8 +22,22 @@ const KEYS = 1500
 /** Version v maps key-i to "v<v>-i": every read says which version it came from. */
 async function buildVersion(v: number, records = KEYS): Promise<void> {
   const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(input, 'tsv', Array.from({ length: records }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]))
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: 'st', output: join(tmp.dir, 'www', `v${v}`), version: v, replication: 2, chunks: 2, workers: 1 })
+  await writeInput(
+    input,
+    'tsv',
+    Array.from({ length: records }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
+  )
+  await buildStore({
+    inputs: [input],
+    format: 'tsv',
+    cluster,
+    store: 'st',
+    output: join(tmp.dir, 'www', `v${v}`),
+    version: v,
+    replication: 2,
+    chunks: 2,
+    workers: 1,
+  })
 }
 
 const source = (v: number) => `${nginx.url}/v${v}`
@@ -94,7 +108,9 @@ test('rollback --to an unknown version changes nothing', async () => {
 })
 
 test('a push with a wrong admin token fails without side effects', async () => {
-  await expect(pushStore({ cluster, store: 'st', from: source(3), adminToken: 'wrong-token' })).rejects.toMatchObject({ code: 'RO_UNAUTHORIZED' })
+  await expect(pushStore({ cluster, store: 'st', from: source(3), adminToken: 'wrong-token' })).rejects.toMatchObject({
+    code: 'RO_UNAUTHORIZED',
+  })
   const versions = await clusterVersions(cluster, 'st', token)
   for (const n of versions) {
     expect(n.live).toBe(1)

@@ -74,7 +74,14 @@ describe('fetchVersion through server trouble', () => {
     const destDir = dest()
     let last: FetchProgress | undefined
     const started = performance.now()
-    await fetchVersion({ source: `${proxy.url}stall-once`, nodeId: 0, destDir, stallTimeoutMs: 400, retryBaseDelayMs: 20, onProgress: (p) => (last = p) })
+    await fetchVersion({
+      source: `${proxy.url}stall-once`,
+      nodeId: 0,
+      destDir,
+      stallTimeoutMs: 400,
+      retryBaseDelayMs: 20,
+      onProgress: (p) => (last = p),
+    })
     expect(performance.now() - started).toBeLessThan(10_000)
     await verify(fx, destDir)
     expect(last?.retries).toBeGreaterThan(0)
@@ -88,7 +95,14 @@ describe('fetchVersion through server trouble', () => {
     proxy = await StallProxy.start(nginx.port, { stallAfterBytes: 0, only: /\.data$/ })
     const destDir = dest()
     const started = performance.now()
-    const err = await fetchVersion({ source: `${proxy.url}stall-always`, nodeId: 0, destDir, stallTimeoutMs: 300, retries: 2, retryBaseDelayMs: 20 }).catch((e: unknown) => e)
+    const err = await fetchVersion({
+      source: `${proxy.url}stall-always`,
+      nodeId: 0,
+      destDir,
+      stallTimeoutMs: 300,
+      retries: 2,
+      retryBaseDelayMs: 20,
+    }).catch((e: unknown) => e)
     expect(err).toMatchObject({ code: 'RO_FETCH_FAILED', message: expect.stringContaining('no data for 300 ms') })
     expect(performance.now() - started).toBeLessThan(10_000)
     await expect(stat(destDir)).rejects.toMatchObject({ code: 'ENOENT' })

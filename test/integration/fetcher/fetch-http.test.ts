@@ -15,7 +15,10 @@ describe('fetchVersion over HTTP from nginx', () => {
   let n = 0
   const dest = (): string => join(tmp, 'live', `v${++n}`)
   const tree = async (name: string, chunks = 3): Promise<Fixture> =>
-    makeBuildOutput(join(tmp, 'serve', name), { store: name, chunks: Array.from({ length: chunks }, () => ({ dataBytes: 3 * MiB, indexBytes: 200_000 })) })
+    makeBuildOutput(join(tmp, 'serve', name), {
+      store: name,
+      chunks: Array.from({ length: chunks }, () => ({ dataBytes: 3 * MiB, indexBytes: 200_000 })),
+    })
   const gone = async (dir: string): Promise<void> => {
     await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' })
   }
@@ -96,7 +99,9 @@ describe('fetchVersion over HTTP from nginx', () => {
   test('not enough disk space: RO_NO_SPACE with what is needed and what is there', async () => {
     await tree('space', 2)
     const destDir = dest()
-    const err = await fetchVersion({ source: `${nginx.url}space`, nodeId: 0, destDir, freeBytes: async () => 5 * MiB }).catch((e: unknown) => e)
+    const err = await fetchVersion({ source: `${nginx.url}space`, nodeId: 0, destDir, freeBytes: async () => 5 * MiB }).catch(
+      (e: unknown) => e,
+    )
     expect(err).toMatchObject({ code: 'RO_NO_SPACE', message: expect.stringMatching(/need 70\.\d MiB .* have 5\.0 MiB/) })
     await gone(destDir)
   })
@@ -129,7 +134,9 @@ describe('fetchVersion over HTTP from nginx', () => {
   test('a source outside the allow-list is refused before any request', async () => {
     const destDir = dest()
     const before = (await nginx.accessLog()).length
-    await expect(fetchVersion({ source: `${nginx.url}ordered`, nodeId: 0, destDir, allowedSources: [`${nginx.url}builds`] })).rejects.toMatchObject({
+    await expect(
+      fetchVersion({ source: `${nginx.url}ordered`, nodeId: 0, destDir, allowedSources: [`${nginx.url}builds`] }),
+    ).rejects.toMatchObject({
       code: 'RO_BAD_REQUEST',
     })
     expect((await nginx.accessLog()).length).toBe(before)

@@ -25,14 +25,23 @@ describe('throttled fetches from nginx', () => {
   })
 
   const build = (name: string, bytes: number): ReturnType<typeof makeBuildOutput> =>
-    makeBuildOutput(join(tmp, 'serve', name), { store: name, chunks: [0, 1, 2, 3].map(() => ({ dataBytes: bytes / 4 - 64 * 1024, indexBytes: 64 * 1024 })) })
+    makeBuildOutput(join(tmp, 'serve', name), {
+      store: name,
+      chunks: [0, 1, 2, 3].map(() => ({ dataBytes: bytes / 4 - 64 * 1024, indexBytes: 64 * 1024 })),
+    })
 
   test('one fetch keeps to its own limit within 10%', async () => {
     const fx = await build('own', 12 * MiB)
     const rate = 2 * MiB
     let lastRate = 0
     const t0 = performance.now()
-    await fetchVersion({ source: `${nginx.url}own`, nodeId: 0, destDir: join(tmp, 'live', 'own'), maxBytesPerSec: rate, onProgress: (p) => (lastRate = p.rateBytesPerSec) })
+    await fetchVersion({
+      source: `${nginx.url}own`,
+      nodeId: 0,
+      destDir: join(tmp, 'live', 'own'),
+      maxBytesPerSec: rate,
+      onProgress: (p) => (lastRate = p.rateBytesPerSec),
+    })
     const measured = fx.totalBytes / ((performance.now() - t0) / 1000)
     expect(measured).toBeGreaterThan(rate * 0.9)
     expect(measured).toBeLessThan(rate * 1.1)

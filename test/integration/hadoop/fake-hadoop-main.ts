@@ -22,7 +22,8 @@ function fail(msg: string): never {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2)
-  if (argv[0] !== 'jar' || !/hadoop-streaming.*\.jar$/.test(argv[1] ?? '')) fail(`expected "jar <hadoop-streaming*.jar>", got ${argv.slice(0, 2).join(' ')}`)
+  if (argv[0] !== 'jar' || !/hadoop-streaming.*\.jar$/.test(argv[1] ?? ''))
+    fail(`expected "jar <hadoop-streaming*.jar>", got ${argv.slice(0, 2).join(' ')}`)
   const D = new Map<string, string>()
   const opts = new Map<string, string[]>()
   let streaming = false
@@ -69,11 +70,14 @@ async function main(): Promise<void> {
   if (spec.format === 'parquet' || spec.format === 'arrow') {
     if (one('-inputformat') !== 'org.apache.hadoop.mapred.lib.NLineInputFormat') fail('file lists need NLineInputFormat')
     expect('mapreduce.input.lineinputformat.linespermap', '1')
-    const list = readFileSync(toLocal(one('-input')), 'utf8').split('\n').filter((l) => l !== '')
-    if (JSON.stringify(list) !== JSON.stringify(spec.inputs)) fail('the input list does not name the job spec\'s inputs')
+    const list = readFileSync(toLocal(one('-input')), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+    if (JSON.stringify(list) !== JSON.stringify(spec.inputs)) fail("the input list does not name the job spec's inputs")
   } else {
     if (opts.has('-inputformat')) fail('text input needs the default TextInputFormat')
-    if (JSON.stringify(inputs.map((i) => (isRemote(i) ? i : localPath(i)))) !== JSON.stringify(spec.inputs)) fail(`-input ${inputs.join(' ')} is not the job spec's input list`)
+    if (JSON.stringify(inputs.map((i) => (isRemote(i) ? i : localPath(i)))) !== JSON.stringify(spec.inputs))
+      fail(`-input ${inputs.join(' ')} is not the job spec's input list`)
   }
   const output = toLocal(one('-output'))
   if (existsSync(output)) fail(`Output directory ${one('-output')} already exists`)

@@ -26,8 +26,18 @@ function fail(msg: string): never {
 function glob(p: string): string[] {
   if (!p.includes('*')) return [p]
   const dir = p.slice(0, p.lastIndexOf('/'))
-  const re = new RegExp(`^${p.slice(p.lastIndexOf('/') + 1).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`)
-  return existsSync(local(dir)) ? readdirSync(local(dir)).filter((n) => re.test(n)).sort().map((n) => `${dir}/${n}`) : []
+  const re = new RegExp(
+    `^${p
+      .slice(p.lastIndexOf('/') + 1)
+      .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')}$`,
+  )
+  return existsSync(local(dir))
+    ? readdirSync(local(dir))
+        .filter((n) => re.test(n))
+        .sort()
+        .map((n) => `${dir}/${n}`)
+    : []
 }
 
 const [sub, cmd, ...rest] = process.argv.slice(2)
@@ -52,7 +62,9 @@ switch (cmd) {
     if (isDir) process.stdout.write(`Found ${names.length} items\n`)
     for (const n of names) {
       const s = statSync(isDir ? join(p, n) : p)
-      process.stdout.write(`${s.isDirectory() ? 'd' : '-'}rw-r--r--   1 tester supergroup ${String(s.isDirectory() ? 0 : s.size).padStart(10)} 2024-01-01 00:00 ${base}/${n}\n`)
+      process.stdout.write(
+        `${s.isDirectory() ? 'd' : '-'}rw-r--r--   1 tester supergroup ${String(s.isDirectory() ? 0 : s.size).padStart(10)} 2024-01-01 00:00 ${base}/${n}\n`,
+      )
     }
     break
   }

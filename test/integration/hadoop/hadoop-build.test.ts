@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
@@ -34,7 +34,6 @@ function records(n: number, file: number): [string, string][] {
   })
 }
 
-
 interface Case {
   readonly format: InputFormat
   readonly files: number
@@ -46,9 +45,20 @@ interface Case {
 
 async function compare(c: Case): Promise<{ local: string; hadoop: string; killed: string[] }> {
   const inputDir = path(`in-${c.format}`)
-  require('node:fs').mkdirSync(inputDir)
+  mkdirSync(inputDir)
   for (let f = 0; f < c.files; f++) await writeInput(join(inputDir, `part-${f}.${c.format}`), c.format, records(c.perFile, f))
-  const options: BuildOptions = { inputs: [inputDir], format: c.format, cluster, store: 'st', output: path('local'), version: 7, replication: 2, chunks: 3, onDuplicate: 'last', ...c.build }
+  const options: BuildOptions = {
+    inputs: [inputDir],
+    format: c.format,
+    cluster,
+    store: 'st',
+    output: path('local'),
+    version: 7,
+    replication: 2,
+    chunks: 3,
+    onDuplicate: 'last',
+    ...c.build,
+  }
   await buildStore({ ...options, workers: 2 })
   const hadoopOut = path('hadoop')
   const job = await prepareHadoopJob({ build: { ...options, output: hadoopOut }, reducers: c.reducers ?? 2, jobDir: path('job') })
@@ -69,7 +79,13 @@ describe.each(['tsv', 'jsonl', 'parquet'] as const)('%s input', (format) => {
 })
 
 test('csv with the default chunk count, gzip and key/value fields is byte-identical too', async () => {
-  await compare({ format: 'csv', files: 2, perFile: 800, build: { chunks: undefined, compression: 'gzip', onDuplicate: 'first', keyField: 'value', valueField: 'key' }, reducers: 3 })
+  await compare({
+    format: 'csv',
+    files: 2,
+    perFile: 800,
+    build: { chunks: undefined, compression: 'gzip', onDuplicate: 'first', keyField: 'value', valueField: 'key' },
+    reducers: 3,
+  })
 })
 
 describe('failed and rerun attempts give the same output', () => {
@@ -88,7 +104,7 @@ test('arrow input (one map task per file, like Parquet)', async () => {
   await compare({ format: 'arrow', files: 2, perFile: 300, build: { replication: 3 } })
 })
 
-test('empty buckets: more buckets than keys still gives the local engine\'s empty chunks', async () => {
+test("empty buckets: more buckets than keys still gives the local engine's empty chunks", async () => {
   await compare({ format: 'tsv', files: 1, perFile: 4, build: { chunks: 5 }, reducers: 4 })
 })
 
@@ -96,7 +112,11 @@ test('finalize refuses statistics that do not add up, and leaves no metadata', a
   const input = path('in.tsv')
   await writeInput(input, 'tsv', records(500, 0))
   const out = path('hadoop')
-  const job = await prepareHadoopJob({ build: { inputs: [input], format: 'tsv', cluster, store: 'st', output: out, version: 3, chunks: 2, onDuplicate: 'last' }, reducers: 2, jobDir: path('job') })
+  const job = await prepareHadoopJob({
+    build: { inputs: [input], format: 'tsv', cluster, store: 'st', output: out, version: 3, chunks: 2, onDuplicate: 'last' },
+    reducers: 2,
+    jobDir: path('job'),
+  })
   const run = await runHarness({ spec: job.spec, specPath: job.specPath, workDir: path('work'), splitBytes: 40 << 10 })
   // Lose one reducer's part file.
   writeFileSync(join(run.statsDir, 'part-000001'), '')

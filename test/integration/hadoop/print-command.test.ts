@@ -53,10 +53,9 @@ function cli(args: string[]): { status: number | null; stdout: string; stderr: s
   return spawnSync(process.execPath, [cliPath(), ...args], { encoding: 'utf8', env: env() })
 }
 
-
 const recs = (n: number, f: number): [string, string][] => Array.from({ length: n }, (_, i) => [`k${i % 700}`, `file ${f} line ${i}`])
 
-test('local inputs: the printed script runs the job and finalizes it into rostore build\'s exact output', async () => {
+test("local inputs: the printed script runs the job and finalizes it into rostore build's exact output", async () => {
   const input = path('in')
   mkdirSync(input)
   for (let f = 0; f < 2; f++) await writeInput(join(input, `p${f}.tsv`), 'tsv', recs(900, f))
@@ -65,13 +64,51 @@ test('local inputs: the printed script runs the job and finalizes it into rostor
 
   const out = path('hadoop')
   const jobDir = path('job')
-  const common = ['--input', input, '--format', 'tsv', '--cluster', clusterFile, '--store', 'st', '--version', '9', '--on-duplicate', 'last', '--replication', '2']
-  const r = cli(['build', ...common, '--output', out, '--engine', 'hadoop', '--print-command', '--reducers', '3', '--job-dir', jobDir, '--task-command', task, '--streaming-jar', '/opt/hadoop/hadoop-streaming-3.3.6.jar'])
+  const common = [
+    '--input',
+    input,
+    '--format',
+    'tsv',
+    '--cluster',
+    clusterFile,
+    '--store',
+    'st',
+    '--version',
+    '9',
+    '--on-duplicate',
+    'last',
+    '--replication',
+    '2',
+  ]
+  const r = cli([
+    'build',
+    ...common,
+    '--output',
+    out,
+    '--engine',
+    'hadoop',
+    '--print-command',
+    '--reducers',
+    '3',
+    '--job-dir',
+    jobDir,
+    '--task-command',
+    task,
+    '--streaming-jar',
+    '/opt/hadoop/hadoop-streaming-3.3.6.jar',
+  ])
   expect(r.stderr).toContain('job spec')
   expect(r.status).toBe(0)
   const script = r.stdout
   expect(script).toContain('hadoop jar /opt/hadoop/hadoop-streaming-3.3.6.jar \\')
-  for (const s of ['-D mapreduce.job.reduces=3', '-D stream.map.input.ignoreKey=false', '-D mapreduce.map.output.key.field.separator=.', '-D mapreduce.partition.keypartitioner.options=-k1,1', '-partitioner org.apache.hadoop.mapred.lib.KeyFieldBasedPartitioner', `-files ${jobDir}/rostore-job.json`]) {
+  for (const s of [
+    '-D mapreduce.job.reduces=3',
+    '-D stream.map.input.ignoreKey=false',
+    '-D mapreduce.map.output.key.field.separator=.',
+    '-D mapreduce.partition.keypartitioner.options=-k1,1',
+    '-partitioner org.apache.hadoop.mapred.lib.KeyFieldBasedPartitioner',
+    `-files ${jobDir}/rostore-job.json`,
+  ]) {
     expect(script).toContain(s)
   }
   expect(existsSync(out)).toBe(false)
@@ -92,12 +129,45 @@ test('HDFS inputs and output (Parquet): listing, input list upload, commits and 
   for (let f = 0; f < 2; f++) await writeInput(join(hdfsRoot, 'data', 'in', `p${f}.parquet`), 'parquet', recs(400, f))
   writeFileSync(join(hdfsRoot, 'data', 'in', '.hidden'), 'skipped')
   const local = path('local')
-  await buildStore({ inputs: [join(hdfsRoot, 'data', 'in')], format: 'parquet', cluster, store: 'st', output: local, version: 4, chunks: 2, onDuplicate: 'first' })
+  await buildStore({
+    inputs: [join(hdfsRoot, 'data', 'in')],
+    format: 'parquet',
+    cluster,
+    store: 'st',
+    output: local,
+    version: 4,
+    chunks: 2,
+    onDuplicate: 'first',
+  })
 
   const jobDir = path('job')
   const r = cli([
-    'build', '--input', 'hdfs://nn:8020/data/in', '--format', 'parquet', '--cluster', clusterFile, '--store', 'st', '--version', '4', '--chunks', '2', '--on-duplicate', 'first',
-    '--output', 'hdfs://nn:8020/stores/st-4', '--engine', 'hadoop', '--print-command', '--job-dir', jobDir, '--task-command', task, '--streaming-jar', '/x/hadoop-streaming.jar',
+    'build',
+    '--input',
+    'hdfs://nn:8020/data/in',
+    '--format',
+    'parquet',
+    '--cluster',
+    clusterFile,
+    '--store',
+    'st',
+    '--version',
+    '4',
+    '--chunks',
+    '2',
+    '--on-duplicate',
+    'first',
+    '--output',
+    'hdfs://nn:8020/stores/st-4',
+    '--engine',
+    'hadoop',
+    '--print-command',
+    '--job-dir',
+    jobDir,
+    '--task-command',
+    task,
+    '--streaming-jar',
+    '/x/hadoop-streaming.jar',
   ])
   expect(r.stderr).toContain('job spec')
   expect(r.status).toBe(0)
@@ -123,10 +193,32 @@ describe('refusals', () => {
     }
     return 'ok'
   }
-  const build = (o: object) => ({ inputs: [] as string[], format: 'tsv' as const, cluster, store: 'st', output: path('out'), version: 1, ...o })
+  const build = (o: object) => ({
+    inputs: [] as string[],
+    format: 'tsv' as const,
+    cluster,
+    store: 'st',
+    output: path('out'),
+    version: 1,
+    ...o,
+  })
 
   test('--engine hadoop without --print-command', () => {
-    const r = cli(['build', '--input', clusterFile, '--format', 'tsv', '--cluster', clusterFile, '--store', 's', '--output', path('o'), '--engine', 'hadoop'])
+    const r = cli([
+      'build',
+      '--input',
+      clusterFile,
+      '--format',
+      'tsv',
+      '--cluster',
+      clusterFile,
+      '--store',
+      's',
+      '--output',
+      path('o'),
+      '--engine',
+      'hadoop',
+    ])
     expect(r.status).toBe(1)
     expect(r.stderr).toMatch(/add --print-command/)
   })
@@ -135,9 +227,13 @@ describe('refusals', () => {
     const dir = path('in')
     mkdirSync(dir)
     writeFileSync(join(dir, '_part.tsv'), 'a\t1\n')
-    expect(await code(prepareHadoopJob({ build: build({ inputs: [join(dir, '_part.tsv')] }), jobDir: path('j') }))).toMatch(/RO_BAD_OPTION: .*_part.tsv: Hadoop does not read/)
+    expect(await code(prepareHadoopJob({ build: build({ inputs: [join(dir, '_part.tsv')] }), jobDir: path('j') }))).toMatch(
+      /RO_BAD_OPTION: .*_part.tsv: Hadoop does not read/,
+    )
     writeFileSync(join(dir, 'part.tsv'), 'a\t1\n')
-    expect(await code(prepareHadoopJob({ build: build({ inputs: [join(dir, 'part.tsv')], output: dir }), jobDir: path('j') }))).toMatch(/RO_BAD_OPTION: output .* already exists/)
+    expect(await code(prepareHadoopJob({ build: build({ inputs: [join(dir, 'part.tsv')], output: dir }), jobDir: path('j') }))).toMatch(
+      /RO_BAD_OPTION: output .* already exists/,
+    )
     const empty = path('empty')
     mkdirSync(empty)
     expect(await code(prepareHadoopJob({ build: build({ inputs: [empty] }), jobDir: path('j') }))).toMatch(/no input files/)

@@ -38,20 +38,49 @@ interface Scenario {
 
 const swapTo = (v: number) => (node: NodeProcess) => node.admin('POST', `/stores/${STORE}/swap`, { version: v })
 const rollback = () => (node: NodeProcess) => node.admin('POST', `/stores/${STORE}/rollback`)
-const install = (v: number) => (node: NodeProcess, src: Record<number, string>) => node.admin('POST', `/stores/${STORE}/install`, { path: src[v] })
+const install = (v: number) => (node: NodeProcess, src: Record<number, string>) =>
+  node.admin('POST', `/stores/${STORE}/install`, { path: src[v] })
 
 const SCENARIOS: Scenario[] = [
   { name: 'install, files copied', point: 'install:staged', debris: true, installed: [1], live: 1, op: install(2), after: [1], dirs: [1] },
   { name: 'install, verified', point: 'install:verified', debris: true, installed: [1], live: 1, op: install(2), after: [1], dirs: [1] },
   { name: 'install, renamed', point: 'install:renamed', installed: [1], live: 1, op: install(2), after: [1], dirs: [1, 2] },
   { name: 'swap, new reader open', point: 'swap:opened', installed: [1, 2], live: 1, op: swapTo(2), after: [1], dirs: [1, 2] },
-  { name: 'swap, temp pointer written', point: 'pointer:temp-written', debris: true, installed: [1, 2], live: 1, op: swapTo(2), after: [1], dirs: [1, 2] },
+  {
+    name: 'swap, temp pointer written',
+    point: 'pointer:temp-written',
+    debris: true,
+    installed: [1, 2],
+    live: 1,
+    op: swapTo(2),
+    after: [1],
+    dirs: [1, 2],
+  },
   { name: 'swap, pointer renamed', point: 'pointer:renamed', installed: [1, 2], live: 1, op: swapTo(2), after: [2], dirs: [1, 2] },
   { name: 'swap, flipped before memory', point: 'swap:flipped', installed: [1, 2], live: 1, op: swapTo(2), after: [2], dirs: [1, 2] },
   { name: 'rollback, new reader open', point: 'swap:opened', installed: [1, 2], live: 2, op: rollback(), after: [2], dirs: [1, 2] },
-  { name: 'rollback, temp pointer written', point: 'pointer:temp-written', debris: true, installed: [1, 2], live: 2, op: rollback(), after: [2], dirs: [1, 2] },
+  {
+    name: 'rollback, temp pointer written',
+    point: 'pointer:temp-written',
+    debris: true,
+    installed: [1, 2],
+    live: 2,
+    op: rollback(),
+    after: [2],
+    dirs: [1, 2],
+  },
   { name: 'rollback, pointer renamed', point: 'pointer:renamed', installed: [1, 2], live: 2, op: rollback(), after: [1], dirs: [1, 2] },
-  { name: 'retention, old version in trash', point: 'retention:trashed', debris: true, installed: [1, 2, 3], live: 2, keep: 1, op: swapTo(3), after: [3], dirs: [2, 3] },
+  {
+    name: 'retention, old version in trash',
+    point: 'retention:trashed',
+    debris: true,
+    installed: [1, 2, 3],
+    live: 2,
+    keep: 1,
+    op: swapTo(3),
+    after: [3],
+    dirs: [2, 3],
+  },
   {
     name: 'delete, version in trash',
     point: 'delete:trashed',

@@ -57,7 +57,9 @@ describe('reads during swaps and rollbacks (real node, concurrent load)', () => 
             continue
           }
           const hv = Number(r.headers['x-rostore-version'])
-          const versions = new Set(decodeValues(r.body, idx.length).map((v, j) => (v === undefined ? -1 : versionOfValue(v.toString(), idx[j]!))))
+          const versions = new Set(
+            decodeValues(r.body, idx.length).map((v, j) => (v === undefined ? -1 : versionOfValue(v.toString(), idx[j]!))),
+          )
           if (versions.size !== 1 || !versions.has(hv)) failures.push(`multi-get mixed versions ${[...versions].join(',')} header ${hv}`)
         } catch (err) {
           failures.push(`multi-get: ${(err as Error).message}`)

@@ -1,5 +1,16 @@
 import { fetchGoals, parseTables, swapGoals } from '../../../bench/external'
-import { ABSENT_FRACTION, keyOf, label, parseCount, permutation, uniformIds, valueOf, writeKey, zipfCdf, zipfIds } from '../../../bench/data'
+import {
+  ABSENT_FRACTION,
+  keyOf,
+  label,
+  parseCount,
+  permutation,
+  uniformIds,
+  valueOf,
+  writeKey,
+  zipfCdf,
+  zipfIds,
+} from '../../../bench/data'
 import { fmt, mdTable, median, percentile, summarize } from '../../../bench/stats'
 
 describe('bench stats', () => {

@@ -6,7 +6,13 @@ import { isStoreError } from '../../../common/errors'
 const base: BuildOptions = {
   inputs: ['in.tsv'],
   format: 'tsv',
-  cluster: parseCluster({ name: 'c', nodes: [{ id: 0, host: '127.0.0.1', port: 7000, partitions: [0] }, { id: 1, host: '127.0.0.1', port: 7001, partitions: [1] }] }),
+  cluster: parseCluster({
+    name: 'c',
+    nodes: [
+      { id: 0, host: '127.0.0.1', port: 7000, partitions: [0] },
+      { id: 1, host: '127.0.0.1', port: 7001, partitions: [1] },
+    ],
+  }),
   store: 's',
   output: 'out',
 }

@@ -36,7 +36,14 @@ describe('fetchVersion from a local build output', () => {
     const seen: FetchProgress[] = []
     const registry = new Registry()
     const metrics = registerFetchMetrics(registry)
-    const meta = await fetchVersion({ source: fx.root, nodeId: 0, destDir, expect: { store: 'users', version: 3 }, onProgress: (p) => seen.push(p), metrics })
+    const meta = await fetchVersion({
+      source: fx.root,
+      nodeId: 0,
+      destDir,
+      expect: { store: 'users', version: 3 },
+      onProgress: (p) => seen.push(p),
+      metrics,
+    })
     expect(meta).toEqual(fx.metadata)
     expect((await readdir(destDir)).sort()).toEqual(['0.data', '0.index', '1.data', '1.index', '2.data', '2.index', 'metadata.json'])
     for (const f of fx.metadata.files) expect(await checksumFile(join(destDir, f.name))).toBe(f.checksum)
@@ -57,7 +64,13 @@ describe('fetchVersion from a local build output', () => {
 
   test('refuses when free space is short, before creating anything', async () => {
     const destDir = dest()
-    const err = await fetchVersion({ source: fx.root, nodeId: 0, destDir, freeBytes: async () => 1_000_000, freeSpaceMarginBytes: 1 << 20 }).catch((e: unknown) => e)
+    const err = await fetchVersion({
+      source: fx.root,
+      nodeId: 0,
+      destDir,
+      freeBytes: async () => 1_000_000,
+      freeSpaceMarginBytes: 1 << 20,
+    }).catch((e: unknown) => e)
     expect(err).toMatchObject({ code: 'RO_NO_SPACE', message: expect.stringMatching(/need .*MiB.*have 976\.6 KiB/) })
     await expect(stat(destDir)).rejects.toMatchObject({ code: 'ENOENT' })
   })
@@ -71,15 +84,23 @@ describe('fetchVersion from a local build output', () => {
 
   test('a manifest naming a path outside destDir is refused and nothing is written', async () => {
     const bad = await makeBuildOutput(join(tmp, 'evil'), { chunks: [{ dataBytes: 10, indexBytes: 10 }] })
-    await writeManifest(bad.nodeDir, { ...bad.metadata, files: [...bad.metadata.files, { name: '../../x', size: 1, checksum: '0123456789abcdef' }] })
+    await writeManifest(bad.nodeDir, {
+      ...bad.metadata,
+      files: [...bad.metadata.files, { name: '../../x', size: 1, checksum: '0123456789abcdef' }],
+    })
     const destDir = dest()
     await expect(fetchVersion({ source: bad.root, nodeId: 0, destDir })).rejects.toMatchObject({ code: 'RO_BAD_REQUEST' })
     await expect(stat(destDir)).rejects.toMatchObject({ code: 'ENOENT' })
   })
 
   test('a wrong node id or a missing node directory fails cleanly', async () => {
-    await expect(fetchVersion({ source: fx.root, nodeId: 1, destDir: dest() })).rejects.toMatchObject({ code: 'RO_FETCH_FAILED', message: expect.stringContaining('node-1') })
-    await expect(fetchVersion({ source: fx.root, nodeId: 0, destDir: dest(), expect: { version: 4 } })).rejects.toMatchObject({ code: 'RO_BAD_REQUEST' })
+    await expect(fetchVersion({ source: fx.root, nodeId: 1, destDir: dest() })).rejects.toMatchObject({
+      code: 'RO_FETCH_FAILED',
+      message: expect.stringContaining('node-1'),
+    })
+    await expect(fetchVersion({ source: fx.root, nodeId: 0, destDir: dest(), expect: { version: 4 } })).rejects.toMatchObject({
+      code: 'RO_BAD_REQUEST',
+    })
   })
 
   test('a corrupt file fails with RO_CHECKSUM_MISMATCH after its retries, leaving nothing', async () => {
@@ -87,7 +108,14 @@ describe('fetchVersion from a local build output', () => {
     await corruptByte(join(bad.nodeDir, '0.data'), 5000)
     const destDir = dest()
     const seen: FetchProgress[] = []
-    const err = await fetchVersion({ source: bad.root, nodeId: 0, destDir, retries: 2, retryBaseDelayMs: 10, onProgress: (p) => seen.push(p) }).catch((e: unknown) => e)
+    const err = await fetchVersion({
+      source: bad.root,
+      nodeId: 0,
+      destDir,
+      retries: 2,
+      retryBaseDelayMs: 10,
+      onProgress: (p) => seen.push(p),
+    }).catch((e: unknown) => e)
     expect(err).toMatchObject({ code: 'RO_CHECKSUM_MISMATCH', message: expect.stringContaining('0.data') })
     // Two retries: three failed attempts.
     expect(seen[seen.length - 1]).toMatchObject({ checksumFailures: 3, retries: 2 })
@@ -96,7 +124,9 @@ describe('fetchVersion from a local build output', () => {
 
   test('an already aborted signal fails with RO_ABORTED', async () => {
     const destDir = dest()
-    await expect(fetchVersion({ source: fx.root, nodeId: 0, destDir, signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'RO_ABORTED' })
+    await expect(fetchVersion({ source: fx.root, nodeId: 0, destDir, signal: AbortSignal.abort() })).rejects.toMatchObject({
+      code: 'RO_ABORTED',
+    })
     await expect(stat(destDir)).rejects.toMatchObject({ code: 'ENOENT' })
   })
 

@@ -88,11 +88,17 @@ describe('HttpSource against a misbehaving server', () => {
       expect(e503).toBeInstanceOf(Error)
       expect(e503).not.toHaveProperty('code', 'RO_FETCH_FAILED')
       answer(404)
-      await expect(src.read('node-0/0.data', { start: 0, signal })).rejects.toMatchObject({ code: 'RO_FETCH_FAILED', message: `${base}root/node-0/0.data: not found (HTTP 404)` })
+      await expect(src.read('node-0/0.data', { start: 0, signal })).rejects.toMatchObject({
+        code: 'RO_FETCH_FAILED',
+        message: `${base}root/node-0/0.data: not found (HTTP 404)`,
+      })
       answer(403)
       await expect(src.read('node-0/0.data', { start: 0, signal })).rejects.toMatchObject({ code: 'RO_FETCH_FAILED' })
       answer(302, { location: 'http://elsewhere/' })
-      await expect(src.read('node-0/0.data', { start: 0, signal })).rejects.toMatchObject({ code: 'RO_FETCH_FAILED', message: expect.stringContaining('not followed') })
+      await expect(src.read('node-0/0.data', { start: 0, signal })).rejects.toMatchObject({
+        code: 'RO_FETCH_FAILED',
+        message: expect.stringContaining('not followed'),
+      })
     } finally {
       src.close()
     }

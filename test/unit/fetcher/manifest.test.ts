@@ -45,7 +45,9 @@ describe('parseManifest', () => {
   })
 
   test('expected store and version must match', () => {
-    expect(() => parse(good, { nodeId: 2, store: 'orders' } as never)).toThrow(expect.objectContaining({ code: 'RO_BAD_REQUEST', message: expect.stringContaining('orders') }))
+    expect(() => parse(good, { nodeId: 2, store: 'orders' } as never)).toThrow(
+      expect.objectContaining({ code: 'RO_BAD_REQUEST', message: expect.stringContaining('orders') }),
+    )
     expect(() => parse(good, { nodeId: 2, version: 8 } as never)).toThrow(expect.objectContaining({ code: 'RO_BAD_REQUEST' }))
   })
 

@@ -6,7 +6,14 @@ describe('ProgressTracker', () => {
 
   test('rate over a moving window, ETA, and rate-limited callbacks', () => {
     const seen: FetchProgress[] = []
-    const p = new ProgressTracker([{ name: '0.data', size: 10_000 }, { name: '0.index', size: 1000 }], (s) => seen.push(s), 200)
+    const p = new ProgressTracker(
+      [
+        { name: '0.data', size: 10_000 },
+        { name: '0.index', size: 1000 },
+      ],
+      (s) => seen.push(s),
+      200,
+    )
     p.setState('0.data', 'active')
     for (let i = 0; i < 10; i++) {
       jest.advanceTimersByTime(100)

@@ -109,7 +109,14 @@ describe('HTTP API (in-process node)', () => {
     const r = await get('/stores/orders/keys/x')
     expect(r.status).toBe(404)
     expect(json(r)).toMatchObject({ error: { code: 'RO_NOT_FOUND' } })
-    for (const p of ['/stores/..%2F..%2Fetc/keys/x', '/stores/%2e%2e/keys/x', '/stores/../keys/x', '/stores/a%00b/keys/x', `/stores/${'s'.repeat(200)}/keys/x`, '/stores/.hidden']) {
+    for (const p of [
+      '/stores/..%2F..%2Fetc/keys/x',
+      '/stores/%2e%2e/keys/x',
+      '/stores/../keys/x',
+      '/stores/a%00b/keys/x',
+      `/stores/${'s'.repeat(200)}/keys/x`,
+      '/stores/.hidden',
+    ]) {
       const bad = await get(p)
       expect({ p, status: bad.status }).toEqual({ p, status: 400 })
       expect(json(bad)).toMatchObject({ error: { code: 'RO_BAD_REQUEST' } })
@@ -209,7 +216,12 @@ describe('HTTP API (in-process node)', () => {
   })
 
   test('admin: 401 without or with a wrong token, before anything else', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${TOKEN}x` }, { authorization: TOKEN }] as Record<string, string>[]) {
+    for (const headers of [
+      {},
+      { authorization: 'Bearer wrong' },
+      { authorization: `Bearer ${TOKEN}x` },
+      { authorization: TOKEN },
+    ] as Record<string, string>[]) {
       for (const [method, p] of [
         ['GET', '/stores/users/versions'],
         ['POST', '/stores/users/swap'],
@@ -227,7 +239,15 @@ describe('HTTP API (in-process node)', () => {
   })
 
   test('admin: traversal and bad values are 400', async () => {
-    for (const p of ['/stores/..%2F..%2Fetc/versions', '/stores/%2e%2e/swap', '/stores/a%2Fb/rollback', '/stores/users/versions/..%2F1', '/stores/users/versions/0', '/stores/users/versions/-1', '/jobs/..%2Fx']) {
+    for (const p of [
+      '/stores/..%2F..%2Fetc/versions',
+      '/stores/%2e%2e/swap',
+      '/stores/a%2Fb/rollback',
+      '/stores/users/versions/..%2F1',
+      '/stores/users/versions/0',
+      '/stores/users/versions/-1',
+      '/jobs/..%2Fx',
+    ]) {
       const method = p.endsWith('versions') || p.startsWith('/jobs') ? 'GET' : p.includes('/versions/') ? 'DELETE' : 'POST'
       const r = await admin(method, p, method === 'POST' ? {} : undefined)
       expect({ p, status: r.status }).toEqual({ p, status: 400 })
@@ -248,7 +268,12 @@ describe('HTTP API (in-process node)', () => {
     }
     expect((await admin('POST', '/stores/users/swap', '{not json')).status).toBe(400)
     expect((await admin('POST', '/stores/users/swap', '[1]')).status).toBe(400)
-    const big = await request(url('/admin/stores/users/swap'), { method: 'POST', body: Buffer.alloc((1 << 20) + 1, 0x20), headers: AUTH, agent: false })
+    const big = await request(url('/admin/stores/users/swap'), {
+      method: 'POST',
+      body: Buffer.alloc((1 << 20) + 1, 0x20),
+      headers: AUTH,
+      agent: false,
+    })
     expect(big.status).toBe(413)
   })
 
@@ -263,7 +288,11 @@ describe('HTTP API (in-process node)', () => {
 
     const versions = json<{ live: number; versions: { version: number; live: boolean }[] }>(await admin('GET', '/stores/users/versions'))
     expect(versions.live).toBe(1)
-    expect(versions.versions.map((v) => [v.version, v.live])).toEqual([[1, true], [2, false], [3, false]])
+    expect(versions.versions.map((v) => [v.version, v.live])).toEqual([
+      [1, true],
+      [2, false],
+      [3, false],
+    ])
 
     expect(json(await admin('POST', '/stores/users/swap', { version: 3 }))).toMatchObject({ from: 1, to: 3, changed: true })
     expect((await get('/stores/users/keys/key-2')).body.toString()).toBe('v3:key-2')
@@ -346,7 +375,15 @@ describe('admin without a configured token', () => {
   const tmp = makeTmp('rostore-app-noadmin-')
   let node: RunningNode
   beforeAll(async () => {
-    node = await startNode({ cluster, nodeId: 0, dataDir: join(tmp.dir, 'data'), bind: '127.0.0.1', port: 0, log: nullLogger, defaultMetrics: false })
+    node = await startNode({
+      cluster,
+      nodeId: 0,
+      dataDir: join(tmp.dir, 'data'),
+      bind: '127.0.0.1',
+      port: 0,
+      log: nullLogger,
+      defaultMetrics: false,
+    })
   })
   afterAll(async () => {
     await node.close()
@@ -361,6 +398,8 @@ describe('admin without a configured token', () => {
   })
 
   test('node not in the cluster is refused', async () => {
-    await expect(startNode({ cluster, nodeId: 7, dataDir: join(tmp.dir, 'd2'), port: 0, log: nullLogger })).rejects.toMatchObject({ code: 'RO_BAD_CLUSTER' })
+    await expect(startNode({ cluster, nodeId: 7, dataDir: join(tmp.dir, 'd2'), port: 0, log: nullLogger })).rejects.toMatchObject({
+      code: 'RO_BAD_CLUSTER',
+    })
   })
 })

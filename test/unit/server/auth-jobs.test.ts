@@ -3,7 +3,8 @@ import { AdminAuth, AdminDisabledError } from '../../../server/auth'
 import { isJobId, Jobs } from '../../../server/jobs'
 import { StoreError } from '../../../common/errors'
 
-const req = (authorization?: string): IncomingMessage => ({ headers: authorization === undefined ? {} : { authorization } }) as IncomingMessage
+const req = (authorization?: string): IncomingMessage =>
+  ({ headers: authorization === undefined ? {} : { authorization } }) as IncomingMessage
 
 describe('AdminAuth', () => {
   test('accepts exactly the token', () => {
@@ -11,7 +12,17 @@ describe('AdminAuth', () => {
     expect(a.enabled).toBe(true)
     expect(() => a.check(req('Bearer s3cret-token-value'))).not.toThrow()
     expect(() => a.check(req('bearer s3cret-token-value'))).not.toThrow()
-    for (const bad of [undefined, '', 'Bearer', 'Bearer ', 'Bearer s3cret-token-valuE', 'Bearer s3cret-token-value2', 'Basic s3cret-token-value', 's3cret-token-value', 'Bearer s3cret token-value']) {
+    for (const bad of [
+      undefined,
+      '',
+      'Bearer',
+      'Bearer ',
+      'Bearer s3cret-token-valuE',
+      'Bearer s3cret-token-value2',
+      'Basic s3cret-token-value',
+      's3cret-token-value',
+      'Bearer s3cret token-value',
+    ]) {
       expect(() => a.check(req(bad))).toThrow(expect.objectContaining({ code: 'RO_UNAUTHORIZED' }))
     }
   })
@@ -43,8 +54,10 @@ describe('Jobs', () => {
     })
     expect(await jobs.wait(bad.id)).toMatchObject({ state: 'failed', error: { code: 'RO_CHECKSUM_MISMATCH', message: 'nope' } })
 
-    const slow = jobs.start('fetch', 's', ({ signal }) =>
-      new Promise((_, reject) => signal.addEventListener('abort', () => reject(new StoreError('RO_ABORTED', 'x')))),
+    const slow = jobs.start(
+      'fetch',
+      's',
+      ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new StoreError('RO_ABORTED', 'x')))),
     )
     expect(jobs.running().map((j) => j.id)).toEqual([slow.id])
     jobs.cancel(slow.id)

@@ -19,7 +19,17 @@ describe('version names', () => {
   })
 
   test('other names are not versions', () => {
-    for (const n of ['version-0', 'version-01', 'version--1', 'version-1.5', 'version-', 'version-1x', 'v1', '.tmp-version-1', 'version-99999999999999999']) {
+    for (const n of [
+      'version-0',
+      'version-01',
+      'version--1',
+      'version-1.5',
+      'version-',
+      'version-1x',
+      'v1',
+      '.tmp-version-1',
+      'version-99999999999999999',
+    ]) {
       expect(parseVersionDirName(n)).toBeUndefined()
     }
   })

@@ -29,7 +29,8 @@ async function viaReader(content: Buffer, format: InputFormat, opts: ReadOptions
   writeFileSync(file, content)
   const out: Rec[] = []
   try {
-    for await (const r of readInput(file, format, opts)) out.push({ key: r.key.toString('hex'), value: r.value.toString('hex'), keyKind: r.keyKind, valueKind: r.valueKind, order: r.order })
+    for await (const r of readInput(file, format, opts))
+      out.push({ key: r.key.toString('hex'), value: r.value.toString('hex'), keyKind: r.keyKind, valueKind: r.valueKind, order: r.order })
   } catch (err) {
     if (isStoreError(err, 'RO_BAD_INPUT')) return 'error'
     throw err
@@ -47,7 +48,12 @@ function viaLines(content: Buffer, format: InputFormat, opts: ReadOptions): Outc
     if (header[0] === 0xef && header[1] === 0xbb && header[2] === 0xbf) header = header.subarray(3)
     if (header.length === 0) return 'error'
   }
-  const parser = new LineRecords({ format, keyField: opts.keyField, valueField: opts.valueField, csvHeaders: header ? [Buffer.from(header)] : undefined })
+  const parser = new LineRecords({
+    format,
+    keyField: opts.keyField,
+    valueField: opts.valueField,
+    csvHeaders: header ? [Buffer.from(header)] : undefined,
+  })
   const out: Rec[] = []
   let firstBlank = -1
   try {
@@ -60,7 +66,14 @@ function viaLines(content: Buffer, format: InputFormat, opts: ReadOptions): Outc
         if (firstBlank < 0) firstBlank = s
       } else {
         if (firstBlank >= 0) return 'error'
-        if (r !== 'header') out.push({ key: r.key.toString('hex'), value: r.value.toString('hex'), keyKind: r.keyKind, valueKind: r.valueKind, order: r.order })
+        if (r !== 'header')
+          out.push({
+            key: r.key.toString('hex'),
+            value: r.value.toString('hex'),
+            keyKind: r.keyKind,
+            valueKind: r.valueKind,
+            order: r.order,
+          })
       }
       s = e + 1
     }
@@ -104,15 +117,24 @@ describe('TSV', () => {
     { weight: 1, arbitrary: noTab },
     { weight: 1, arbitrary: fc.constant('') },
   )
-  test.each([{}, { keyField: '2' }, { keyField: '2', valueField: '1' }, { valueField: '3' }])('same records as readTsv, options %j', async (opts) => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(line, { maxLength: 12 }), fc.array(ending, { minLength: 1, maxLength: 3 }), fc.constantFrom('', '\n'), fc.boolean(), async (lines, endings, tail, bom) => {
-        const content = join2(lines, endings, tail)
-        await same(bom ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), content]) : content, 'tsv', opts)
-      }),
-      { numRuns: 150 },
-    )
-  })
+  test.each([{}, { keyField: '2' }, { keyField: '2', valueField: '1' }, { valueField: '3' }])(
+    'same records as readTsv, options %j',
+    async (opts) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(line, { maxLength: 12 }),
+          fc.array(ending, { minLength: 1, maxLength: 3 }),
+          fc.constantFrom('', '\n'),
+          fc.boolean(),
+          async (lines, endings, tail, bom) => {
+            const content = join2(lines, endings, tail)
+            await same(bom ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), content]) : content, 'tsv', opts)
+          },
+        ),
+        { numRuns: 150 },
+      )
+    },
+  )
 
   test('invalid UTF-8 and overlong keys fail on both paths', async () => {
     await same(Buffer.concat([Buffer.from('a\t1\nb\t'), Buffer.from([0xff]), Buffer.from('\n')]), 'tsv')
@@ -124,7 +146,11 @@ describe('TSV', () => {
 describe('JSON lines', () => {
   const scalar = fc.oneof(text, fc.integer(), fc.constant(null), fc.constant(true), fc.double({ noNaN: true, noDefaultInfinity: true }))
   const obj = fc.record(
-    { key: fc.oneof(text, fc.integer(), fc.constant(null), fc.constant([1])), value: fc.oneof(scalar, fc.dictionary(noTab, scalar, { maxKeys: 2 })), extra: scalar },
+    {
+      key: fc.oneof(text, fc.integer(), fc.constant(null), fc.constant([1])),
+      value: fc.oneof(scalar, fc.dictionary(noTab, scalar, { maxKeys: 2 })),
+      extra: scalar,
+    },
     { requiredKeys: [] },
   )
   const line = fc.oneof(
@@ -133,18 +159,29 @@ describe('JSON lines', () => {
   )
   test.each([{}, { valueField: 'extra' }, { keyField: 'extra' }])('same records as readJsonl, options %j', async (opts) => {
     await fc.assert(
-      fc.asyncProperty(fc.array(line, { maxLength: 10 }), fc.array(ending, { minLength: 1, maxLength: 3 }), fc.constantFrom('', '\n', '\n  \n'), async (lines, endings, tail) => {
-        await same(join2(lines, endings, tail), 'jsonl', opts)
-      }),
+      fc.asyncProperty(
+        fc.array(line, { maxLength: 10 }),
+        fc.array(ending, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom('', '\n', '\n  \n'),
+        async (lines, endings, tail) => {
+          await same(join2(lines, endings, tail), 'jsonl', opts)
+        },
+      ),
       { numRuns: 150 },
     )
   })
 })
 
 describe('CSV', () => {
-  const field = fc.oneof(noTab.filter((s) => !/[",]/.test(s)), text.map((s) => `"${s.replace(/"/g, '""')}"`))
+  const field = fc.oneof(
+    noTab.filter((s) => !/[",]/.test(s)),
+    text.map((s) => `"${s.replace(/"/g, '""')}"`),
+  )
   const row = (n: number) => fc.array(field, { minLength: n, maxLength: n }).map((f) => f.join(','))
-  const line = fc.oneof({ weight: 8, arbitrary: row(3) }, { weight: 1, arbitrary: fc.oneof(row(2), fc.constant('a"b,c,d'), fc.constant('"a"x,b,c'), fc.constant('')) })
+  const line = fc.oneof(
+    { weight: 8, arbitrary: row(3) },
+    { weight: 1, arbitrary: fc.oneof(row(2), fc.constant('a"b,c,d'), fc.constant('"a"x,b,c'), fc.constant('')) },
+  )
   test.each([
     ['key,value,extra', {}],
     ['key,extra,other', {}],
@@ -152,10 +189,16 @@ describe('CSV', () => {
     ['key,key2,x', { keyField: 'nope' }],
   ] as const)('same records as readCsv, header %s', async (header, opts) => {
     await fc.assert(
-      fc.asyncProperty(fc.array(line, { maxLength: 10 }), fc.array(ending, { minLength: 1, maxLength: 3 }), fc.constantFrom('', '\n', '\r\n'), fc.boolean(), async (lines, endings, tail, bom) => {
-        const content = join2([header, ...lines], endings, tail)
-        await same(bom ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), content]) : content, 'csv', opts)
-      }),
+      fc.asyncProperty(
+        fc.array(line, { maxLength: 10 }),
+        fc.array(ending, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom('', '\n', '\r\n'),
+        fc.boolean(),
+        async (lines, endings, tail, bom) => {
+          const content = join2([header, ...lines], endings, tail)
+          await same(bom ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), content]) : content, 'csv', opts)
+        },
+      ),
       { numRuns: 100 },
     )
   })
@@ -176,5 +219,7 @@ describe('CSV', () => {
 test('messages name the file and byte offset', () => {
   const p = new LineRecords({ format: 'tsv' })
   const line = Buffer.from('no tab')
-  expect(() => p.parse(line, 0, line.length, 1234, 0, 'hdfs://nn/in/a.tsv')).toThrow('hdfs://nn/in/a.tsv (line at byte 1234): no tab separator')
+  expect(() => p.parse(line, 0, line.length, 1234, 0, 'hdfs://nn/in/a.tsv')).toThrow(
+    'hdfs://nn/in/a.tsv (line at byte 1234): no tab separator',
+  )
 })

@@ -12,12 +12,19 @@ import {
 import { compareMapped, type MappedRecord } from '../../../../builder/mapped-record'
 
 // Small alphabets on purpose: ties in bucket, hash and key prefixes are what matter.
-const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((a) => Buffer.from(a.map((b) => [0, 1, 0x2e, 0x30, 0x7f, 0x80, 0xff][b % 7]!)))
+const bytes = (max: number) =>
+  fc.uint8Array({ maxLength: max }).map((a) => Buffer.from(a.map((b) => [0, 1, 0x2e, 0x30, 0x7f, 0x80, 0xff][b % 7]!)))
 const record = fc.record({
   bucket: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant(0xffffffff)),
   hash: fc.uint8Array({ minLength: 16, maxLength: 16 }).map((h) => Buffer.from(h.map((b) => b % 3))),
   fileIndex: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant(0xffffffff)),
-  order: fc.oneof(fc.integer({ min: 0, max: 5 }), fc.constant(2 ** 32 - 1), fc.constant(2 ** 32), fc.constant(2 ** 53), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
+  order: fc.oneof(
+    fc.integer({ min: 0, max: 5 }),
+    fc.constant(2 ** 32 - 1),
+    fc.constant(2 ** 32),
+    fc.constant(2 ** 53),
+    fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  ),
   key: bytes(6),
   value: fc.uint8Array({ maxLength: 40 }).map((v) => Buffer.from(v)),
 })
@@ -46,14 +53,20 @@ function distinct(list: MappedRecord[]): MappedRecord[] {
 
 test('byte order of shuffle keys and of whole lines is compareMapped order', () => {
   fc.assert(
-    fc.property(fc.array(record.map((r) => ({ ...r, line: 0 }) as MappedRecord), { maxLength: 60 }), (raw) => {
-      const recs = distinct(raw)
-      const expected = [...recs].sort(compareMapped).map((r) => line(r).toString('latin1'))
-      const byKey = recs.map(line).sort((a, b) => Buffer.compare(key(a), key(b)))
-      const byLine = recs.map(line).sort(Buffer.compare)
-      expect(byKey.map((b) => b.toString('latin1'))).toEqual(expected)
-      expect(byLine.map((b) => b.toString('latin1'))).toEqual(expected)
-    }),
+    fc.property(
+      fc.array(
+        record.map((r) => ({ ...r, line: 0 }) as MappedRecord),
+        { maxLength: 60 },
+      ),
+      (raw) => {
+        const recs = distinct(raw)
+        const expected = [...recs].sort(compareMapped).map((r) => line(r).toString('latin1'))
+        const byKey = recs.map(line).sort((a, b) => Buffer.compare(key(a), key(b)))
+        const byLine = recs.map(line).sort(Buffer.compare)
+        expect(byKey.map((b) => b.toString('latin1'))).toEqual(expected)
+        expect(byLine.map((b) => b.toString('latin1'))).toEqual(expected)
+      },
+    ),
     { numRuns: 500 },
   )
 })
@@ -95,7 +108,15 @@ test('round trip: a line parses back to its record (line = order) and is text-sa
 })
 
 test('layout: fixed-width fields, first field is the bucket', () => {
-  const m: MappedRecord = { bucket: 10, hash: Buffer.alloc(16, 0xab), fileIndex: 2, order: 2 ** 32 + 5, line: 9, key: Buffer.from('k.'), value: Buffer.from('v\t\n') }
+  const m: MappedRecord = {
+    bucket: 10,
+    hash: Buffer.alloc(16, 0xab),
+    fileIndex: 2,
+    order: 2 ** 32 + 5,
+    line: 9,
+    key: Buffer.from('k.'),
+    value: Buffer.from('v\t\n'),
+  }
   expect(shuffleLine(m)).toBe(`0000000a.${'ab'.repeat(16)}6b2e.00000002000001${'00000005'}\tdgkK`)
 })
 
@@ -105,7 +126,15 @@ test('bad lines and out-of-range numbers are refused', () => {
   expect(() => parse(`0000000a.${'ab'.repeat(16)}6b2.0000000200000100000005\tx`)).toThrow(/layout/)
   expect(() => parse(`0000000A.${'ab'.repeat(16)}6b.0000000200000100000005\tx`)).toThrow(/hex/)
   expect(() => parse(`0000000a.${'ab'.repeat(16)}6b.00000002ffffffffffffff\tx`)).toThrow(/range/)
-  const m: MappedRecord = { bucket: 0, hash: Buffer.alloc(16), fileIndex: 0, order: 2 ** 53 + 2, line: 0, key: Buffer.from('k'), value: Buffer.alloc(0) }
+  const m: MappedRecord = {
+    bucket: 0,
+    hash: Buffer.alloc(16),
+    fileIndex: 0,
+    order: 2 ** 53 + 2,
+    line: 0,
+    key: Buffer.from('k'),
+    value: Buffer.alloc(0),
+  }
   expect(() => line(m)).toThrow(RangeError)
 })
 

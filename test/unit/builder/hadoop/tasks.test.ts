@@ -2,7 +2,14 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, 
 import { join } from 'node:path'
 import { parseCluster } from '../../../../builder/cluster'
 import { finalizeHadoopBuild } from '../../../../builder/hadoop/finalize'
-import { makeJobSpec, readJobSpec, validateJobSpec, writeJobSpec, type HadoopJobSpec, type JobSpecFields } from '../../../../builder/hadoop/job-spec'
+import {
+  makeJobSpec,
+  readJobSpec,
+  validateJobSpec,
+  writeJobSpec,
+  type HadoopJobSpec,
+  type JobSpecFields,
+} from '../../../../builder/hadoop/job-spec'
 import { FileIndex, runMapTask } from '../../../../builder/hadoop/mapper'
 import { runReduceTask } from '../../../../builder/hadoop/reducer'
 import { parseStatsText, type MapStats } from '../../../../builder/hadoop/stats'
@@ -16,7 +23,13 @@ afterAll(tmp.cleanup)
 let seq = 0
 const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
 
-const cluster = parseCluster({ name: 'c', nodes: [{ id: 4, host: 'h', port: 1, partitions: [0, 1] }, { id: 2, host: 'h', port: 2, partitions: [2, 3] }] })
+const cluster = parseCluster({
+  name: 'c',
+  nodes: [
+    { id: 4, host: 'h', port: 1, partitions: [0, 1] },
+    { id: 2, host: 'h', port: 2, partitions: [2, 3] },
+  ],
+})
 
 function spec(o: Partial<JobSpecFields> = {}): HadoopJobSpec {
   return makeJobSpec({
@@ -44,7 +57,12 @@ const hadoopEnv = (file: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessE
   ...extra,
 })
 
-async function map(job: HadoopJobSpec, input: string, env: NodeJS.ProcessEnv, fileField = false): Promise<{ stats: MapStats; lines: string[] }> {
+async function map(
+  job: HadoopJobSpec,
+  input: string,
+  env: NodeJS.ProcessEnv,
+  fileField = false,
+): Promise<{ stats: MapStats; lines: string[] }> {
   const inFile = path('map.in')
   const outFile = path('map.out')
   writeFileSync(inFile, input)
@@ -52,7 +70,12 @@ async function map(job: HadoopJobSpec, input: string, env: NodeJS.ProcessEnv, fi
   const outFd = openSync(outFile, 'w')
   try {
     const stats = await runMapTask({ job, env, input: inFd, output: outFd, fileField })
-    return { stats, lines: readFileSync(outFile, 'utf8').split('\n').filter((l) => l !== '') }
+    return {
+      stats,
+      lines: readFileSync(outFile, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    }
   } finally {
     closeSync(inFd)
     closeSync(outFd)
@@ -91,7 +114,12 @@ describe('map task', () => {
     expect(lines).toHaveLength(5)
     expect(lines.slice(0, 4).every((l) => /^[0-9a-f]{8}\.[0-9a-f]+\.00000001[0-9a-f]{14}\t/.test(l))).toBe(true)
     expect(lines[4]).toMatch(/^stats\.task_1_0001_m_000000\t\{/)
-    expect(stats).toMatchObject({ task: 'task_1_0001_m_000000', records: 2, kinds: { keys: { string: 2 }, values: { string: 2 } }, files: [{ fileIndex: 1, firstBlank: null, lastLine: 4 }] })
+    expect(stats).toMatchObject({
+      task: 'task_1_0001_m_000000',
+      records: 2,
+      kinds: { keys: { string: 2 }, values: { string: 2 } },
+      files: [{ fileIndex: 1, firstBlank: null, lastLine: 4 }],
+    })
   })
 
   test('--file-field: lines name their file (Spark RDD.pipe)', async () => {
@@ -101,18 +129,24 @@ describe('map task', () => {
   })
 
   test('needs byte offsets under Hadoop (stream.map.input.ignoreKey=false)', async () => {
-    expect(await code(map(spec(), 'a\t1\n', hadoopEnv('/data/a.tsv', { stream_map_input_ignoreKey: undefined })))).toMatch(/RO_BAD_OPTION: .*ignoreKey=false/)
+    expect(await code(map(spec(), 'a\t1\n', hadoopEnv('/data/a.tsv', { stream_map_input_ignoreKey: undefined })))).toMatch(
+      /RO_BAD_OPTION: .*ignoreKey=false/,
+    )
     expect(await code(map(spec(), 'a\t1\n', { mapreduce_map_input_file: '/data/a.tsv' }))).toMatch(/RO_BAD_INPUT: .*byte offset/)
   })
 
   test('a file not in the job is refused', async () => {
-    expect(await code(map(spec(), '0\ta\t1\n', hadoopEnv('/data/zzz.tsv')))).toMatch(/RO_BAD_INPUT: \/data\/zzz.tsv: not one of the job's input files/)
+    expect(await code(map(spec(), '0\ta\t1\n', hadoopEnv('/data/zzz.tsv')))).toMatch(
+      /RO_BAD_INPUT: \/data\/zzz.tsv: not one of the job's input files/,
+    )
   })
 
   test('blank lines: fine at the end of the split (reported), an error before a record', async () => {
     const { stats } = await map(spec(), '0\ta\t1\n4\t\n5\t\r\n', hadoopEnv('/data/a.tsv'))
     expect(stats.files).toEqual([{ fileIndex: 0, firstBlank: 4, lastLine: 0 }])
-    expect(await code(map(spec(), '0\ta\t1\n4\t\n5\tb\t2\n', hadoopEnv('/data/a.tsv')))).toBe('RO_BAD_INPUT: /data/a.tsv (line at byte 4): empty line')
+    expect(await code(map(spec(), '0\ta\t1\n4\t\n5\tb\t2\n', hadoopEnv('/data/a.tsv')))).toBe(
+      'RO_BAD_INPUT: /data/a.tsv (line at byte 4): empty line',
+    )
   })
 })
 
@@ -136,7 +170,10 @@ describe('reduce task', () => {
   test('unsorted input is refused', async () => {
     const job = spec()
     const { lines } = await map(job, '0\ta\t1\n4\tb\t2\n8\tc\t3\n', hadoopEnv('/data/a.tsv'))
-    const records = lines.filter((l) => !l.startsWith('stats')).sort().reverse()
+    const records = lines
+      .filter((l) => !l.startsWith('stats'))
+      .sort()
+      .reverse()
     expect(await code(reduce(job, records.join('\n') + '\n'))).toMatch(/RO_BAD_INPUT: reducer input is not sorted/)
   })
 
@@ -154,18 +191,40 @@ describe('reduce task', () => {
 })
 
 describe('finalize checks', () => {
-  const mapStats = (files: MapStats['files'], records = 0): MapStats => ({ task: `t${seq++}`, attempt: 'a', records, kinds: { keys: { string: records, bytes: 0 }, values: { string: records, json: 0, bytes: 0 } }, files })
+  const mapStats = (files: MapStats['files'], records = 0): MapStats => ({
+    task: `t${seq++}`,
+    attempt: 'a',
+    records,
+    kinds: { keys: { string: records, bytes: 0 }, values: { string: records, json: 0, bytes: 0 } },
+    files,
+  })
 
   test('a blank line in one split before a line of a later split is an error', async () => {
     const job = spec()
-    const stats = { chunks: [], maps: [mapStats([{ fileIndex: 0, firstBlank: 100, lastLine: 50 }]), mapStats([{ fileIndex: 0, firstBlank: null, lastLine: 200 }])] }
+    const stats = {
+      chunks: [],
+      maps: [mapStats([{ fileIndex: 0, firstBlank: 100, lastLine: 50 }]), mapStats([{ fileIndex: 0, firstBlank: null, lastLine: 200 }])],
+    }
     expect(await code(finalizeHadoopBuild({ job, stats }))).toBe('RO_BAD_INPUT: /data/a.tsv (line at byte 100): empty line')
   })
 
   test('two different chunks for one bucket mean a wrong partitioner', async () => {
     const job = spec()
-    const c = { bucket: 0, nodeId: 2, chunk: 0, records: 1, duplicates: 0, indexSize: 1, dataSize: 1, indexChecksum: 'aa', dataChecksum: 'bb', attempt: 'x' }
-    expect(await code(finalizeHadoopBuild({ job, stats: { chunks: [c, { ...c, dataChecksum: 'cc', attempt: 'y' }], maps: [mapStats([], 2)] } }))).toMatch(/RO_CONFLICT: node 2 chunk 0 was written by two reducers/)
+    const c = {
+      bucket: 0,
+      nodeId: 2,
+      chunk: 0,
+      records: 1,
+      duplicates: 0,
+      indexSize: 1,
+      dataSize: 1,
+      indexChecksum: 'aa',
+      dataChecksum: 'bb',
+      attempt: 'x',
+    }
+    expect(
+      await code(finalizeHadoopBuild({ job, stats: { chunks: [c, { ...c, dataChecksum: 'cc', attempt: 'y' }], maps: [mapStats([], 2)] } })),
+    ).toMatch(/RO_CONFLICT: node 2 chunk 0 was written by two reducers/)
   })
 
   test('no input at all: every chunk empty, a valid output', async () => {
@@ -205,8 +264,14 @@ describe('job spec', () => {
 describe('task environment', () => {
   test('attempt and task ids, file name matching', () => {
     expect(taskOfAttempt('attempt_1700000000000_0001_m_000003_2')).toBe('task_1700000000000_0001_m_000003')
-    expect(taskEnv({ mapreduce_task_attempt_id: 'attempt_1_2_r_000001_0' })).toMatchObject({ attemptId: 'attempt_1_2_r_000001_0', taskId: 'task_1_2_r_000001' })
-    expect(taskEnv({ mapred_task_id: 'attempt_1_2_m_000001_0', map_input_file: 'x' })).toMatchObject({ taskId: 'task_1_2_m_000001', inputFile: 'x' })
+    expect(taskEnv({ mapreduce_task_attempt_id: 'attempt_1_2_r_000001_0' })).toMatchObject({
+      attemptId: 'attempt_1_2_r_000001_0',
+      taskId: 'task_1_2_r_000001',
+    })
+    expect(taskEnv({ mapred_task_id: 'attempt_1_2_m_000001_0', map_input_file: 'x' })).toMatchObject({
+      taskId: 'task_1_2_m_000001',
+      inputFile: 'x',
+    })
     expect(taskEnv({}).attemptId).toMatch(/^attempt_local_/)
     const idx = new FileIndex(['/data/a.tsv', 'hdfs://nn:8020/data/b.tsv'])
     expect(idx.indexOf('file:/data/a.tsv')).toBe(0)

@@ -36,7 +36,13 @@ describe.each(['file', 'stream'] as const)('readArrow, IPC %s format', (format) 
 
   it('gives Binary columns as raw bytes, for keys and values', async () => {
     const keys = [new Uint8Array([0, 0xff]), new Uint8Array([0x80])]
-    const path = writeArrow(new Table({ key: vectorFromArray(keys, new Binary()), value: vectorFromArray([new Uint8Array([1]), new Uint8Array(0)], new Binary()) }), format)
+    const path = writeArrow(
+      new Table({
+        key: vectorFromArray(keys, new Binary()),
+        value: vectorFromArray([new Uint8Array([1]), new Uint8Array(0)], new Binary()),
+      }),
+      format,
+    )
     const recs = await collect(readArrow(path))
     expect(recs.map((r) => [r.key.toString('hex'), r.keyKind, r.value.toString('hex'), r.valueKind])).toEqual([
       ['00ff', 'bytes', '01', 'bytes'],
@@ -71,7 +77,15 @@ describe.each(['file', 'stream'] as const)('readArrow, IPC %s format', (format) 
       nullCount: 0,
       children: [makeVector(Int32Array.from([3])).data[0]!],
     })
-    const path = writeArrow(new Table({ key: utf8(['a']), big: makeVector(BigInt64Array.from([2n ** 60n])), bin: vectorFromArray([new Uint8Array([1, 2, 3])], new Binary()), meta }), format)
+    const path = writeArrow(
+      new Table({
+        key: utf8(['a']),
+        big: makeVector(BigInt64Array.from([2n ** 60n])),
+        bin: vectorFromArray([new Uint8Array([1, 2, 3])], new Binary()),
+        meta,
+      }),
+      format,
+    )
     const [rec] = await collect(readArrow(path))
     expect(rec?.valueKind).toBe('json')
     expect(rec?.value.toString()).toBe(`{"key":"a","big":${2n ** 60n},"bin":"AQID","meta":{"n":3}}`)

@@ -119,7 +119,11 @@ describe('readCsv', () => {
     it('an empty key and invalid UTF-8', async () => {
       const empty = writeInput(dir, 'emptykey.csv', 'key,value\n,1\n')
       await expectBadInput(() => readCsv(empty), `${empty}:2: empty key`)
-      const latin = writeInput(dir, 'latin1.csv', Buffer.concat([Buffer.from('key,value\na,1\nb,'), Buffer.from([0xe9]), Buffer.from('\n')]))
+      const latin = writeInput(
+        dir,
+        'latin1.csv',
+        Buffer.concat([Buffer.from('key,value\na,1\nb,'), Buffer.from([0xe9]), Buffer.from('\n')]),
+      )
       await expectBadInput(() => readCsv(latin), `${latin}:3: invalid UTF-8 in column 'value'`)
     })
 

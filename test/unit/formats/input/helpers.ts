@@ -39,7 +39,13 @@ export interface Plain {
 }
 
 export function plain(rec: InputRecord): Plain {
-  const out: Plain = { key: rec.key.toString('utf8'), value: rec.value.toString('utf8'), keyKind: rec.keyKind, valueKind: rec.valueKind, order: rec.order }
+  const out: Plain = {
+    key: rec.key.toString('utf8'),
+    value: rec.value.toString('utf8'),
+    keyKind: rec.keyKind,
+    valueKind: rec.valueKind,
+    order: rec.order,
+  }
   if (rec.source.line !== undefined) out.line = rec.source.line
   if (rec.source.row !== undefined) out.row = rec.source.row
   return out

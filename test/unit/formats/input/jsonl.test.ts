@@ -14,7 +14,13 @@ describe('readJsonl', () => {
   })
 
   it('writes non-string values as JSON', async () => {
-    const path = writeInput(dir, 'json.jsonl', ['{"key":"n","value":42}', '{"key":"o","value":{"x":[1,true]}}', '{"key":"z","value":null}', '{"key":"b","value":false}', ''].join('\n'))
+    const path = writeInput(
+      dir,
+      'json.jsonl',
+      ['{"key":"n","value":42}', '{"key":"o","value":{"x":[1,true]}}', '{"key":"z","value":null}', '{"key":"b","value":false}', ''].join(
+        '\n',
+      ),
+    )
     const recs = await collect(readJsonl(path))
     expect(recs.map((r) => [...kv(r), r.valueKind])).toEqual([
       ['n', '42', 'json'],
@@ -102,9 +108,18 @@ describe('readJsonl', () => {
 
     it('keys that have no text form', async () => {
       await expectBadInput(() => readJsonl(bad('nullkey.jsonl', ['{"key":null}'])), /:2: key field 'key' is null$/)
-      await expectBadInput(() => readJsonl(bad('boolkey.jsonl', ['{"key":true}'])), /:2: key field 'key' must be a string, a number or bytes, not a boolean$/)
-      await expectBadInput(() => readJsonl(bad('objkey.jsonl', ['{"key":{"a":1}}'])), /:2: key field 'key' must be a string, a number or bytes, not an object$/)
-      await expectBadInput(() => readJsonl(bad('bigkey.jsonl', ['{"key":12345678901234567890}'])), /:2: key field 'key' is the integer .* too large to be exact/)
+      await expectBadInput(
+        () => readJsonl(bad('boolkey.jsonl', ['{"key":true}'])),
+        /:2: key field 'key' must be a string, a number or bytes, not a boolean$/,
+      )
+      await expectBadInput(
+        () => readJsonl(bad('objkey.jsonl', ['{"key":{"a":1}}'])),
+        /:2: key field 'key' must be a string, a number or bytes, not an object$/,
+      )
+      await expectBadInput(
+        () => readJsonl(bad('bigkey.jsonl', ['{"key":12345678901234567890}'])),
+        /:2: key field 'key' is the integer .* too large to be exact/,
+      )
     })
 
     it('an empty key', async () => {
@@ -118,7 +133,11 @@ describe('readJsonl', () => {
     })
 
     it('invalid UTF-8', async () => {
-      const path = writeInput(dir, 'latin1.jsonl', Buffer.concat([Buffer.from('{"key":"a","value":"'), Buffer.from([0xff]), Buffer.from('"}\n')]))
+      const path = writeInput(
+        dir,
+        'latin1.jsonl',
+        Buffer.concat([Buffer.from('{"key":"a","value":"'), Buffer.from([0xff]), Buffer.from('"}\n')]),
+      )
       await expectBadInput(() => readJsonl(path), `${path}:1: invalid UTF-8`)
     })
   })

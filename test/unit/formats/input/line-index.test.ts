@@ -8,7 +8,8 @@ describe('lineNumberAt', () => {
   it('gives the 1-based line holding a byte offset', async () => {
     const path = writeInput(dir, 'a.txt', 'ab\ncd\n\nef')
     const lines = [1, 1, 1, 2, 2, 2, 3, 4, 4, 4]
-    for (let offset = 0; offset < lines.length; offset++) expect([offset, await lineNumberAt(path, offset)]).toEqual([offset, lines[offset]])
+    for (let offset = 0; offset < lines.length; offset++)
+      expect([offset, await lineNumberAt(path, offset)]).toEqual([offset, lines[offset]])
   })
 
   it('counts across 1 MiB blocks, and again after the file changes', async () => {

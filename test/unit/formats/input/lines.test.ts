@@ -2,7 +2,10 @@ import fc from 'fast-check'
 import { LineSplitter, type LineBatch } from '../../../../formats/input/lines'
 
 /** Every line the splitter gives, as [line number, file offset, text], plus the failure. */
-function linesOf(chunks: Buffer[], opts: { end?: number; blankWhitespace?: boolean } = {}): { lines: Array<[number, number, string]>; failure?: string } {
+function linesOf(
+  chunks: Buffer[],
+  opts: { end?: number; blankWhitespace?: boolean } = {},
+): { lines: Array<[number, number, string]>; failure?: string } {
   const splitter = new LineSplitter('f', 0, opts.end ?? Number.POSITIVE_INFINITY, 1, false, opts.blankWhitespace ?? false)
   const lines: Array<[number, number, string]> = []
   const take = (batch: LineBatch): void => {
@@ -66,6 +69,12 @@ describe('LineSplitter', () => {
 
   it('reports the first bad line in file order, after the lines before it', () => {
     const bytes = Buffer.concat([Buffer.from('a\nb\n'), Buffer.from([0xff]), Buffer.from('\n\nc\n')])
-    expect(linesOf([bytes])).toEqual({ lines: [[1, 0, 'a'], [2, 2, 'b']], failure: 'f:3: invalid UTF-8' })
+    expect(linesOf([bytes])).toEqual({
+      lines: [
+        [1, 0, 'a'],
+        [2, 2, 'b'],
+      ],
+      failure: 'f:3: invalid UTF-8',
+    })
   })
 })

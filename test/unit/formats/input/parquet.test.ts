@@ -35,7 +35,14 @@ describe('readParquet', () => {
   it('turns integer keys into decimal text and other values into JSON', async () => {
     const path = await writeParquet(
       file(),
-      { id: { type: 'INT64' }, n: { type: 'INT32' }, d: { type: 'DOUBLE' }, j: { type: 'JSON' }, flag: { type: 'BOOLEAN' }, big: { type: 'INT64' } },
+      {
+        id: { type: 'INT64' },
+        n: { type: 'INT32' },
+        d: { type: 'DOUBLE' },
+        j: { type: 'JSON' },
+        flag: { type: 'BOOLEAN' },
+        big: { type: 'INT64' },
+      },
       [{ id: 42, n: -7, d: 1.5, j: { x: [1, 'y'] }, flag: true, big: 123456789012345 }],
     )
     const read = async (valueField: string): Promise<[string, string, string]> => {
@@ -50,9 +57,11 @@ describe('readParquet', () => {
   })
 
   it('without a value column, the value is the whole row as JSON (INT64 digits kept, bytes in base64)', async () => {
-    const path = await writeParquet(file(), { key: { type: 'UTF8' }, n: { type: 'INT64' }, b: { type: 'BYTE_ARRAY' }, s: { type: 'UTF8', optional: true } }, [
-      { key: 'a', n: 2 ** 53 - 1, b: Buffer.from([1, 2, 3]) },
-    ])
+    const path = await writeParquet(
+      file(),
+      { key: { type: 'UTF8' }, n: { type: 'INT64' }, b: { type: 'BYTE_ARRAY' }, s: { type: 'UTF8', optional: true } },
+      [{ key: 'a', n: 2 ** 53 - 1, b: Buffer.from([1, 2, 3]) }],
+    )
     const [rec] = await collect(readParquet(path))
     expect(rec?.valueKind).toBe('json')
     expect(rec?.value.toString()).toBe('{"key":"a","n":9007199254740991,"b":"AQID"}')
@@ -89,7 +98,10 @@ describe('readParquet', () => {
     it('a key or value column that does not exist, listing the columns', async () => {
       const path = await writeParquet(file(), { id: { type: 'UTF8' }, body: { type: 'UTF8' } }, [{ id: 'a', body: 'b' }])
       await expectBadInput(() => readParquet(path), `${path}: no column 'key'; columns are: id, body`)
-      await expectBadInput(() => readParquet(path, { keyField: 'id', valueField: 'value' }), `${path}: no column 'value'; columns are: id, body`)
+      await expectBadInput(
+        () => readParquet(path, { keyField: 'id', valueField: 'value' }),
+        `${path}: no column 'value'; columns are: id, body`,
+      )
     })
 
     it('a key column of a type with no text form', async () => {

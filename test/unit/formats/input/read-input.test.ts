@@ -15,7 +15,11 @@ describe('readInput', () => {
       csv: writeInput(dir, 'a.csv', 'key,value\nk,v\n'),
       jsonl: writeInput(dir, 'a.jsonl', '{"key":"k","value":"v"}\n'),
       parquet: await writeParquet(join(dir, 'a.parquet'), { key: { type: 'UTF8' }, value: { type: 'UTF8' } }, [{ key: 'k', value: 'v' }]),
-      arrow: writeInput(dir, 'a.arrow', tableToIPC(new Table({ key: vectorFromArray(['k'], new Utf8()), value: vectorFromArray(['v'], new Utf8()) }), 'file')),
+      arrow: writeInput(
+        dir,
+        'a.arrow',
+        tableToIPC(new Table({ key: vectorFromArray(['k'], new Utf8()), value: vectorFromArray(['v'], new Utf8()) }), 'file'),
+      ),
     }
     for (const format of INPUT_FORMATS) {
       expect([format, (await collect(readInput(files[format], format))).map(kv)]).toEqual([format, [['k', 'v']]])
@@ -69,7 +73,11 @@ describe('listInputFiles', () => {
 
   it('names a missing input', async () => {
     const missing = join(dir, 'no-such-dir')
-    await expectStoreError(() => listInputFiles([single, missing]), 'RO_BAD_INPUT', new RegExp(`^${escapeRe(missing)}: cannot read file: ENOENT`))
+    await expectStoreError(
+      () => listInputFiles([single, missing]),
+      'RO_BAD_INPUT',
+      new RegExp(`^${escapeRe(missing)}: cannot read file: ENOENT`),
+    )
   })
 
   it('lists nothing for an empty directory', async () => {

@@ -80,14 +80,28 @@ function cutPoints(text: Buffer, picks: number[]): number[] {
   return [...new Set([0, ...cuts, text.length])].sort((a, b) => a - b)
 }
 
-const text = (maxLength: number): fc.Arbitrary<string> => fc.string({ unit: fc.constantFrom('k', 'é', '\t', ' ', '🎉', '\u0000'), maxLength })
+const text = (maxLength: number): fc.Arbitrary<string> =>
+  fc.string({ unit: fc.constantFrom('k', 'é', '\t', ' ', '🎉', '\u0000'), maxLength })
 /** Mostly good lines, sometimes anything (blank, no tab, not JSON) to exercise the errors. */
 const tsvLine = fc.oneof(
-  { weight: 12, arbitrary: fc.tuple(text(4).filter((k) => k.length > 0 && !k.includes('\t')), text(6)).map(([k, v]) => `${k}\t${v}`) },
+  {
+    weight: 12,
+    arbitrary: fc
+      .tuple(
+        text(4).filter((k) => k.length > 0 && !k.includes('\t')),
+        text(6),
+      )
+      .map(([k, v]) => `${k}\t${v}`),
+  },
   { weight: 1, arbitrary: text(6) },
 )
 const jsonLine = fc.oneof(
-  { weight: 12, arbitrary: fc.record({ key: fc.string({ minLength: 1, maxLength: 5 }), value: fc.string({ maxLength: 5 }) }).map((o) => JSON.stringify(o)) },
+  {
+    weight: 12,
+    arbitrary: fc
+      .record({ key: fc.string({ minLength: 1, maxLength: 5 }), value: fc.string({ maxLength: 5 }) })
+      .map((o) => JSON.stringify(o)),
+  },
   { weight: 1, arbitrary: fc.constantFrom('', '  ', '{"key":1}', '[]', '{') },
 )
 
@@ -114,7 +128,8 @@ describe.each<[string, LineReader, fc.Arbitrary<string>]>([
       fc.asyncProperty(file, fc.array(fc.nat(), { maxLength: 6 }), async ({ lines, eol, lastEol, invalidAt }, picks) => {
         let text = Buffer.from(lines.join(eol) + (lastEol ? eol : ''), 'utf8')
         // Sometimes a byte that is not UTF-8, to check errors are found by the right split.
-        if (invalidAt !== undefined && text.length > 0) text = Buffer.concat([text.subarray(0, invalidAt % text.length), Buffer.from([0xff]), text.subarray(invalidAt % text.length)])
+        if (invalidAt !== undefined && text.length > 0)
+          text = Buffer.concat([text.subarray(0, invalidAt % text.length), Buffer.from([0xff]), text.subarray(invalidAt % text.length)])
         const path = writeInput(dir, `prop-${seq++}.txt`, text)
         const whole = await outcome(read(path, {}))
         const cuts = cutPoints(text, picks)

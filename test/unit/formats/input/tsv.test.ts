@@ -111,7 +111,10 @@ describe('readTsv', () => {
 
     it('reports a missing column with its line', async () => {
       const short = writeInput(dir, 'short.tsv', 'a\tb\tc\nd\te\n')
-      await expectBadInput(() => readTsv(short, { keyField: '1', valueField: '3' }), `${short}:2: line has 2 columns, no column 3 for the value`)
+      await expectBadInput(
+        () => readTsv(short, { keyField: '1', valueField: '3' }),
+        `${short}:2: line has 2 columns, no column 3 for the value`,
+      )
       await expectBadInput(() => readTsv(short, { keyField: '3' }), `${short}:2: line has 2 columns, no column 3 for the key`)
     })
 

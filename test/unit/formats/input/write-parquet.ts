@@ -13,8 +13,17 @@ interface ParquetLib {
 
 const parquet = require('parquetjs-lite') as ParquetLib
 
-export async function writeParquet(path: string, columns: Record<string, ParquetColumn>, rows: Array<Record<string, unknown>>, rowGroupSize?: number): Promise<string> {
-  const writer = await parquet.ParquetWriter.openFile(new parquet.ParquetSchema(columns), path, rowGroupSize === undefined ? {} : { rowGroupSize })
+export async function writeParquet(
+  path: string,
+  columns: Record<string, ParquetColumn>,
+  rows: Array<Record<string, unknown>>,
+  rowGroupSize?: number,
+): Promise<string> {
+  const writer = await parquet.ParquetWriter.openFile(
+    new parquet.ParquetSchema(columns),
+    path,
+    rowGroupSize === undefined ? {} : { rowGroupSize },
+  )
   for (const row of rows) await writer.appendRow(row)
   await writer.close()
   return path

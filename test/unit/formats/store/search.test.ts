@@ -18,7 +18,15 @@ function lowerBound(k: IndexKeys, hi: number, lo: number): number {
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n })
 
-describe.each(SEARCH_STRATEGIES.flatMap((s) => [[s, false], [s, true]] as const))('%s search (radix table: %s)', (strategy, radix) => {
+describe.each(
+  SEARCH_STRATEGIES.flatMap(
+    (s) =>
+      [
+        [s, false],
+        [s, true],
+      ] as const,
+  ),
+)('%s search (radix table: %s)', (strategy, radix) => {
   const search = searchFn(strategy)
   const find = (k: IndexKeys, v: bigint) => search(k, Number(v >> 32n), Number(v & 0xffffffffn), { probes: 0 })
   const keysOf = (values: bigint[]) => keysOfAll(values, radix)

@@ -17,28 +17,34 @@ function sampleRecords(n: number): [string, string][] {
   return Array.from({ length: n }, (_, i) => [`key-${i}`, i % 17 === 0 ? '' : `value-${i}-${'x'.repeat(i % 300)}`])
 }
 
-describe.each(COMPRESSIONS.flatMap((c) => SEARCH_STRATEGIES.map((s) => [c, s] as const)))('compression %s, %s search', (compression, search) => {
-  test('every key reads back its exact value, absent keys are undefined, empty values stay empty', async () => {
-    const dir = newDir()
-    const records = sampleRecords(3000)
-    await makeNodeDir(dir, records, { compression, chunks: 3 })
-    const r = await openStore(dir, { search })
-    try {
-      for (const [k, v] of records) expect(r.get(k)?.toString()).toBe(v)
-      expect(r.get('key-0')).toEqual(Buffer.alloc(0))
-      for (let i = 0; i < 500; i++) expect(r.get(`absent-${i}`)).toBeUndefined()
-      expect(r.getMany(['key-1', 'nope', 'key-2']).map((b) => b?.toString())).toEqual([records[1]![1], undefined, records[2]![1]])
-    } finally {
-      r.close()
-    }
-  })
-})
+describe.each(COMPRESSIONS.flatMap((c) => SEARCH_STRATEGIES.map((s) => [c, s] as const)))(
+  'compression %s, %s search',
+  (compression, search) => {
+    test('every key reads back its exact value, absent keys are undefined, empty values stay empty', async () => {
+      const dir = newDir()
+      const records = sampleRecords(3000)
+      await makeNodeDir(dir, records, { compression, chunks: 3 })
+      const r = await openStore(dir, { search })
+      try {
+        for (const [k, v] of records) expect(r.get(k)?.toString()).toBe(v)
+        expect(r.get('key-0')).toEqual(Buffer.alloc(0))
+        for (let i = 0; i < 500; i++) expect(r.get(`absent-${i}`)).toBeUndefined()
+        expect(r.getMany(['key-1', 'nope', 'key-2']).map((b) => b?.toString())).toEqual([records[1]![1], undefined, records[2]![1]])
+      } finally {
+        r.close()
+      }
+    })
+  },
+)
 
 test('binary keys and values, and a value larger than the read-ahead', async () => {
   const dir = newDir()
   const big = Buffer.alloc(100_000, 7)
   const bin = Buffer.from([0, 255, 10, 13, 9, 0])
-  await makeNodeDir(dir, [[bin, big], ['k', bin]])
+  await makeNodeDir(dir, [
+    [bin, big],
+    ['k', bin],
+  ])
   const r = await openStore(dir)
   expect(r.get(bin)).toEqual(big)
   expect(r.get('k')).toEqual(bin)
