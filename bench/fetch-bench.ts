@@ -17,8 +17,8 @@ import { isStoreError } from '../common/errors'
 import { fetchVersion } from '../fetcher/fetch-job'
 import { registerFetchMetrics } from '../fetcher/fetch-metrics'
 import { TokenBucket } from '../fetcher/token-bucket'
-import { makeBuildOutput, type Fixture } from '../test/helpers/fetch-fixture'
-import { Nginx, nginxAvailable } from '../test/helpers/nginx'
+import { makeBuildOutput, type Fixture } from '../testkit/fetch-fixture'
+import { Nginx, nginxAvailable } from '../testkit/nginx'
 
 const run = promisify(execFile)
 const MB = 1e6

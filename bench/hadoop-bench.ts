@@ -11,10 +11,10 @@
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-import { buildStore } from '../builder/build-job'
-import { parseCluster } from '../builder/cluster'
-import { prepareHadoopJob } from '../builder/hadoop/print-command'
-import { runFinalize, runHarness } from '../test/helpers/hadoop-harness'
+import { buildStore } from '../builder/engines/local/build-job'
+import { parseCluster } from '../cluster/cluster'
+import { prepareHadoopJob } from '../builder/engines/hadoop/print-command'
+import { runFinalize, runHarness } from '../testkit/hadoop-harness'
 
 const MB = 1e6
 

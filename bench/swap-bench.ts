@@ -15,9 +15,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { makeNodeDir } from '../test/helpers/make-store'
+import { makeNodeDir } from '../testkit/make-store'
 import { writeLivePointer } from '../swapper/live-pointer'
-import { json, request, startSingleNode, type NodeProcess } from '../test/helpers/node-process'
+import { json, request, startSingleNode, type NodeProcess } from '../testkit/node-process'
 
 const GiB = 1 << 30
 const MiB = 1 << 20

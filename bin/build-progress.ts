@@ -1,6 +1,6 @@
 import { SingleBar, Presets } from 'cli-progress'
 import type { BuildProgress } from '../builder/build-options'
-import type { BuildSummary } from '../builder/build-job'
+import type { BuildSummary } from '../builder/engines/local/build-job'
 
 /** A terminal progress bar over input bytes (map) then chunks (reduce). */
 export function createBuildProgressBar(): { update: (p: BuildProgress) => void; stop: () => void } {

@@ -5,7 +5,7 @@ import type { InputFormat } from '../formats/input/types'
 import { INPUT_FORMATS } from '../formats/input/types'
 import { isSafeName } from '../formats/store/layout'
 import { COMPRESSIONS, type Compression } from '../formats/store/metadata'
-import type { Cluster } from './cluster'
+import type { Cluster } from '../cluster/cluster'
 
 /** Memory budget per worker thread the default worker count allows for. */
 const MB_PER_DEFAULT_WORKER = 64

@@ -1,9 +1,10 @@
 import type { InputRecord } from '../formats/input/types'
 import type { ValueCodec } from '../formats/store/codec'
 import type { KeyHasher } from '../formats/store/key-hash'
-import type { ClusterLayoutNode } from '../formats/store/metadata'
+import type { ClusterLayoutNode } from '../cluster/layout'
 import type { MappedRecord } from './mapped-record'
-import { buildRing, chunkOf, masterPartition, replicaTable, type Ring } from './routing'
+import { buildRing, masterPartition, replicaTable, type Ring } from '../cluster/routing'
+import { chunkOf } from '../formats/store/layout'
 
 /**
  * The map step, shared by the local engine and Hadoop Streaming: one input record in,

@@ -1,6 +1,6 @@
 import { dataFileName, indexFileName } from '../formats/store/layout'
 import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata, type ValueSerializer } from '../formats/store/metadata'
-import type { KindCounts, ReducedChunk } from './worker-protocol'
+import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'
 
 export interface MetadataOptions {
   readonly store: string

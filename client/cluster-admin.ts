@@ -1,4 +1,4 @@
-import type { Cluster } from '../builder/cluster'
+import type { Cluster } from '../cluster/cluster'
 import { NodeClient } from './node-client'
 
 /** One admin NodeClient per cluster node, closed together. */

@@ -1,6 +1,6 @@
 import { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
-import type { ClusterNode } from '../builder/cluster'
+import type { ClusterNode } from '../cluster/cluster'
 import { decodeValues, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, type HttpResponse } from './http'
 

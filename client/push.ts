@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
-import type { Cluster } from '../builder/cluster'
+import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import type { RemoteJob } from './node-client'
 import { normalizeSource, readBuildManifests } from './source-manifests'

@@ -1,5 +1,5 @@
 import { StoreError, errorMessage } from '../common/errors'
-import type { Cluster } from '../builder/cluster'
+import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 
 export interface RollbackOptions {

@@ -1,6 +1,6 @@
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
-import type { Cluster } from '../builder/cluster'
-import { buildRing, routeHash, type Ring } from '../builder/routing'
+import type { Cluster } from '../cluster/cluster'
+import { buildRing, routeHash, type Ring } from '../cluster/routing'
 import { createKeyHasher, keyBytes, type KeyHasher } from '../formats/store/key-hash'
 import { NodeClient, type RemoteStoreInfo } from './node-client'
 

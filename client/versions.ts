@@ -1,5 +1,5 @@
 import { errorMessage } from '../common/errors'
-import type { Cluster } from '../builder/cluster'
+import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import type { RemoteVersion } from './node-client'
 

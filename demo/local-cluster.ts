@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseCluster, type Cluster } from '../builder/cluster'
+import { parseCluster, type Cluster } from '../cluster/cluster'
 import { freePort } from '../common/net'
 import { cliPath } from '../common/paths'
 import { httpRequest } from '../client/http'

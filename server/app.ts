@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isAbsolute } from 'node:path'
 import { errorMessage, StoreError } from '../common/errors'
-import type { Cluster } from '../builder/cluster'
+import type { Cluster } from '../cluster/cluster'
 import { MAX_KEY_BYTES } from '../formats/input/types'
 import type { DataDir } from '../swapper/data-dir'
 import type { SwapResult } from '../swapper/events'

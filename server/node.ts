@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { errorMessage, StoreError } from '../common/errors'
-import { loadCluster, type Cluster } from '../builder/cluster'
+import { loadCluster, type Cluster } from '../cluster/cluster'
 import { DataDir } from '../swapper/data-dir'
 import type { OpenReader, VerifyDir } from '../swapper/swap'
 import { DEFAULT_KEEP_VERSIONS } from '../swapper/swap'

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../builder/cluster'
+import { loadCluster } from '../../cluster/cluster'
 import { StoreClient } from '../../client/store-client'
 import { clusterOptions } from '../cluster-options'
 

@@ -1,8 +1,8 @@
 import type { Argv } from 'yargs'
-import { finalizeHadoopBuild, readStatsSources } from '../../builder/hadoop/finalize'
-import { JOB_FILE_NAME, readJobSpec } from '../../builder/hadoop/job-spec'
-import { runMapTask } from '../../builder/hadoop/mapper'
-import { runReduceTask } from '../../builder/hadoop/reducer'
+import { finalizeHadoopBuild, readStatsSources } from '../../builder/engines/hadoop/finalize'
+import { JOB_FILE_NAME, readJobSpec } from '../../builder/engines/hadoop/job-spec'
+import { runMapTask } from '../../builder/engines/hadoop/mapper'
+import { runReduceTask } from '../../builder/engines/hadoop/reducer'
 
 export const command = 'hadoop'
 export const describe = 'Hadoop Streaming steps of a distributed build (see docs/HADOOP.md and rostore build --engine hadoop)'

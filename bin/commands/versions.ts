@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../builder/cluster'
+import { loadCluster } from '../../cluster/cluster'
 import { clusterVersions } from '../../client/versions'
 import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
 

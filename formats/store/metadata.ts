@@ -1,3 +1,4 @@
+import type { ClusterLayoutNode } from '../../cluster/layout'
 import type { KeyKind } from '../input/types'
 
 /**
@@ -26,11 +27,6 @@ export interface FileEntry {
   readonly size: number
   /** Lower-case hex digest with `checksumAlgorithm`. */
   readonly checksum: string
-}
-
-export interface ClusterLayoutNode {
-  readonly id: number
-  readonly partitions: readonly number[]
 }
 
 export interface StoreMetadata {

@@ -1,7 +1,7 @@
 import { closeSync, readSync } from 'node:fs'
 import { readU32BE } from '../../common/bytes'
 import { StoreError } from '../../common/errors'
-import { chunkOf } from '../../builder/routing'
+import { chunkOf } from './layout'
 import { openChunk, readFully, type OpenChunk } from './chunk-reader'
 import { codecByName, type ValueCodec } from './codec'
 import { corrupt } from './header'

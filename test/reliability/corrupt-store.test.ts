@@ -20,8 +20,8 @@ import { checksumFile } from '../../formats/store/checksum'
 import type { Compression } from '../../formats/store/metadata'
 import { openStore } from '../../formats/store/store-reader'
 import { verifyStore } from '../../formats/store/verify'
-import { makeNodeDir } from '../helpers/make-store'
-import { json, startSingleNode, type NodeProcess } from '../helpers/node-process'
+import { makeNodeDir } from '../../testkit/make-store'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
 import {
   faultSeed,
   leftoversOf,
@@ -33,8 +33,8 @@ import {
   seededRandom,
   versionDirsOf,
   versionValue,
-} from '../helpers/reliability-kit'
-import { makeTmp } from '../helpers/tmp'
+} from '../../testkit/reliability-kit'
+import { makeTmp } from '../../testkit/tmp'
 
 /**
  * Promise 2 of docs/RELIABILITY.md: corrupt store files are refused, never served.

@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { verifyStore } from '../../formats/store/verify'
-import { Nginx } from '../helpers/nginx'
-import { json, startSingleNode, type NodeProcess } from '../helpers/node-process'
+import { Nginx } from '../../testkit/nginx'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
 import {
   BIG_VERSIONS,
   faultSeed,
@@ -16,8 +16,8 @@ import {
   sleep,
   versionDirsOf,
   waitUntil,
-} from '../helpers/reliability-kit'
-import { makeTmp } from '../helpers/tmp'
+} from '../../testkit/reliability-kit'
+import { makeTmp } from '../../testkit/tmp'
 
 /**
  * Promise 3 of docs/RELIABILITY.md: crashes lose nothing. A real `rostore serve` is killed

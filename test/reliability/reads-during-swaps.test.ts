@@ -1,9 +1,9 @@
 import { Agent, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
-import { parseCluster } from '../../builder/cluster'
+import { parseCluster } from '../../cluster/cluster'
 import { StoreClient } from '../../client/store-client'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
-import { json, request, startSingleNode, type NodeProcess } from '../helpers/node-process'
+import { json, request, startSingleNode, type NodeProcess } from '../../testkit/node-process'
 import {
   faultSeed,
   keyName,
@@ -14,8 +14,8 @@ import {
   sleep,
   versionOfValue,
   versionValue,
-} from '../helpers/reliability-kit'
-import { makeTmp } from '../helpers/tmp'
+} from '../../testkit/reliability-kit'
+import { makeTmp } from '../../testkit/tmp'
 
 /**
  * Promise 5 of docs/RELIABILITY.md: reads survive swaps. One real node, a sustained

@@ -1,16 +1,16 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildStore, type BuildSummary } from '../../../builder/build-job'
+import { buildStore, type BuildSummary } from '../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
-import { parseCluster } from '../../../builder/cluster'
-import { buildRing, routeHash } from '../../../builder/routing'
+import { parseCluster } from '../../../cluster/cluster'
+import { buildRing, routeHash } from '../../../cluster/routing'
 import { isStoreError } from '../../../common/errors'
 import { INPUT_FORMATS } from '../../../formats/input/types'
 import { createKeyHasher } from '../../../formats/store/key-hash'
 import { openStore, type StoreReader } from '../../../formats/store/store-reader'
 import { verifyStore } from '../../../formats/store/verify'
-import { writeInput } from '../../helpers/input-files'
-import { makeTmp } from '../../helpers/tmp'
+import { writeInput } from '../../../testkit/input-files'
+import { makeTmp } from '../../../testkit/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

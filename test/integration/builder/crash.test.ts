@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { makeTmp } from '../../helpers/tmp'
+import { makeTmp } from '../../../testkit/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

@@ -2,9 +2,9 @@ import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { writeInput } from '../../helpers/input-files'
-import { startCluster, type TestCluster } from '../../helpers/node-process'
-import { makeTmp } from '../../helpers/tmp'
+import { writeInput } from '../../../testkit/input-files'
+import { startCluster, type TestCluster } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/tmp'
 
 jest.setTimeout(120_000)
 const tmp = makeTmp()

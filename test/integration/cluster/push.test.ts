@@ -1,15 +1,15 @@
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/build-job'
-import { loadCluster, type Cluster } from '../../../builder/cluster'
+import { buildStore } from '../../../builder/engines/local/build-job'
+import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 import { pushStore } from '../../../client/push'
 import { rollbackCluster } from '../../../client/rollback'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
-import { writeInput } from '../../helpers/input-files'
-import { Nginx } from '../../helpers/nginx'
-import { startCluster, type TestCluster } from '../../helpers/node-process'
-import { makeTmp } from '../../helpers/tmp'
+import { writeInput } from '../../../testkit/input-files'
+import { Nginx } from '../../../testkit/nginx'
+import { startCluster, type TestCluster } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/tmp'
 
 jest.setTimeout(120_000)
 const tmp = makeTmp()

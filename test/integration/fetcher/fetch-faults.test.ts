@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fetchVersion, type FetchProgress } from '../../../fetcher/fetch-job'
 import { checksumFile } from '../../../formats/store/checksum'
-import { makeBuildOutput, type Fixture } from '../../helpers/fetch-fixture'
-import { Nginx } from '../../helpers/nginx'
-import { StallProxy } from '../../helpers/stall-proxy'
+import { makeBuildOutput, type Fixture } from '../../../testkit/fetch-fixture'
+import { Nginx } from '../../../testkit/nginx'
+import { StallProxy } from '../../../testkit/stall-proxy'
 
 const MiB = 1 << 20
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fetchVersion, type FetchOptions } from '../../../fetcher/fetch-job'
 import { checksumFile } from '../../../formats/store/checksum'
-import { corruptByte, makeBuildOutput, type Fixture } from '../../helpers/fetch-fixture'
-import { Nginx } from '../../helpers/nginx'
+import { corruptByte, makeBuildOutput, type Fixture } from '../../../testkit/fetch-fixture'
+import { Nginx } from '../../../testkit/nginx'
 
 const MiB = 1 << 20
 

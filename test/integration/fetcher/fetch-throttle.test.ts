@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fetchVersion } from '../../../fetcher/fetch-job'
 import { TokenBucket } from '../../../fetcher/token-bucket'
-import { makeBuildOutput } from '../../helpers/fetch-fixture'
-import { Nginx } from '../../helpers/nginx'
+import { makeBuildOutput } from '../../../testkit/fetch-fixture'
+import { Nginx } from '../../../testkit/nginx'
 
 const MiB = 1 << 20
 

@@ -1,11 +1,11 @@
 import { join } from 'node:path'
-import { makeNodeDir } from '../../helpers/make-store'
-import { makeTmp } from '../../helpers/tmp'
-import { json, startCluster, type TestCluster } from '../../helpers/node-process'
+import { makeNodeDir } from '../../../testkit/make-store'
+import { makeTmp } from '../../../testkit/tmp'
+import { json, startCluster, type TestCluster } from '../../../testkit/node-process'
 
 const TOKEN = 'cluster-helper-token-0123456789'
 
-describe('test/helpers/node-process: a cluster of real nodes', () => {
+describe('testkit/node-process: a cluster of real nodes', () => {
   const tmp = makeTmp('rostore-cluster-')
   let cluster: TestCluster | undefined
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { cpus } from 'node:os'
 import { normalizeBuildOptions, type BuildOptions } from '../../../builder/build-options'
-import { parseCluster } from '../../../builder/cluster'
+import { parseCluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 
 const base: BuildOptions = {

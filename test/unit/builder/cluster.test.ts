@@ -1,4 +1,4 @@
-import { parseCluster, sameLayout } from '../../../builder/cluster'
+import { parseCluster, sameLayout } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 
 const node = (id: number, partitions: number[], port = 7000 + id) => ({ id, host: '127.0.0.1', port, partitions })

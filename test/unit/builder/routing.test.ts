@@ -1,5 +1,6 @@
 import { createKeyHasher } from '../../../formats/store/key-hash'
-import { buildRing, chunkOf, masterPartition, replicaNodes, routeHash } from '../../../builder/routing'
+import { buildRing, masterPartition, replicaNodes, routeHash } from '../../../cluster/routing'
+import { chunkOf } from '../../../formats/store/layout'
 
 const layout = [
   { id: 0, partitions: [0, 3, 6] },

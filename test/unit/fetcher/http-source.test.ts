@@ -8,7 +8,7 @@ import { fetchVersion } from '../../../fetcher/fetch-job'
 import { HttpSource } from '../../../fetcher/sources/http'
 import { RestartFromZeroError } from '../../../fetcher/sources/source'
 import { checksumFile } from '../../../formats/store/checksum'
-import { makeBuildOutput, type Fixture } from '../../helpers/fetch-fixture'
+import { makeBuildOutput, type Fixture } from '../../../testkit/fetch-fixture'
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void
 

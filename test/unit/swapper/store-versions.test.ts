@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync, closeSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeNodeDir } from '../../helpers/make-store'
-import { makeTmp } from '../../helpers/tmp'
+import { makeNodeDir } from '../../../testkit/make-store'
+import { makeTmp } from '../../../testkit/tmp'
 import { StoreVersions } from '../../../swapper/swap'
 import { DataDir } from '../../../swapper/data-dir'
 

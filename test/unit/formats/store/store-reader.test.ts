@@ -5,8 +5,8 @@ import { COMPRESSIONS } from '../../../../formats/store/metadata'
 import { SEARCH_STRATEGIES } from '../../../../formats/store/search'
 import { openStore } from '../../../../formats/store/store-reader'
 import { verifyStore } from '../../../../formats/store/verify'
-import { makeNodeDir } from '../../../helpers/make-store'
-import { makeTmp } from '../../../helpers/tmp'
+import { makeNodeDir } from '../../../../testkit/make-store'
+import { makeTmp } from '../../../../testkit/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

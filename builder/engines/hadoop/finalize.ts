@@ -1,0 +1,244 @@
+import { readdir, readFile, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { StoreError } from '../../../common/errors'
+import { fsyncDir } from '../../../common/fs-durable'
+import { checksumFile } from '../../../formats/store/checksum'
+import { ChunkWriter } from '../../../formats/store/chunk-writer'
+import { codecByName } from '../../../formats/store/codec'
+import { dataFileName, indexFileName, nodeDirName } from '../../../formats/store/layout'
+import { METADATA_FILE } from '../../../formats/store/metadata'
+import { writeMetadata } from '../../../formats/store/metadata-io'
+import { verifyBuildOrNode } from '../../../formats/store/verify-tree'
+import { clusterLayout } from '../../../cluster/cluster'
+import { splitBucket } from '../../map-step'
+import { nodeMetadata } from '../../node-metadata'
+import { outputLocation, type OutputLocation } from './job-fs'
+import { specBuildOptions, type HadoopJobSpec } from './job-spec'
+import { atOffset } from './line-records'
+import { addKinds, emptyKinds, parseStatsText, type ChunkStats, type MapStats, type ParsedStats } from './stats'
+
+/**
+ * `rostore hadoop finalize`: turns the chunk files the reducers committed plus their
+ * statistics lines into a normal build output, byte for byte what `rostore build` writes:
+ * checks the statistics add up (every mapped record reached a chunk), writes an empty
+ * chunk for every (node, chunk) no reducer saw, writes each node's metadata.json with the
+ * same function the local engine uses, removes the attempt directories, and checks that
+ * every node directory holds exactly the files its metadata lists.
+ */
+export interface FinalizeOptions {
+  readonly job: HadoopJobSpec
+  readonly stats: ParsedStats
+  /** Also walk every record of the output (local output only), as `rostore verify` does. */
+  readonly verify?: boolean
+}
+
+export interface FinalizeSummary {
+  readonly output: string
+  readonly store: string
+  readonly version: number
+  readonly chunks: number
+  readonly inputRecords: number
+  readonly duplicates: number
+  readonly mapTasks: number
+  readonly emptyChunks: number
+  readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
+}
+
+const FINALIZE_ATTEMPT = 'finalize'
+
+export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeSummary> {
+  const job = o.job
+  const opts = specBuildOptions(job)
+  const layout = clusterLayout(job.cluster)
+  const nodes = [...job.cluster.nodes].sort((a, b) => a.id - b.id)
+  const bucketCount = nodes.length * job.chunks
+  const location = outputLocation(job.output, job)
+
+  const byBucket = chunksByBucket(o.stats.chunks, nodes, job.chunks, bucketCount)
+  const maps = distinctMaps(o.stats.maps)
+  const kinds = emptyKinds()
+  let inputRecords = 0
+  for (const m of maps) {
+    addKinds(kinds, m.kinds)
+    inputRecords += m.records
+  }
+  checkBlankLines(job, maps)
+  const reached = [...byBucket.values()].reduce((s, c) => s + c.records + c.duplicates, 0)
+  if (reached !== inputRecords * job.replication) {
+    throw new StoreError(
+      'RO_CONFLICT',
+      `statistics do not add up: ${maps.length} map tasks read ${inputRecords} records (x${job.replication} replicas = ${inputRecords * job.replication}), the reducers' chunks hold ${reached}; ` +
+        'give finalize the complete output of one successful job (every part-* file)',
+    )
+  }
+
+  // Buckets no reducer saw get the same empty chunk the local engine writes.
+  const codec = codecByName(job.compression)
+  let emptyChunks = 0
+  for (let bucket = 0; bucket < bucketCount; bucket++) {
+    if (byBucket.has(bucket)) continue
+    const { nodePosition, chunk } = splitBucket(bucket, job.chunks)
+    const nodeId = nodes[nodePosition]!.id
+    const nodeDir = nodeDirName(nodeId)
+    const dir = await location.stage(FINALIZE_ATTEMPT, nodeDir)
+    const stats = new ChunkWriter(dir, { store: job.store, version: job.version, nodeId, chunk }, codec.id).finish()
+    const names = [indexFileName(chunk), dataFileName(chunk)]
+    const [indexChecksum, dataChecksum] = await Promise.all(names.map((n) => checksumFile(join(dir, n))))
+    await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, names)
+    byBucket.set(bucket, {
+      bucket,
+      nodeId,
+      chunk,
+      records: 0,
+      duplicates: 0,
+      indexSize: stats.indexSize,
+      dataSize: stats.dataSize,
+      indexChecksum: indexChecksum!,
+      dataChecksum: dataChecksum!,
+      attempt: FINALIZE_ATTEMPT,
+    })
+    emptyChunks++
+  }
+
+  const summaryNodes = []
+  for (const n of nodes) {
+    const mine = [...byBucket.values()].filter((c) => c.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
+    await checkCommitted(location, n.id, mine)
+    const meta = nodeMetadata({ ...opts, clusterName: job.cluster.name }, job.chunks, n.id, layout, mine, kinds)
+    const nodeDir = nodeDirName(n.id)
+    if (location.remote) {
+      const dir = await location.stage(FINALIZE_ATTEMPT, nodeDir)
+      await writeMetadata(dir, meta)
+      await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, [METADATA_FILE])
+    } else {
+      const dir = join(location.root, nodeDir)
+      await writeMetadata(dir, meta)
+      await fsyncDir(dir)
+    }
+    summaryNodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, c) => s + c.indexSize + c.dataSize, 0) })
+  }
+  await location.removeAttempts()
+  const expected = new Set(nodes.map((n) => nodeDirName(n.id)))
+  const extra = (await location.children()).filter((name) => !expected.has(name))
+  if (extra.length > 0)
+    throw new StoreError('RO_CONFLICT', `${location.root}: unexpected entries beside the node directories: ${extra.join(', ')}`)
+  if (o.verify) {
+    if (location.remote)
+      throw new StoreError('RO_BAD_OPTION', '--verify needs a local (or mounted) output; copy it with hdfs dfs -get and run rostore verify')
+    await verifyBuildOrNode(location.root)
+  }
+  return {
+    output: location.root,
+    store: job.store,
+    version: job.version,
+    chunks: job.chunks,
+    inputRecords,
+    duplicates: [...byBucket.values()].reduce((s, c) => s + c.duplicates, 0) / job.replication,
+    mapTasks: maps.length,
+    emptyChunks,
+    nodes: summaryNodes,
+  }
+}
+
+function chunksByBucket(
+  list: readonly ChunkStats[],
+  nodes: readonly { id: number }[],
+  chunks: number,
+  bucketCount: number,
+): Map<number, ChunkStats> {
+  const byBucket = new Map<number, ChunkStats>()
+  for (const c of list) {
+    if (c.bucket >= bucketCount)
+      throw new StoreError('RO_CONFLICT', `statistics name bucket ${c.bucket}, the job has ${bucketCount}: statistics of another job?`)
+    const { nodePosition, chunk } = splitBucket(c.bucket, chunks)
+    if (nodes[nodePosition]!.id !== c.nodeId || chunk !== c.chunk)
+      throw new StoreError(
+        'RO_CONFLICT',
+        `statistics of bucket ${c.bucket} name node ${c.nodeId} chunk ${c.chunk}: statistics of another job?`,
+      )
+    const prev = byBucket.get(c.bucket)
+    if (prev !== undefined) {
+      if (prev.indexChecksum === c.indexChecksum && prev.dataChecksum === c.dataChecksum && prev.records === c.records) continue
+      throw new StoreError(
+        'RO_CONFLICT',
+        `node ${c.nodeId} chunk ${c.chunk} was written by two reducers with different contents (${prev.attempt}, ${c.attempt}): ` +
+          'the job must partition on the first key field only (-partitioner KeyFieldBasedPartitioner, -k1,1, separator ".")',
+      )
+    }
+    byBucket.set(c.bucket, c)
+  }
+  return byBucket
+}
+
+/** One entry per map task (the same task given twice, identical, counts once). */
+function distinctMaps(list: readonly MapStats[]): MapStats[] {
+  const byTask = new Map<string, MapStats>()
+  for (const m of list) {
+    const prev = byTask.get(m.task)
+    if (prev === undefined) byTask.set(m.task, m)
+    else if (JSON.stringify({ ...prev, attempt: '' }) !== JSON.stringify({ ...m, attempt: '' })) {
+      throw new StoreError('RO_CONFLICT', `map task ${m.task} reported twice with different statistics: statistics of two jobs?`)
+    }
+  }
+  return [...byTask.values()]
+}
+
+/** Blank lines are allowed only at the end of a file: none may come before a non-blank line of any split. */
+function checkBlankLines(job: HadoopJobSpec, maps: readonly MapStats[]): void {
+  const firstBlank = new Map<number, number>()
+  const lastLine = new Map<number, number>()
+  for (const m of maps) {
+    for (const f of m.files) {
+      if (f.firstBlank !== null) firstBlank.set(f.fileIndex, Math.min(firstBlank.get(f.fileIndex) ?? Infinity, f.firstBlank))
+      if (f.lastLine !== null) lastLine.set(f.fileIndex, Math.max(lastLine.get(f.fileIndex) ?? -1, f.lastLine))
+    }
+  }
+  for (const [fileIndex, blank] of firstBlank) {
+    if (blank < (lastLine.get(fileIndex) ?? -1))
+      throw new StoreError('RO_BAD_INPUT', `${atOffset(job.inputs[fileIndex] ?? `input #${fileIndex}`, blank)}: empty line`)
+  }
+}
+
+async function checkCommitted(location: OutputLocation, nodeId: number, mine: readonly ChunkStats[]): Promise<void> {
+  const present = await location.list(nodeDirName(nodeId))
+  const where = `${location.root}/${nodeDirName(nodeId)}`
+  for (const c of mine) {
+    for (const [name, size] of [
+      [indexFileName(c.chunk), c.indexSize],
+      [dataFileName(c.chunk), c.dataSize],
+    ] as const) {
+      const got = present.get(name)
+      if (got === undefined) throw new StoreError('RO_CORRUPT', `${where}/${name}: missing, though a reducer reported it committed`)
+      if (got !== size) throw new StoreError('RO_CORRUPT', `${where}/${name}: ${got} bytes, the reducer reported ${size}`)
+      present.delete(name)
+    }
+  }
+  present.delete(METADATA_FILE)
+  if (present.size > 0)
+    throw new StoreError('RO_CONFLICT', `${where}: files no chunk statistics account for: ${[...present.keys()].join(', ')}`)
+}
+
+/**
+ * Statistics from reducer output: files, directories (every file in them not starting
+ * with '_' or '.', as Hadoop reads a job's output) or '-' for stdin.
+ */
+export async function readStatsSources(sources: readonly string[], stdin: () => Promise<string>): Promise<ParsedStats> {
+  const into: ParsedStats = { chunks: [], maps: [] }
+  for (const src of sources) {
+    if (src === '-') {
+      parseStatsText(await stdin(), 'stdin', into)
+      continue
+    }
+    const info = await stat(src).catch((err: unknown) => {
+      throw new StoreError('RO_NOT_FOUND', `${src}: cannot read statistics: ${(err as Error).message}`, { cause: err })
+    })
+    const files = info.isDirectory()
+      ? (await readdir(src))
+          .filter((n) => !n.startsWith('_') && !n.startsWith('.'))
+          .sort()
+          .map((n) => join(src, n))
+      : [src]
+    for (const f of files) parseStatsText(await readFile(f, 'utf8'), f, into)
+  }
+  return into
+}

@@ -1,0 +1,233 @@
+import { mkdir, stat, writeFile } from 'node:fs/promises'
+import { basename, join, resolve } from 'node:path'
+import { StoreError } from '../../../common/errors'
+import { listInputFiles } from '../../../formats/input/read-input'
+import { normalizeBuildOptions, type BuildOptions } from '../../build-options'
+import { defaultChunkCount } from '../../chunk-count'
+import { hdfsCommand, isRemote, listRemoteInputs, localPath, outputLocation, readFirstLine, type ListedInput } from './job-fs'
+import { JOB_FILE_NAME, makeJobSpec, writeJobSpec, type HadoopJobSpec } from './job-spec'
+import { keyFieldPartition } from './partitioner'
+import { BUCKET_HEX, KEY_FIELD_SEPARATOR } from './shuffle-key'
+
+/**
+ * `rostore build --engine hadoop --print-command`: fixes everything the tasks must agree
+ * on (options, chunk count, version, input files in file-index order, CSV headers) in a
+ * job spec file, and prints the shell commands that run the job with Hadoop Streaming and
+ * finalize it. Nothing is run and the output is not created.
+ */
+export interface HadoopPrintOptions {
+  readonly build: BuildOptions
+  /** Reduce tasks; default one per (node, chunk) bucket. */
+  readonly reducers?: number
+  /** Local directory for the job spec, input list and script; default ./rostore-job-<store>-<version>. */
+  readonly jobDir?: string
+  /** The job's working directory on the cluster's file system (stats, input list). */
+  readonly hadoopDir?: string
+  /** How tasks start rostore; default `rostore` (on the PATH of every task node). */
+  readonly taskCommand?: string
+  /** Path of hadoop-streaming*.jar; default the one in $HADOOP_HOME. */
+  readonly streamingJar?: string
+  /** The `hdfs` command for hdfs:// paths. */
+  readonly hdfsCommand?: string
+  /** Extra files or archives to ship (`-archives`, e.g. a rostore tarball). */
+  readonly archives?: readonly string[]
+}
+
+export interface PreparedHadoopJob {
+  readonly spec: HadoopJobSpec
+  readonly specPath: string
+  readonly jobDir: string
+  readonly script: string
+}
+
+export const STREAMING_SETTINGS = {
+  ignoreKey: 'stream.map.input.ignoreKey',
+  keyFields: 'stream.num.map.output.key.fields',
+  separator: 'mapreduce.map.output.key.field.separator',
+  partitionerOptions: 'mapreduce.partition.keypartitioner.options',
+  partitioner: 'org.apache.hadoop.mapred.lib.KeyFieldBasedPartitioner',
+} as const
+
+export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedHadoopJob> {
+  const b = normalizeBuildOptions(o.build)
+  const cmd = o.hdfsCommand ?? hdfsCommand()
+  const columnar = b.format === 'parquet' || b.format === 'arrow'
+  const listed = await listAllInputs(b.inputs, cmd)
+  if (listed.length === 0)
+    throw new StoreError('RO_BAD_OPTION', 'no input files: there is nothing for Hadoop to map (rostore build makes an empty store locally)')
+  if (!columnar) {
+    // FileInputFormat silently skips files named _* and .* (even when named explicitly).
+    const hidden = listed.find((f) => /^[_.]/.test(basename(f.path)))
+    if (hidden)
+      throw new StoreError('RO_BAD_OPTION', `${hidden.path}: Hadoop does not read input files whose names start with '_' or '.'; rename it`)
+  }
+  const inputBytes = listed.reduce((s, f) => s + f.size, 0)
+  const nodeCount = b.cluster.nodes.length
+  const chunks = b.chunks ?? defaultChunkCount(inputBytes, b.replication, nodeCount)
+  const buckets = nodeCount * chunks
+  const reducers = o.reducers ?? Math.min(buckets, 10000)
+  if (!Number.isInteger(reducers) || reducers < 1)
+    throw new StoreError('RO_BAD_OPTION', `--reducers ${reducers} must be a positive integer`)
+
+  const output = isRemote(b.output) ? b.output.replace(/\/+$/, '') : resolve(localPath(b.output))
+  if (await outputLocation(output, { hdfsCommand: o.hdfsCommand }).exists())
+    throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
+
+  let csvHeaders: string[] | undefined
+  if (b.format === 'csv') {
+    csvHeaders = []
+    for (const f of listed) {
+      const header = await readFirstLine(cmd, f.path)
+      if (header.length === 0) throw new StoreError('RO_BAD_INPUT', `${f.path}: the first line (the CSV header) is empty`)
+      csvHeaders.push(header.toString('base64'))
+    }
+  }
+
+  const spec = makeJobSpec({
+    store: b.store,
+    version: b.version,
+    format: b.format,
+    ...(b.keyField !== undefined ? { keyField: b.keyField } : {}),
+    ...(b.valueField !== undefined ? { valueField: b.valueField } : {}),
+    cluster: b.cluster,
+    replication: b.replication,
+    chunks,
+    compression: b.compression,
+    keyHash: b.keyHash,
+    onDuplicate: b.onDuplicate,
+    inputs: listed.map((f) => f.path),
+    ...(csvHeaders !== undefined ? { csvHeaders } : {}),
+    output,
+    reducers,
+    ...(o.hdfsCommand !== undefined ? { hdfsCommand: o.hdfsCommand } : {}),
+  })
+
+  const jobDir = resolve(o.jobDir ?? `rostore-job-${b.store}-${b.version}`)
+  await mkdir(jobDir, { recursive: true })
+  const specPath = join(jobDir, JOB_FILE_NAME)
+  await writeJobSpec(specPath, spec)
+  const anyRemote = isRemote(output) || spec.inputs.some(isRemote)
+  const hadoopDir = (o.hadoopDir ?? (anyRemote ? `rostore-jobs/${b.store}-${b.version}` : `file://${jobDir}`)).replace(/\/+$/, '')
+  const hadoopDirLocal = /^file:/i.test(hadoopDir)
+  let inputList: string | undefined
+  if (columnar) {
+    // NLineInputFormat input: one file per line, one file per map task.
+    const text = spec.inputs.join('\n') + '\n'
+    if (hadoopDirLocal) {
+      await mkdir(localPath(hadoopDir), { recursive: true })
+      await writeFile(join(localPath(hadoopDir), 'inputs.txt'), text)
+    }
+    await writeFile(join(jobDir, 'inputs.txt'), text)
+    inputList = `${hadoopDir}/inputs.txt`
+  }
+  const script = renderScript(o, spec, specPath, jobDir, hadoopDir, inputList)
+  await writeFile(join(jobDir, 'run-hadoop.sh'), script, { mode: 0o755 })
+  return { spec, specPath, jobDir, script }
+}
+
+async function listAllInputs(inputs: readonly string[], cmd: string): Promise<ListedInput[]> {
+  if (!inputs.some(isRemote)) {
+    const files = await listInputFiles([...inputs])
+    const out: ListedInput[] = []
+    for (const f of files) out.push({ path: resolve(f), size: (await stat(f)).size })
+    return out
+  }
+  const out: ListedInput[] = []
+  const seen = new Set<string>()
+  for (const input of inputs) {
+    const files = isRemote(input)
+      ? await listRemoteInputs(cmd, [input])
+      : await Promise.all((await listInputFiles([localPath(input)])).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })))
+    for (const f of files) {
+      if (seen.has(f.path)) continue
+      seen.add(f.path)
+      out.push(f)
+    }
+  }
+  return out
+}
+
+/** How KeyFieldBasedPartitioner spreads the buckets over the reducers (it hashes the bucket field). */
+export function bucketSpread(buckets: number, reducers: number): { used: number; max: number } {
+  const counts = new Map<number, number>()
+  const b = Buffer.alloc(BUCKET_HEX)
+  for (let bucket = 0; bucket < buckets; bucket++) {
+    b.write(bucket.toString(16).padStart(BUCKET_HEX, '0'), 0, 'latin1')
+    const r = keyFieldPartition(b, 0, b.length, reducers)
+    counts.set(r, (counts.get(r) ?? 0) + 1)
+  }
+  return { used: counts.size, max: Math.max(0, ...counts.values()) }
+}
+
+/** A word for sh: bare when safe, else single-quoted. */
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`
+}
+
+function hadoopUri(path: string): string {
+  return isRemote(path) || /^file:/i.test(path) ? path : `file://${path}`
+}
+
+function renderScript(
+  o: HadoopPrintOptions,
+  spec: HadoopJobSpec,
+  specPath: string,
+  jobDir: string,
+  hadoopDir: string,
+  inputList: string | undefined,
+): string {
+  const q = shellQuote
+  const task = o.taskCommand ?? 'rostore'
+  const buckets = spec.cluster.nodes.length * spec.chunks
+  const statsDir = `${hadoopDir}/stats`
+  const hadoopDirLocal = /^file:/i.test(hadoopDir)
+  const jar =
+    o.streamingJar !== undefined
+      ? q(o.streamingJar)
+      : '"${HADOOP_STREAMING_JAR:-$(ls "$HADOOP_HOME"/share/hadoop/tools/lib/hadoop-streaming-*.jar | head -n 1)}"'
+  const spread = bucketSpread(buckets, spec.reducers)
+  const lines: string[] = [
+    '#!/bin/sh',
+    `# rostore build on Hadoop Streaming: store ${spec.store} version ${spec.version}, ${spec.format} input (${spec.inputs.length} files),`,
+    `# ${spec.cluster.nodes.length} nodes x ${spec.chunks} chunks = ${buckets} (node, chunk) buckets, ${spec.reducers} reduce tasks;`,
+    `# the partitioner gives buckets to ${spread.used} of them, at most ${spread.max} to one. Keys sort in Hadoop's`,
+    '# default byte order of Text keys, which is the index order: no comparator option is needed.',
+    `# Job spec: ${specPath}`,
+    `# Every task node needs Node.js >= 20 and rostore (started as: ${task}). See docs/HADOOP.md.`,
+    'set -e',
+  ]
+  if (inputList !== undefined && !hadoopDirLocal) {
+    lines.push(`hdfs dfs -mkdir -p ${q(hadoopDir)}`)
+    lines.push(`hdfs dfs -put -f ${q(join(jobDir, 'inputs.txt'))} ${q(inputList)}`)
+  }
+  const args: string[] = [
+    `-D mapreduce.job.name=${q(`rostore build ${spec.store} v${spec.version}`)}`,
+    `-D mapreduce.job.reduces=${spec.reducers}`,
+    // Mappers get "<byte offset>\t<line>": offsets order duplicates exactly as rostore build does.
+    `-D ${STREAMING_SETTINGS.ignoreKey}=false`,
+    // The shuffle key is everything before the first tab; its fields are separated by '.'.
+    `-D ${STREAMING_SETTINGS.keyFields}=1`,
+    `-D ${STREAMING_SETTINGS.separator}=${KEY_FIELD_SEPARATOR}`,
+    // Partition on field 1 (the bucket) only; sort on the whole key with the default byte order.
+    `-D ${STREAMING_SETTINGS.partitionerOptions}=-k1,1`,
+  ]
+  if (inputList !== undefined) args.push('-D mapreduce.input.lineinputformat.linespermap=1')
+  args.push(`-files ${q(specPath)}`)
+  if (o.archives && o.archives.length > 0) args.push(`-archives ${q(o.archives.join(','))}`)
+  if (inputList !== undefined) {
+    args.push(`-input ${q(inputList)}`)
+    args.push('-inputformat org.apache.hadoop.mapred.lib.NLineInputFormat')
+  } else {
+    for (const f of spec.inputs) args.push(`-input ${q(hadoopUri(f))}`)
+  }
+  args.push(`-output ${q(statsDir)}`)
+  args.push(`-mapper ${q(`${task} hadoop map --job ${JOB_FILE_NAME}`)}`)
+  args.push(`-reducer ${q(`${task} hadoop reduce --job ${JOB_FILE_NAME}`)}`)
+  args.push(`-partitioner ${STREAMING_SETTINGS.partitioner}`)
+  lines.push(`hadoop jar ${jar} \\`)
+  args.forEach((a, i) => lines.push(`  ${a}${i < args.length - 1 ? ' \\' : ''}`))
+  const finalize = `${task} hadoop finalize --job ${q(specPath)}`
+  if (hadoopDirLocal) lines.push(`${finalize} --stats ${q(localPath(statsDir))}`)
+  else lines.push(`hdfs dfs -cat ${q(`${statsDir}/part-*`)} | ${finalize} --stats -`)
+  return lines.join('\n') + '\n'
+}

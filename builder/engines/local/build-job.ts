@@ -1,0 +1,254 @@
+import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises'
+import { basename, dirname, join, resolve } from 'node:path'
+import { StoreError } from '../../../common/errors'
+import { fsyncDir } from '../../../common/fs-durable'
+import { listInputFiles } from '../../../formats/input/read-input'
+import { planSplits } from '../../../formats/input/splits'
+import { nodeDirName } from '../../../formats/store/layout'
+import { writeMetadata } from '../../../formats/store/metadata-io'
+import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions } from '../../build-options'
+import { nodeMetadata } from '../../node-metadata'
+import { clusterLayout } from '../../../cluster/cluster'
+import { defaultChunkCount } from '../../chunk-count'
+import { splitBucket } from '../../map-step'
+import type { SegmentRef } from '../../run-merge'
+import type { SortedRun } from '../../sort-buffer'
+import { WorkerHandle } from './worker-handle'
+import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
+
+export interface BuildSummary {
+  readonly output: string
+  readonly store: string
+  readonly version: number
+  readonly chunks: number
+  readonly inputRecords: number
+  readonly inputBytes: number
+  readonly duplicates: number
+  /** Sorted runs spilled to disk (0 when the input fit in memory). */
+  readonly runs: number
+  readonly seconds: number
+  readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
+}
+
+const TMP_MARK = '.rostore-tmp-'
+
+/**
+ * map -> partition -> sort -> reduce on worker threads. Output goes to a hidden sibling
+ * of `output` and is renamed into place only when complete, so a failed or killed build
+ * leaves no output directory behind.
+ */
+export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
+  const started = Date.now()
+  const o = normalizeBuildOptions(options)
+  const output = resolve(o.output)
+  if (await exists(output)) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
+  const files = await listInputFiles([...o.inputs])
+  const inputBytes = await totalSize(files)
+  const layout = clusterLayout(o.cluster)
+  const chunks = o.chunks ?? defaultChunkCount(inputBytes, o.replication, layout.length)
+
+  await mkdir(dirname(output), { recursive: true })
+  await removeStaleTemps(output)
+  const tmpOut = `${join(dirname(output), `.${basename(output)}${TMP_MARK}`)}${process.pid}-${Date.now()}`
+  await mkdir(tmpOut)
+  let runDir: string | undefined
+  const workers: WorkerHandle[] = []
+  try {
+    for (const n of layout) await mkdir(join(tmpOut, nodeDirName(n.id)))
+    runDir = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
+    const progress = progressTracker(o, inputBytes)
+    const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
+    for (let i = 0; i < o.workers; i++) {
+      const setup: WorkerSetup = {
+        format: o.format,
+        keyField: o.keyField,
+        valueField: o.valueField,
+        layout,
+        replication: o.replication,
+        chunks,
+        keyHash: o.keyHash,
+        compression: o.compression,
+        onDuplicate: o.onDuplicate,
+        files,
+        runDir,
+        sortBufferBytes: Math.max(256 << 10, Math.floor(perWorker * 0.6)),
+        mergeBufferBytes: 64 << 10,
+        workerId: i,
+      }
+      workers.push(new WorkerHandle(join(__dirname, 'build-worker.js'), setup, progress.add))
+    }
+
+    // Map: splits are handed out one at a time so a slow split does not idle the others.
+    const splits = await planSplits(files, o.format, Math.max(8 << 20, Math.ceil(inputBytes / (o.workers * 4))))
+    const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
+    let inputRecords = 0
+    await drain(workers, splits, o.signal, async (w, split) => {
+      const r = await w.request({ type: 'map', split }, 'mapped')
+      inputRecords += r.records
+      for (const k of ['string', 'bytes'] as const) kinds.keys[k] += r.kinds.keys[k]
+      for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += r.kinds.values[k]
+      progress.splitDone(split.end !== undefined && split.start !== undefined ? split.end - split.start : 0)
+    })
+    const runs: SortedRun[] = []
+    for (const w of workers) runs.push(...(await w.request({ type: 'flush' }, 'flushed')).runs)
+
+    // Reduce: every (node, chunk) bucket, also empty ones, becomes a chunk.
+    const segmentsByBucket = new Map<number, SegmentRef[]>()
+    for (const run of runs)
+      for (const segment of run.segments) {
+        const list = segmentsByBucket.get(segment.bucket) ?? []
+        list.push({ run, segment })
+        segmentsByBucket.set(segment.bucket, list)
+      }
+    const bucketCount = layout.length * chunks
+    progress.startReduce(bucketCount)
+    const reduced: ReducedChunk[] = []
+    const buckets = Array.from({ length: bucketCount }, (_, b) => b)
+    await drain(workers, buckets, o.signal, async (w, bucket) => {
+      const { nodePosition, chunk } = splitBucket(bucket, chunks)
+      const node = layout[nodePosition]!
+      const r = await w.request(
+        {
+          type: 'reduce',
+          task: {
+            bucket,
+            nodeId: node.id,
+            chunk,
+            dir: join(tmpOut, nodeDirName(node.id)),
+            store: o.store,
+            version: o.version,
+            segments: segmentsByBucket.get(bucket) ?? [],
+          },
+        },
+        'reduced',
+      )
+      reduced.push(r.chunk)
+      progress.bucketDone()
+    })
+
+    const nodes = []
+    for (const n of layout) {
+      const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
+      const meta = nodeMetadata({ ...o, clusterName: o.cluster.name }, chunks, n.id, layout, mine, kinds)
+      const dir = join(tmpOut, nodeDirName(n.id))
+      await writeMetadata(dir, meta)
+      await fsyncDir(dir)
+      nodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, r) => s + r.indexSize + r.dataSize, 0) })
+    }
+    await fsyncDir(tmpOut)
+    await rename(tmpOut, output)
+    await fsyncDir(dirname(output))
+    return {
+      output,
+      store: o.store,
+      version: o.version,
+      chunks,
+      inputRecords,
+      inputBytes,
+      duplicates: reduced.reduce((s, r) => s + r.duplicates, 0) / o.replication,
+      runs: runs.filter((r) => r.kind === 'file').length,
+      seconds: (Date.now() - started) / 1000,
+      nodes,
+    }
+  } catch (err) {
+    await rm(tmpOut, { recursive: true, force: true })
+    throw err
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()))
+    if (runDir) await rm(runDir, { recursive: true, force: true })
+  }
+}
+
+/** Runs `fn` over `items` with one item in flight per worker; the first failure wins. */
+async function drain<T>(
+  workers: readonly WorkerHandle[],
+  items: readonly T[],
+  signal: AbortSignal | undefined,
+  fn: (w: WorkerHandle, item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0
+  let failed = false
+  await Promise.all(
+    workers.map(async (w) => {
+      while (!failed && next < items.length) {
+        if (signal?.aborted) throw new StoreError('RO_ABORTED', 'build cancelled')
+        const item = items[next++] as T
+        try {
+          await fn(w, item)
+        } catch (err) {
+          failed = true
+          throw err
+        }
+      }
+    }),
+  )
+}
+
+function progressTracker(o: NormalizedBuildOptions, bytesTotal: number) {
+  let records = 0
+  let bytesRead = 0
+  let bucketsDone = 0
+  let bucketsTotal = 0
+  let phase: 'map' | 'reduce' = 'map'
+  let last = 0
+  const report = (force = false): void => {
+    const now = Date.now()
+    if (!o.onProgress || (!force && now - last < 200)) return
+    last = now
+    o.onProgress({ phase, records, bytesRead, bytesTotal, bucketsDone, bucketsTotal })
+  }
+  return {
+    add: (r: number, b: number): void => {
+      records += r
+      bytesRead += b
+      report()
+    },
+    splitDone: (b: number): void => {
+      bytesRead = Math.min(bytesTotal, bytesRead + b)
+      report()
+    },
+    startReduce: (n: number): void => {
+      phase = 'reduce'
+      bytesRead = bytesTotal
+      bucketsTotal = n
+      report(true)
+    },
+    bucketDone: (): void => {
+      bucketsDone++
+      report(bucketsDone === bucketsTotal)
+    },
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(
+    () => true,
+    () => false,
+  )
+}
+
+async function totalSize(files: readonly string[]): Promise<number> {
+  let n = 0
+  for (const f of files) n += (await stat(f)).size
+  return n
+}
+
+/** Temp outputs of builds that were killed: their pid no longer runs. */
+async function removeStaleTemps(output: string): Promise<void> {
+  const prefix = `.${basename(output)}${TMP_MARK}`
+  for (const name of await readdir(dirname(output))) {
+    if (!name.startsWith(prefix)) continue
+    const pid = Number(name.slice(prefix.length).split('-')[0])
+    if (!isAlive(pid)) await rm(join(dirname(output), name), { recursive: true, force: true })
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,62 @@
+import type { InputFormat, KeyKind, ValueKind } from '../../../formats/input/types'
+import type { InputSplit } from '../../../formats/input/splits'
+import type { Compression } from '../../../formats/store/metadata'
+import type { ClusterLayoutNode } from '../../../cluster/layout'
+import type { DuplicatePolicy } from '../../build-options'
+import type { SegmentRef } from '../../run-merge'
+import type { SortedRun } from '../../sort-buffer'
+
+/** Messages between the build job (main thread) and its worker threads. */
+export interface WorkerSetup {
+  readonly format: InputFormat
+  readonly keyField?: string
+  readonly valueField?: string
+  readonly layout: readonly ClusterLayoutNode[]
+  readonly replication: number
+  readonly chunks: number
+  readonly keyHash: string
+  readonly compression: Compression
+  readonly onDuplicate: DuplicatePolicy
+  readonly files: readonly string[]
+  readonly runDir: string
+  readonly sortBufferBytes: number
+  readonly mergeBufferBytes: number
+  readonly workerId: number
+}
+
+export interface ReduceTask {
+  readonly bucket: number
+  readonly nodeId: number
+  readonly chunk: number
+  readonly dir: string
+  readonly store: string
+  readonly version: number
+  readonly segments: readonly SegmentRef[]
+}
+
+export type ToWorker =
+  { readonly type: 'map'; readonly split: InputSplit } | { readonly type: 'flush' } | { readonly type: 'reduce'; readonly task: ReduceTask }
+
+export interface KindCounts {
+  keys: Record<KeyKind, number>
+  values: Record<ValueKind, number>
+}
+
+export interface ReducedChunk {
+  readonly bucket: number
+  readonly nodeId: number
+  readonly chunk: number
+  readonly records: number
+  readonly duplicates: number
+  readonly indexSize: number
+  readonly dataSize: number
+  readonly indexChecksum: string
+  readonly dataChecksum: string
+}
+
+export type FromWorker =
+  | { readonly type: 'progress'; readonly records: number; readonly bytes: number }
+  | { readonly type: 'mapped'; readonly records: number; readonly kinds: KindCounts }
+  | { readonly type: 'flushed'; readonly runs: readonly SortedRun[] }
+  | { readonly type: 'reduced'; readonly chunk: ReducedChunk }
+  | { readonly type: 'error'; readonly code?: string; readonly message: string }

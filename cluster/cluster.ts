@@ -1,0 +1,94 @@
+import { readFile } from 'node:fs/promises'
+import { StoreError } from '../common/errors'
+import type { ClusterLayoutNode } from './layout'
+
+/** cluster.json: which node owns which partitions, and where each node listens. */
+export interface ClusterNode {
+  readonly id: number
+  readonly host: string
+  readonly port: number
+  readonly partitions: readonly number[]
+}
+
+export interface Cluster {
+  readonly name: string
+  readonly nodes: readonly ClusterNode[]
+}
+
+export async function loadCluster(path: string): Promise<Cluster> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    throw new StoreError('RO_BAD_CLUSTER', `${path}: cannot read cluster file: ${(err as Error).message}`, { cause: err })
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (err) {
+    throw new StoreError('RO_BAD_CLUSTER', `${path}: not valid JSON: ${(err as Error).message}`, { cause: err })
+  }
+  return parseCluster(json, path)
+}
+
+/** Validates a parsed cluster document; `where` prefixes every message. */
+export function parseCluster(json: unknown, where = 'cluster'): Cluster {
+  const fail = (msg: string): never => {
+    throw new StoreError('RO_BAD_CLUSTER', `${where}: ${msg}`)
+  }
+  if (!isObject(json)) return fail('must be a JSON object with "name" and "nodes"')
+  const name = json['name']
+  if (typeof name !== 'string' || name.length === 0) fail('"name" must be a non-empty string')
+  const rawNodes = json['nodes']
+  if (!Array.isArray(rawNodes) || rawNodes.length === 0) fail('"nodes" must be a non-empty array')
+  const nodes: ClusterNode[] = []
+  const ids = new Set<number>()
+  const endpoints = new Set<string>()
+  const owner = new Map<number, number>()
+  for (const [i, raw] of (rawNodes as unknown[]).entries()) {
+    if (!isObject(raw)) return fail(`nodes[${i}] must be an object`)
+    const id = raw['id']
+    if (!isNonNegativeInt(id)) return fail(`nodes[${i}]: "id" must be a non-negative integer`)
+    if (ids.has(id)) fail(`nodes[${i}]: duplicate node id ${id}`)
+    ids.add(id)
+    const host = raw['host']
+    if (typeof host !== 'string' || host.length === 0) return fail(`node ${id}: "host" must be a non-empty string`)
+    const port = raw['port']
+    if (!isNonNegativeInt(port) || port < 1 || port > 65535) return fail(`node ${id}: bad port ${JSON.stringify(port)} (1-65535)`)
+    const endpoint = `${host}:${port}`
+    if (endpoints.has(endpoint)) fail(`node ${id}: ${endpoint} is used by another node`)
+    endpoints.add(endpoint)
+    const partitions = raw['partitions']
+    if (!Array.isArray(partitions) || partitions.length === 0) return fail(`node ${id}: has no partitions`)
+    for (const p of partitions as unknown[]) {
+      if (!isNonNegativeInt(p)) return fail(`node ${id}: partition ${JSON.stringify(p)} is not a non-negative integer`)
+      const prev = owner.get(p)
+      if (prev !== undefined) fail(`node ${id}: duplicate partition ${p} (also on node ${prev})`)
+      owner.set(p, id)
+    }
+    nodes.push({ id, host, port, partitions: [...(partitions as number[])].sort((a, b) => a - b) })
+  }
+  for (let p = 0; p < owner.size; p++) {
+    if (!owner.has(p)) fail(`gap in partition ids: partition ${p} is missing (partitions must be 0..${owner.size - 1})`)
+  }
+  return { name: name as string, nodes: nodes.sort((a, b) => a.id - b.id) }
+}
+
+/** The part of a cluster that decides where keys go; hosts and ports are not in it. */
+export function clusterLayout(cluster: Cluster): ClusterLayoutNode[] {
+  return cluster.nodes.map((n) => ({ id: n.id, partitions: [...n.partitions] }))
+}
+
+export function sameLayout(a: readonly ClusterLayoutNode[], b: readonly ClusterLayoutNode[]): boolean {
+  const key = (l: readonly ClusterLayoutNode[]): string =>
+    JSON.stringify([...l].sort((x, y) => x.id - y.id).map((n) => [n.id, [...n.partitions].sort((x, y) => x - y)]))
+  return key(a) === key(b)
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function isNonNegativeInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0
+}

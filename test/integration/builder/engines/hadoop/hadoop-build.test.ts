@@ -1,0 +1,125 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { buildStore } from '../../../../../builder/engines/local/build-job'
+import type { BuildOptions } from '../../../../../builder/build-options'
+import { parseCluster } from '../../../../../cluster/cluster'
+import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
+import { cliPath } from '../../../../../common/paths'
+import type { InputFormat } from '../../../../../formats/input/types'
+import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/hadoop-harness'
+import { writeInput } from '../../../../../testkit/input-files'
+import { expectSameTree } from '../../../../../testkit/file-tree'
+import { makeTmp } from '../../../../../testkit/tmp'
+
+const tmp = makeTmp('rostore-hadoop-')
+afterAll(tmp.cleanup)
+let seq = 0
+const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
+
+const cluster = parseCluster({
+  name: 'test',
+  nodes: [
+    { id: 0, host: '127.0.0.1', port: 7100, partitions: [0, 3, 6] },
+    { id: 1, host: '127.0.0.1', port: 7101, partitions: [1, 4, 7] },
+    { id: 2, host: '127.0.0.1', port: 7102, partitions: [2, 5, 8] },
+  ],
+})
+
+/** Keys repeat across and within files, so "first"/"last" depend on file index and offset. */
+function records(n: number, file: number): [string, string][] {
+  return Array.from({ length: n }, (_, i) => {
+    const k = i % 5 === 0 ? i % 40 : i + file * n
+    return [`key-${k}`, `v${file}-${i}\t${'é'.repeat(i % 7)} "q" ${'x'.repeat(i % 50)}`]
+  })
+}
+
+interface Case {
+  readonly format: InputFormat
+  readonly files: number
+  readonly perFile: number
+  readonly build?: Partial<BuildOptions>
+  readonly harness?: Partial<HarnessOptions>
+  readonly reducers?: number
+}
+
+async function compare(c: Case): Promise<{ local: string; hadoop: string; killed: string[] }> {
+  const inputDir = path(`in-${c.format}`)
+  mkdirSync(inputDir)
+  for (let f = 0; f < c.files; f++) await writeInput(join(inputDir, `part-${f}.${c.format}`), c.format, records(c.perFile, f))
+  const options: BuildOptions = {
+    inputs: [inputDir],
+    format: c.format,
+    cluster,
+    store: 'st',
+    output: path('local'),
+    version: 7,
+    replication: 2,
+    chunks: 3,
+    onDuplicate: 'last',
+    ...c.build,
+  }
+  await buildStore({ ...options, workers: 2 })
+  const hadoopOut = path('hadoop')
+  const job = await prepareHadoopJob({ build: { ...options, output: hadoopOut }, reducers: c.reducers ?? 2, jobDir: path('job') })
+  const run = await runHarness({ spec: job.spec, specPath: job.specPath, workDir: path('work'), splitBytes: 40 << 10, ...c.harness })
+  await runFinalize(job.specPath, run.statsDir)
+  expectSameTree(options.output, hadoopOut)
+  return { local: options.output, hadoop: hadoopOut, killed: run.killed }
+}
+
+describe.each(['tsv', 'jsonl', 'parquet'] as const)('%s input', (format) => {
+  test('the harness output is byte-identical to rostore build, and rostore verify accepts it', async () => {
+    const { hadoop } = await compare({ format, files: 3, perFile: 1000 })
+    const v = spawnSync(process.execPath, [cliPath(), 'verify', hadoop], { encoding: 'utf8' })
+    expect(v.stderr).toBe('')
+    expect(v.status).toBe(0)
+    expect(v.stdout.match(/^ok /gm)).toHaveLength(3)
+  })
+})
+
+test('csv with the default chunk count, gzip and key/value fields is byte-identical too', async () => {
+  await compare({
+    format: 'csv',
+    files: 2,
+    perFile: 800,
+    build: { chunks: undefined, compression: 'gzip', onDuplicate: 'first', keyField: 'value', valueField: 'key' },
+    reducers: 3,
+  })
+})
+
+describe('failed and rerun attempts give the same output', () => {
+  test('a map attempt killed mid-run and rerun', async () => {
+    const { killed } = await compare({ format: 'tsv', files: 1, perFile: 1500, harness: { killMap: 1 } })
+    expect(killed).toEqual([expect.stringMatching(/_m_000001_0$/)])
+  })
+
+  test('a reduce attempt killed after committing a chunk, and a speculative pair of attempts', async () => {
+    const { killed } = await compare({ format: 'jsonl', files: 2, perFile: 500, harness: { killReduce: 0, speculativeReduce: 1 } })
+    expect(killed).toEqual([expect.stringMatching(/_r_000000_0$/)])
+  })
+})
+
+test('arrow input (one map task per file, like Parquet)', async () => {
+  await compare({ format: 'arrow', files: 2, perFile: 300, build: { replication: 3 } })
+})
+
+test("empty buckets: more buckets than keys still gives the local engine's empty chunks", async () => {
+  await compare({ format: 'tsv', files: 1, perFile: 4, build: { chunks: 5 }, reducers: 4 })
+})
+
+test('finalize refuses statistics that do not add up, and leaves no metadata', async () => {
+  const input = path('in.tsv')
+  await writeInput(input, 'tsv', records(500, 0))
+  const out = path('hadoop')
+  const job = await prepareHadoopJob({
+    build: { inputs: [input], format: 'tsv', cluster, store: 'st', output: out, version: 3, chunks: 2, onDuplicate: 'last' },
+    reducers: 2,
+    jobDir: path('job'),
+  })
+  const run = await runHarness({ spec: job.spec, specPath: job.specPath, workDir: path('work'), splitBytes: 40 << 10 })
+  // Lose one reducer's part file.
+  writeFileSync(join(run.statsDir, 'part-000001'), '')
+  await expect(runFinalize(job.specPath, run.statsDir)).rejects.toThrow(/do not add up/)
+  expect(existsSync(join(out, 'node-0', 'metadata.json'))).toBe(false)
+})
