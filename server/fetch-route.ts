@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client'
 import { fetchVersion, type FetchProgress } from '../fetcher/fetch-job'
 import { registerFetchMetrics } from '../fetcher/fetch-metrics'
 import { TokenBucket } from '../fetcher/token-bucket'
-import { installResult, type InstallResult, type StoreVersions } from '../swapper/swap'
+import { installResult, type InstallResult, type StoreVersions } from '../swapper/store-versions'
 
 export interface FetchRequest {
   readonly sv: StoreVersions

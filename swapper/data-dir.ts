@@ -2,7 +2,7 @@ import { mkdir, readdir } from 'node:fs/promises'
 import { errorMessage } from '../common/errors'
 import { isSafeName } from '../formats/store/layout'
 import { silentLogger, type SwapHooks, type SwapLogger } from './events'
-import { StoreVersions, type OpenReader, type VerifyDir } from './swap'
+import { StoreVersions, type OpenReader, type VerifyDir } from './store-versions'
 import { checkStoreName } from './versions'
 
 export interface DataDirOptions {

@@ -3,7 +3,7 @@ import type { ArgumentsCamelCase, Argv } from 'yargs'
 import { errorMessage, isStoreError } from '../../common/errors'
 import { createLogger } from '../../server/log'
 import { startNode } from '../../server/node'
-import { DEFAULT_KEEP_VERSIONS } from '../../swapper/swap'
+import { DEFAULT_KEEP_VERSIONS } from '../../swapper/store-versions'
 
 interface ServeArgs {
   cluster: string

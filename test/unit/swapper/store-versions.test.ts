@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSy
 import { join } from 'node:path'
 import { makeNodeDir } from '../../../testkit/make-store'
 import { makeTmp } from '../../../testkit/tmp'
-import { StoreVersions } from '../../../swapper/swap'
+import { StoreVersions } from '../../../swapper/store-versions'
 import { DataDir } from '../../../swapper/data-dir'
 
 const KEYS = 200

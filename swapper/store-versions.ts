@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
+import { mkdir, rename, rm, stat } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { errorMessage, StoreError } from '../common/errors'
@@ -8,15 +8,17 @@ import { crashPoint } from './crash-points'
 import { silentLogger, type SwapHooks, type SwapKind, type SwapLogger, type SwapResult } from './events'
 import { readNodeMetadata, stageNodeDir, type StageOptions } from './install'
 import { LiveStore } from './live-store'
-import { fsyncDir, writeFileAtomic, writeLivePointer } from './live-pointer'
+import { fsyncDir, writeLivePointer } from './live-pointer'
 import { recoverStoreDir } from './recover'
+import { RetentionScheduler } from './retention'
+import { SerialQueue } from './serial-queue'
+import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './stale-mark'
 import {
   checkStoreName,
   isValidVersion,
   previousVersion,
   retentionVictims,
   sortVersions,
-  STALE_FILE,
   tmpName,
   trashName,
   versionDirName,
@@ -46,10 +48,7 @@ export interface StoreVersionsOptions {
   readonly hooks?: SwapHooks
 }
 
-export interface StaleMark {
-  readonly reason: string
-  readonly since: string
-}
+export type { StaleMark } from './stale-mark'
 
 export interface VersionInfo {
   readonly version: number
@@ -90,9 +89,8 @@ export class StoreVersions {
   private readonly present = new Set<number>()
   private readonly metaCache = new Map<number, StoreMetadata>()
   private staleMark: StaleMark | undefined
-  private lock: Promise<unknown> = Promise.resolve()
-  private retention: Promise<void> | undefined
-  private retentionAgain = false
+  private readonly queue = new SerialQueue()
+  private readonly retention: RetentionScheduler
   private closed = false
   private loadErrorMessage: string | undefined
   readonly keepVersions: number
@@ -111,6 +109,15 @@ export class StoreVersions {
     this.verify = opts.verify ?? defaultVerify
     this.log = opts.log ?? silentLogger
     this.hooks = opts.hooks ?? {}
+    this.retention = new RetentionScheduler(
+      async () => {
+        // Let requests still reading a replaced version finish before its files go.
+        await this.live.drained()
+        await this.exclusive(() => this.applyRetention())
+      },
+      () => this.closed,
+      (err) => this.log.error('retention-failed', { store: this.store, error: errorMessage(err) }),
+    )
     this.live = new LiveStore(opts.store, {
       onReaderClosed: (version, err) => {
         if (err !== undefined) this.log.warn('reader-close-failed', { store: this.store, version, error: errorMessage(err) })
@@ -131,7 +138,7 @@ export class StoreVersions {
     }
     for (const v of rec.versions) sv.present.add(v)
     sv.pointer = rec.live
-    sv.staleMark = await sv.readStale()
+    sv.staleMark = await readStaleMark(sv.storeDir)
     if (rec.live !== undefined) {
       try {
         const reader = await sv.openChecked(rec.live)
@@ -142,7 +149,7 @@ export class StoreVersions {
       }
     }
     // A crash between a flip and its retention may have left too many versions.
-    sv.scheduleRetention()
+    sv.retention.schedule()
     return sv
   }
 
@@ -318,17 +325,10 @@ export class StoreVersions {
   setStale(reason: string | undefined): Promise<StaleMark | undefined> {
     return this.exclusive(async () => {
       if (reason === undefined) {
-        try {
-          await unlink(join(this.storeDir, STALE_FILE))
-          await fsyncDir(this.storeDir)
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-        }
+        await clearStaleMark(this.storeDir)
         this.staleMark = undefined
       } else {
-        const mark: StaleMark = { reason, since: new Date().toISOString() }
-        await writeFileAtomic(this.storeDir, STALE_FILE, `${JSON.stringify(mark)}\n`)
-        this.staleMark = mark
+        this.staleMark = await writeStaleMark(this.storeDir, reason)
       }
       this.log.info(reason === undefined ? 'stale-cleared' : 'stale-set', { store: this.store, reason })
       return this.staleMark
@@ -338,11 +338,11 @@ export class StoreVersions {
   /** Resolves when no change and no retention is running or scheduled. */
   async idle(): Promise<void> {
     for (;;) {
-      const lock = this.lock
-      const retention = this.retention
-      await lock.catch(() => undefined)
+      const change = this.queue.last
+      const retention = this.retention.current
+      await change
       await retention
-      if (lock === this.lock && retention === this.retention) return
+      if (change === this.queue.last && retention === this.retention.current) return
     }
   }
 
@@ -408,7 +408,7 @@ export class StoreVersions {
     const result: SwapResult = { store: this.store, kind, from, to: version, changed: true, elapsedMs: t2 - t0, flipMs: t2 - t1 }
     this.log.info(kind, { store: this.store, from, to: version, elapsedMs: round(result.elapsedMs) })
     this.hooks.onSwap?.(result)
-    this.scheduleRetention()
+    this.retention.schedule()
     return result
   }
 
@@ -444,27 +444,6 @@ export class StoreVersions {
     return trash
   }
 
-  /** Run retention soon, off the caller's path; coalesces repeated requests. */
-  private scheduleRetention(): void {
-    if (this.retention) {
-      this.retentionAgain = true
-      return
-    }
-    this.retention = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(async () => {
-        do {
-          this.retentionAgain = false
-          // Let requests still reading a replaced version finish before its files go.
-          await this.live.drained()
-          await this.exclusive(() => this.applyRetention())
-        } while (this.retentionAgain && !this.closed)
-      })
-      .catch((err) => this.log.error('retention-failed', { store: this.store, error: errorMessage(err) }))
-      .finally(() => {
-        this.retention = undefined
-      })
-  }
-
   private async applyRetention(): Promise<void> {
     const live = this.pointer
     if (live === undefined) return
@@ -481,27 +460,9 @@ export class StoreVersions {
     this.hooks.onVersionsDeleted?.(this.store, victims)
   }
 
-  private async readStale(): Promise<StaleMark | undefined> {
-    let text: string
-    try {
-      text = await readFile(join(this.storeDir, STALE_FILE), 'utf8')
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-      throw err
-    }
-    try {
-      const parsed = JSON.parse(text) as Partial<StaleMark>
-      return { reason: String(parsed.reason ?? 'stale'), since: String(parsed.since ?? '') }
-    } catch {
-      return { reason: 'stale', since: '' }
-    }
-  }
-
   /** Run `fn` after every change queued before it; the queue survives failures. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(fn, fn)
-    this.lock = run.catch(() => undefined)
-    return run
+    return this.queue.run(fn)
   }
 
   private checkOpen(): void {

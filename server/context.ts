@@ -1,0 +1,26 @@
+import type { Cluster } from '../cluster/cluster'
+import type { DataDir } from '../swapper/data-dir'
+import type { AdminAuth } from './auth'
+import type { FetchRunner } from './fetch-route'
+import type { Jobs } from './jobs'
+import type { Logger } from './log'
+import type { NodeMetrics } from './metrics'
+import type { PushLocks } from './push-lock'
+
+/** What every route handler may use: the node's state and services. */
+export interface AppContext {
+  readonly nodeId: number
+  readonly cluster: Cluster
+  readonly dataDir: DataDir
+  readonly auth: AdminAuth
+  readonly metrics: NodeMetrics
+  readonly jobs: Jobs
+  readonly log: Logger
+  readonly accessLog: boolean
+  readonly startedAt: number
+  readonly keepVersions: number
+  readonly fetch?: FetchRunner
+  readonly pushLocks: PushLocks
+  readonly shuttingDown: () => boolean
+  readonly address: () => { host: string; port: number }
+}

@@ -1,0 +1,89 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { StoreError } from '../../common/errors'
+import type { AppContext } from '../context'
+import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
+import { route } from './route'
+import { knownStore } from './store-access'
+
+/** Admin routes that control the node: jobs, rescan, stale marks, push leases. */
+export const ADMIN_CONTROL_ROUTES = [
+  route({ path: '/admin/jobs', methods: ['GET'], access: 'admin', op: 'admin_jobs', handle: (ctx, _req, res) => listJobs(ctx, res) }),
+  route({
+    path: '/admin/jobs/:job',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'admin_job',
+    handle: (ctx, _req, res, p) => getJob(ctx, p.job, res),
+  }),
+  route({
+    path: '/admin/jobs/:job/cancel',
+    methods: ['POST'],
+    access: 'admin',
+    op: 'admin_cancel',
+    handle: (ctx, _req, res, p) => sendJson(res, 202, ctx.jobs.cancel(p.job)),
+  }),
+  route({ path: '/admin/rescan', methods: ['POST'], access: 'admin', op: 'admin_rescan', handle: (ctx, _req, res) => rescan(ctx, res) }),
+  route({
+    path: '/admin/stores/:store/stale',
+    methods: ['PUT', 'DELETE'],
+    access: 'admin',
+    op: 'admin_stale',
+    handle: (ctx, req, res, p) => stale(ctx, p.store, req, res),
+  }),
+  route({
+    path: '/admin/stores/:store/lock',
+    methods: ['POST', 'DELETE'],
+    access: 'admin',
+    op: 'admin_lock',
+    handle: (ctx, req, res, p) => pushLock(ctx, p.store, req, res),
+  }),
+]
+
+function listJobs(ctx: AppContext, res: ServerResponse): void {
+  sendJson(res, 200, { jobs: ctx.jobs.list() })
+}
+
+function getJob(ctx: AppContext, id: string, res: ServerResponse): void {
+  const job = ctx.jobs.get(id)
+  if (!job) throw new StoreError('RO_NOT_FOUND', `no job ${id}`)
+  sendJson(res, 200, job)
+}
+
+async function rescan(ctx: AppContext, res: ServerResponse): Promise<void> {
+  const added = await ctx.dataDir.rescan()
+  sendJson(res, 200, { added })
+}
+
+async function stale(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const sv = knownStore(ctx, store)
+  if (req.method === 'DELETE') {
+    await sv.setStale(undefined)
+    sendJson(res, 200, { store, stale: false })
+    return
+  }
+  const body = await readJsonObject(req)
+  onlyFields(body, ['reason'])
+  const reason = body['reason'] ?? 'marked stale by an operator'
+  if (typeof reason !== 'string' || reason.length > 1024) throw badRequest('reason must be a string of at most 1024 characters')
+  const mark = await sv.setStale(reason)
+  sendJson(res, 200, { store, stale: mark })
+}
+
+/** The lease a cluster push holds on the store while it runs (server/push-lock.ts). */
+async function pushLock(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJsonObject(req)
+  onlyFields(body, ['owner', 'ttlMs'])
+  const owner = body['owner']
+  if (typeof owner !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(owner))
+    throw badRequest('owner must be 1-128 characters of [A-Za-z0-9._:-]')
+  if (req.method === 'DELETE') {
+    ctx.pushLocks.release(store, owner)
+    sendJson(res, 200, { store, locked: false })
+    return
+  }
+  const ttl = body['ttlMs']
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > 7 * 24 * 3600_000) {
+    throw badRequest('ttlMs must be an integer from 1000 to 604800000')
+  }
+  sendJson(res, 200, { store, locked: true, ...ctx.pushLocks.acquire(store, owner, ttl) })
+}

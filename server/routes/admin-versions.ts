@@ -1,0 +1,143 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { isAbsolute } from 'node:path'
+import { StoreError } from '../../common/errors'
+import type { SwapResult } from '../../swapper/events'
+import { requestVersion } from '../../swapper/versions'
+import type { AppContext } from '../context'
+import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
+import { route } from './route'
+import { knownStore } from './store-access'
+
+/** Admin routes that change or list a store's versions: install, fetch, swap, rollback, delete. */
+export const ADMIN_VERSION_ROUTES = [
+  route({
+    path: '/admin/stores/:store/versions',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'admin_versions',
+    handle: (ctx, _req, res, p) => listVersions(ctx, p.store, res),
+  }),
+  route({
+    path: '/admin/stores/:store/versions/:version',
+    methods: ['DELETE'],
+    access: 'admin',
+    op: 'admin_delete',
+    handle: (ctx, _req, res, p) => deleteVersion(ctx, p.store, p.version, res),
+  }),
+  route({
+    path: '/admin/stores/:store/install',
+    methods: ['POST'],
+    access: 'admin',
+    op: 'admin_install',
+    handle: (ctx, req, res, p) => install(ctx, p.store, req, res),
+  }),
+  route({
+    path: '/admin/stores/:store/fetch',
+    methods: ['POST'],
+    access: 'admin',
+    op: 'admin_fetch',
+    handle: (ctx, req, res, p) => fetch(ctx, p.store, req, res),
+  }),
+  route({
+    path: '/admin/stores/:store/swap',
+    methods: ['POST'],
+    access: 'admin',
+    op: 'admin_swap',
+    handle: (ctx, req, res, p) => swap(ctx, p.store, req, res),
+  }),
+  route({
+    path: '/admin/stores/:store/rollback',
+    methods: ['POST'],
+    access: 'admin',
+    op: 'admin_rollback',
+    handle: (ctx, req, res, p) => rollback(ctx, p.store, req, res),
+  }),
+]
+
+/** A swap result as JSON: `from` is null (not missing) for a store's first swap. */
+function swapJson(r: SwapResult): Record<string, unknown> {
+  return { ...r, from: r.from ?? null, elapsedMs: round3(r.elapsedMs), flipMs: round3(r.flipMs) }
+}
+
+function round3(ms: number): number {
+  return Math.round(ms * 1000) / 1000
+}
+
+function boolField(body: Record<string, unknown>, name: string): boolean {
+  const v = body[name]
+  if (v === undefined) return false
+  if (typeof v !== 'boolean') throw badRequest(`${name} must be true or false`)
+  return v
+}
+
+async function listVersions(ctx: AppContext, store: string, res: ServerResponse): Promise<void> {
+  const sv = knownStore(ctx, store)
+  sendJson(res, 200, { store, live: sv.liveVersion ?? null, versions: await sv.listVersions() })
+}
+
+async function install(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJsonObject(req)
+  onlyFields(body, ['path', 'swap', 'link'])
+  const path = body['path']
+  if (typeof path !== 'string' || path.length === 0 || path.length > 4096 || path.includes('\0')) {
+    throw badRequest('path must be the absolute path of a node directory')
+  }
+  if (!isAbsolute(path)) throw badRequest('path must be absolute')
+  const swapAfter = boolField(body, 'swap')
+  const link = boolField(body, 'link')
+  const sv = await ctx.dataDir.getOrCreate(store)
+  const job = ctx.jobs.start('install', store, async ({ signal, progress }) => {
+    const installed = await sv.install(path, { link, signal, onProgress: progress })
+    if (!swapAfter) return installed
+    return { ...installed, swap: swapJson(await sv.swap(installed.version)) }
+  })
+  sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
+}
+
+async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJsonObject(req)
+  onlyFields(body, ['source', 'version', 'maxBytesPerSec', 'swap'])
+  if (!ctx.fetch) throw new StoreError('RO_CONFLICT', 'fetching is not available on this node')
+  const source = body['source']
+  if (typeof source !== 'string' || source.length === 0 || source.length > 4096 || source.includes('\0')) {
+    throw badRequest('source must be a path or URL of a build output')
+  }
+  const version = body['version'] === undefined ? undefined : requestVersion(body['version'])
+  const rate = body['maxBytesPerSec']
+  if (rate !== undefined && (typeof rate !== 'number' || !Number.isFinite(rate) || rate <= 0)) {
+    throw badRequest('maxBytesPerSec must be a positive number')
+  }
+  const swapAfter = boolField(body, 'swap')
+  const sv = await ctx.dataDir.getOrCreate(store)
+  if (version !== undefined && sv.versions().includes(version)) {
+    throw new StoreError('RO_CONFLICT', `store ${store} already has version ${version}`)
+  }
+  const runner = ctx.fetch
+  const job = ctx.jobs.start('fetch', store, async ({ signal, progress }) => {
+    const fetched = await runner({ sv, source, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
+    if (!swapAfter) return fetched
+    return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
+  })
+  sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
+}
+
+async function swap(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJsonObject(req)
+  onlyFields(body, ['version'])
+  const version = requestVersion(body['version'])
+  const result = await knownStore(ctx, store).swap(version)
+  sendJson(res, 200, swapJson(result))
+}
+
+async function rollback(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJsonObject(req)
+  onlyFields(body, ['to'])
+  const to = body['to'] === undefined || body['to'] === null ? undefined : requestVersion(body['to'], 'to')
+  const result = await knownStore(ctx, store).rollback(to)
+  sendJson(res, 200, swapJson(result))
+}
+
+async function deleteVersion(ctx: AppContext, store: string, version: number, res: ServerResponse): Promise<void> {
+  await knownStore(ctx, store).deleteVersion(version)
+  sendJson(res, 200, { store, deleted: version })
+}
