@@ -6,11 +6,15 @@ import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { PushLocks } from './push-lock'
+import type { ServedStores } from './served-stores'
 
 /** What every route handler may use: the node's state and services. */
 export interface AppContext {
   readonly nodeId: number
   readonly cluster: Cluster
+  /** The stores as the read routes see them (live readers, stale marks). */
+  readonly stores: ServedStores
+  /** The stores on disk: versions, install, swap (admin routes, status). */
   readonly dataDir: DataDir
   readonly auth: AdminAuth
   readonly metrics: NodeMetrics

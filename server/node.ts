@@ -130,6 +130,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   const handler = createRequestHandler({
     nodeId: opts.nodeId,
     cluster,
+    stores: dd,
     dataDir: dd,
     auth,
     metrics,

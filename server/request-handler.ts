@@ -61,7 +61,7 @@ export function createRequestHandler(ctx: AppContext): RequestHandler {
 
 /** Store label of a request: bounded to the stores this node has. */
 function metricStore(ctx: AppContext, store: string): string {
-  return store === '' ? '' : ctx.dataDir.get(store) ? store : UNKNOWN_STORE
+  return store === '' ? '' : ctx.stores.get(store) ? store : UNKNOWN_STORE
 }
 
 function dispatch(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> | void {

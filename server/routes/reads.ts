@@ -4,7 +4,7 @@ import { decodeKeys, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats
 import type { AppContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
 import { route } from './route'
-import { checkServable, knownStore, noLiveVersion, VERSION_HEADER } from './store-access'
+import { checkServable, servedStore, noLiveVersion, VERSION_HEADER } from './store-access'
 
 /** Keys read per getMany call in a multi-get, between checks for back pressure. */
 const MULTIGET_BATCH = 256
@@ -38,12 +38,12 @@ export const READ_ROUTES = [
 
 function listStores(ctx: AppContext, res: ServerResponse): void {
   sendJson(res, 200, {
-    stores: ctx.dataDir.all().map((s) => ({ store: s.store, version: s.live.version ?? null, stale: s.stale !== undefined })),
+    stores: ctx.stores.all().map((s) => ({ store: s.store, version: s.live.version ?? null, stale: s.stale !== undefined })),
   })
 }
 
 function storeMetadata(ctx: AppContext, store: string, res: ServerResponse): void {
-  const sv = knownStore(ctx, store)
+  const sv = servedStore(ctx, store)
   const lease = sv.live.acquire()
   if (!lease) throw noLiveVersion(sv)
   try {
@@ -79,7 +79,7 @@ function storeMetadata(ctx: AppContext, store: string, res: ServerResponse): voi
 }
 
 function getKey(ctx: AppContext, store: string, rawKey: string, res: ServerResponse): void {
-  const sv = knownStore(ctx, store)
+  const sv = servedStore(ctx, store)
   if (rawKey.length > 3 * MAX_KEY_BYTES) throw new KeyTooLong()
   const key = percentDecodeBytes(rawKey)
   if (key.length > MAX_KEY_BYTES) throw new KeyTooLong()
@@ -111,7 +111,7 @@ class KeyTooLong extends HttpStatusError {
 }
 
 async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const sv = knownStore(ctx, store)
+  const sv = servedStore(ctx, store)
   checkServable(sv)
   const body = await readBody(req, MAX_MULTIGET_BODY_BYTES)
   const keys = decodeKeys(body)
