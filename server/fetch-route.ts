@@ -5,9 +5,10 @@ import { fetchVersion, type FetchProgress } from '../fetcher/fetch-job'
 import { registerFetchMetrics } from '../fetcher/fetch-metrics'
 import { TokenBucket } from '../fetcher/token-bucket'
 import { installResult, type InstallResult, type StoreVersions } from '../swapper/store-versions'
+import type { ServingMirror } from '../swapper/serving-mirror'
 
 export interface FetchRequest {
-  readonly sv: StoreVersions
+  readonly sv: StoreVersions<ServingMirror>
   readonly source: string
   readonly version?: number
   readonly maxBytesPerSec?: number

@@ -2,6 +2,8 @@ import { mkdir, readdir } from 'node:fs/promises'
 import { errorMessage } from '../common/errors'
 import { isSafeName } from '../formats/store/layout'
 import { silentLogger, type SwapHooks, type SwapLogger } from './events'
+import type { LocalServingStore } from './local-serving'
+import type { ServingMirror } from './serving-mirror'
 import { StoreVersions, type OpenReader, type VerifyDir } from './store-versions'
 import { checkStoreName } from './versions'
 
@@ -13,6 +15,7 @@ export interface DataDirOptions {
   readonly verify?: VerifyDir
   readonly log?: SwapLogger
   readonly hooks?: SwapHooks
+  readonly drainDeadlineMs?: number
 }
 
 /**
@@ -20,18 +23,24 @@ export interface DataDirOptions {
  * found at startup are recovered and opened; stores arriving later are created by their
  * first install or fetch (`getOrCreate`) or picked up by `rescan`.
  */
-export class DataDir {
-  private readonly stores = new Map<string, StoreVersions>()
-  private readonly opening = new Map<string, Promise<StoreVersions>>()
+export class DataDir<M extends ServingMirror = LocalServingStore> {
+  private readonly stores = new Map<string, StoreVersions<M>>()
+  private readonly opening = new Map<string, Promise<StoreVersions<M>>>()
   private readonly log: SwapLogger
 
-  private constructor(private readonly opts: DataDirOptions) {
+  private constructor(
+    private readonly opts: DataDirOptions,
+    /** The serving side of each store; by default readers in this process. */
+    private readonly serving: ((store: string) => M) | undefined,
+  ) {
     this.log = opts.log ?? silentLogger
   }
 
-  static async open(opts: DataDirOptions): Promise<DataDir> {
+  static open(opts: DataDirOptions): Promise<DataDir<LocalServingStore>>
+  static open<M extends ServingMirror>(opts: DataDirOptions, serving: (store: string) => M): Promise<DataDir<M>>
+  static async open(opts: DataDirOptions, serving?: (store: string) => ServingMirror): Promise<DataDir<ServingMirror>> {
     await mkdir(opts.dir, { recursive: true })
-    const dd = new DataDir(opts)
+    const dd = new DataDir<ServingMirror>(opts, serving)
     await dd.rescan()
     return dd
   }
@@ -41,16 +50,16 @@ export class DataDir {
   }
 
   /** The store, when it is known. Synchronous: used on the request path. */
-  get(store: string): StoreVersions | undefined {
+  get(store: string): StoreVersions<M> | undefined {
     return this.stores.get(store)
   }
 
-  all(): StoreVersions[] {
+  all(): StoreVersions<M>[] {
     return [...this.stores.values()].sort((a, b) => (a.store < b.store ? -1 : a.store > b.store ? 1 : 0))
   }
 
   /** The store, creating its directory when it does not exist yet. */
-  async getOrCreate(store: string): Promise<StoreVersions> {
+  async getOrCreate(store: string): Promise<StoreVersions<M>> {
     checkStoreName(store)
     return this.stores.get(store) ?? this.openStore(store, true)
   }
@@ -80,10 +89,10 @@ export class DataDir {
     await Promise.all(this.all().map((s) => s.close()))
   }
 
-  private openStore(store: string, create: boolean): Promise<StoreVersions> {
+  private openStore(store: string, create: boolean): Promise<StoreVersions<M>> {
     const pending = this.opening.get(store)
     if (pending) return pending
-    const p = StoreVersions.open({
+    const opts = {
       dataDir: this.opts.dir,
       store,
       create,
@@ -93,7 +102,10 @@ export class DataDir {
       verify: this.opts.verify,
       log: this.log,
       hooks: this.opts.hooks,
-    })
+      drainDeadlineMs: this.opts.drainDeadlineMs,
+    }
+    const opened = (this.serving ? StoreVersions.open(opts, this.serving(store)) : StoreVersions.open(opts)) as Promise<StoreVersions<M>>
+    const p = opened
       .then((sv) => {
         this.stores.set(store, sv)
         this.log.info('store-opened', { store, version: sv.liveVersion, versions: sv.versions() })

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import type { ArgumentsCamelCase, Argv } from 'yargs'
 import { errorMessage, isStoreError } from '../../common/errors'
 import { createLogger } from '../../server/log'
@@ -18,6 +19,8 @@ interface ServeArgs {
   'allowed-source'?: string[]
   'access-log': boolean
   'drain-timeout-ms': number
+  'version-drain-ms': number
+  workers: number
 }
 
 export const command = 'serve'
@@ -41,10 +44,25 @@ export function builder(y: Argv): Argv<ServeArgs> {
     .option('allowed-source', { type: 'string', array: true, describe: 'fetch sources must lie under one of these (repeatable)' })
     .option('access-log', { type: 'boolean', default: false, describe: 'log one line per request' })
     .option('drain-timeout-ms', { type: 'number', default: 30_000, describe: 'on SIGTERM, wait this long for in-flight requests' })
+    .option('version-drain-ms', {
+      type: 'number',
+      default: 30_000,
+      describe: 'after a swap, cut requests still reading the old version after this long, so retention can delete it',
+    })
+    .option('workers', {
+      type: 'number',
+      default: availableParallelism(),
+      defaultDescription: 'the number of cores',
+      describe: 'serving processes sharing the port and the mapped files (1: one process does everything)',
+    })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0) throw new Error('--node-id must be a non-negative integer')
       if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0)
         throw new Error('--keep-versions must be a non-negative integer')
+      if (!Number.isSafeInteger(a.workers) || a.workers < 1 || a.workers > 256)
+        throw new Error('--workers must be an integer from 1 to 256')
+      if (!Number.isSafeInteger(a['version-drain-ms']) || a['version-drain-ms'] < 0)
+        throw new Error('--version-drain-ms must be a non-negative integer')
       if (a.port !== undefined && (!Number.isSafeInteger(a.port) || a.port < 0 || a.port > 65535))
         throw new Error('--port must be 0..65535')
       if (a['admin-token'] !== undefined && a['admin-token-file'] !== undefined) {
@@ -95,6 +113,8 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       allowedSources: argv['allowed-source'],
       accessLog: argv['access-log'],
       drainTimeoutMs: argv['drain-timeout-ms'],
+      versionDrainMs: argv['version-drain-ms'],
+      workers: argv.workers,
       log,
     })
   } catch (err) {

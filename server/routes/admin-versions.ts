@@ -5,47 +5,47 @@ import type { SwapResult } from '../../swapper/events'
 import { requestVersion } from '../../swapper/versions'
 import type { AppContext } from '../context'
 import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
-import { route } from './route'
+import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
 /** Admin routes that change or list a store's versions: install, fetch, swap, rollback, delete. */
 export const ADMIN_VERSION_ROUTES = [
-  route({
+  controlRoute({
     path: '/admin/stores/:store/versions',
     methods: ['GET'],
     access: 'admin',
     op: 'admin_versions',
     handle: (ctx, _req, res, p) => listVersions(ctx, p.store, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/versions/:version',
     methods: ['DELETE'],
     access: 'admin',
     op: 'admin_delete',
     handle: (ctx, _req, res, p) => deleteVersion(ctx, p.store, p.version, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/install',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_install',
     handle: (ctx, req, res, p) => install(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/fetch',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_fetch',
     handle: (ctx, req, res, p) => fetch(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/swap',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_swap',
     handle: (ctx, req, res, p) => swap(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/rollback',
     methods: ['POST'],
     access: 'admin',

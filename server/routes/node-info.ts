@@ -1,41 +1,42 @@
 import type { ServerResponse } from 'node:http'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
-import type { AppContext } from '../context'
+import type { ServingMirror } from '../../swapper/serving-mirror'
+import type { AppContext, ReadContext } from '../context'
 import { sendJson } from '../http-util'
-import { route } from './route'
+import { controlRoute, readRoute } from './route'
 
 /** Public routes about the node itself: health, status, metrics. */
 export const NODE_INFO_ROUTES = [
-  route({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
-  route({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
-  route({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
+  readRoute({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
+  controlRoute({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
+  controlRoute({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
 ]
 
-function health(ctx: AppContext, res: ServerResponse): void {
+function health(ctx: ReadContext, res: ServerResponse): void {
   if (ctx.shuttingDown()) sendJson(res, 503, { status: 'shutting-down' })
   else sendJson(res, 200, { status: 'ok', nodeId: ctx.nodeId })
 }
 
-function storeStatus(sv: StoreVersions): Record<string, unknown> {
+async function storeStatus(sv: StoreVersions<ServingMirror>): Promise<Record<string, unknown>> {
   const live = sv.liveVersion
   const versions = sv.versions()
-  const meta = sv.live.metadata
+  const meta = sv.liveMetadata
   return {
     store: sv.store,
-    version: sv.live.version ?? null,
+    version: sv.serving.activeVersion ?? null,
     versions,
     backups: live === undefined ? [] : versions.filter((v) => v < live),
     newer: live === undefined ? versions : versions.filter((v) => v > live),
     records: meta?.records ?? null,
     sizeBytes: meta ? sizeOf(meta) : null,
     stale: sv.stale ?? false,
-    draining: sv.live.retiringCount,
+    draining: await sv.serving.draining(),
     ...(sv.loadError ? { error: sv.loadError, pointer: live ?? null } : {}),
   }
 }
 
-function status(ctx: AppContext, res: ServerResponse): void {
+async function status(ctx: AppContext, res: ServerResponse): Promise<void> {
   const { host, port } = ctx.address()
   sendJson(res, 200, {
     node: {
@@ -49,13 +50,14 @@ function status(ctx: AppContext, res: ServerResponse): void {
       adminEnabled: ctx.auth.enabled,
       keepVersions: ctx.keepVersions,
     },
-    stores: ctx.dataDir.all().map(storeStatus),
+    ...(ctx.workers ? { workers: ctx.workers() } : {}),
+    stores: await Promise.all(ctx.dataDir.all().map(storeStatus)),
     jobs: { running: ctx.jobs.running().length },
   })
 }
 
 async function metrics(ctx: AppContext, res: ServerResponse): Promise<void> {
-  const { contentType, body } = await ctx.metrics.render()
+  const { contentType, body } = await (ctx.renderMetrics ?? (() => ctx.metrics.render()))()
   res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
   res.end(body)
 }

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MAX_KEY_BYTES } from '../../formats/input/types'
 import { decodeKeys, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats/wire/multiget'
-import type { AppContext } from '../context'
+import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
-import { route } from './route'
+import { readRoute } from './route'
 import { checkServable, servedStore, noLiveVersion, VERSION_HEADER } from './store-access'
 
 /** Keys read per getMany call in a multi-get, between checks for back pressure. */
@@ -11,23 +11,23 @@ const MULTIGET_BATCH = 256
 
 /** The public read routes: store list, client metadata, single get, multi-get. */
 export const READ_ROUTES = [
-  route({ path: '/stores', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
-  route({ path: '/stores/', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
-  route({
+  readRoute({ path: '/stores', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
+  readRoute({ path: '/stores/', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
+  readRoute({
     path: '/stores/:store',
     methods: ['GET'],
     access: 'read',
     op: 'metadata',
     handle: (ctx, _req, res, p) => storeMetadata(ctx, p.store, res),
   }),
-  route({
+  readRoute({
     path: '/stores/:store/keys/*key',
     methods: ['GET', 'HEAD'],
     access: 'read',
     op: 'get',
     handle: (ctx, _req, res, p) => getKey(ctx, p.store, p.key, res),
   }),
-  route({
+  readRoute({
     path: '/stores/:store/multi-get',
     methods: ['POST'],
     access: 'read',
@@ -36,15 +36,15 @@ export const READ_ROUTES = [
   }),
 ]
 
-function listStores(ctx: AppContext, res: ServerResponse): void {
+function listStores(ctx: ReadContext, res: ServerResponse): void {
   sendJson(res, 200, {
     stores: ctx.stores.all().map((s) => ({ store: s.store, version: s.live.version ?? null, stale: s.stale !== undefined })),
   })
 }
 
-function storeMetadata(ctx: AppContext, store: string, res: ServerResponse): void {
+function storeMetadata(ctx: ReadContext, store: string, res: ServerResponse): void {
   const sv = servedStore(ctx, store)
-  const lease = sv.live.acquire()
+  const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   try {
     const m = lease.reader.metadata
@@ -78,13 +78,13 @@ function storeMetadata(ctx: AppContext, store: string, res: ServerResponse): voi
   }
 }
 
-function getKey(ctx: AppContext, store: string, rawKey: string, res: ServerResponse): void {
+function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResponse): void {
   const sv = servedStore(ctx, store)
   if (rawKey.length > 3 * MAX_KEY_BYTES) throw new KeyTooLong()
   const key = percentDecodeBytes(rawKey)
   if (key.length > MAX_KEY_BYTES) throw new KeyTooLong()
   checkServable(sv)
-  const lease = sv.live.acquire()
+  const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   // Released once the response is done: this request reads one version only.
   res.once('close', lease.release)
@@ -110,13 +110,13 @@ class KeyTooLong extends HttpStatusError {
   }
 }
 
-async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const sv = servedStore(ctx, store)
   checkServable(sv)
   const body = await readBody(req, MAX_MULTIGET_BODY_BYTES)
   const keys = decodeKeys(body)
   checkServable(sv)
-  const lease = sv.live.acquire()
+  const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   res.once('close', lease.release)
   let hits = 0

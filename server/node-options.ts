@@ -1,0 +1,84 @@
+import { StoreError } from '../common/errors'
+import { loadCluster, type Cluster } from '../cluster/cluster'
+import type { OpenReader } from '../swapper/open-version'
+import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
+import type { Logger } from './log'
+
+export interface NodeTimeouts {
+  /** Time to receive the request headers; slow-loris connections die after it. Default 10 s. */
+  readonly headersMs?: number
+  /** Time to receive a whole request (headers and body). Default 30 s. */
+  readonly requestMs?: number
+  /** Idle keep-alive connections are closed after this. Default 5 s. */
+  readonly keepAliveMs?: number
+  /** How often the server checks the two timeouts above. Default 1 s. */
+  readonly checkIntervalMs?: number
+}
+
+export interface NodeOptions {
+  /** cluster.json path; or pass `cluster` directly. */
+  readonly clusterPath?: string
+  readonly cluster?: Cluster
+  readonly nodeId: number
+  readonly dataDir: string
+  /** Admin bearer token; without one every admin route answers 403. */
+  readonly adminToken?: string
+  /** Backups kept besides the live version (default 2). */
+  readonly keepVersions?: number
+  /** Host to listen on; default the node's host in cluster.json. */
+  readonly bind?: string
+  /** Port to listen on (0: any free port); default the node's port in cluster.json. */
+  readonly port?: number
+  /**
+   * Serving event loops. 1 (the default of this API): one process does everything. N > 1:
+   * a supervisor process keeps the versions, jobs and admin API, and N worker processes
+   * share the port and the memory-mapped files and serve reads (docs/SERVING.md).
+   */
+  readonly workers?: number
+  /** Node-wide fetch rate limit in bytes per second. */
+  readonly fetchMaxBytesPerSec?: number
+  /** Fetch sources allowed (prefixes); default any. */
+  readonly allowedSources?: readonly string[]
+  /** One log line per request. Default false. */
+  readonly accessLog?: boolean
+  readonly log?: Logger
+  readonly timeouts?: NodeTimeouts
+  /** Let a graceful close wait this long for in-flight requests before cutting them. Default 30 s. */
+  readonly drainTimeoutMs?: number
+  /**
+   * After a swap, requests still reading the replaced version this long are cut so its
+   * files can be deleted by retention. Default 30 s.
+   */
+  readonly versionDrainMs?: number
+  /** prom-client's default process metrics (RSS, heap, event loop). Default true. */
+  readonly defaultMetrics?: boolean
+  /** Test seams (single-process nodes only). */
+  readonly openReader?: OpenReader
+  readonly verify?: VerifyDir
+}
+
+/** What every kind of node derives from its options before it starts anything. */
+export interface NodeSetup {
+  readonly cluster: Cluster
+  readonly host: string
+  readonly port: number
+  readonly keepVersions: number
+  readonly workers: number
+}
+
+/** Loads the cluster and checks the options a user gave; RO_BAD_OPTION / RO_BAD_CLUSTER. */
+export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
+  const cluster = opts.cluster ?? (opts.clusterPath ? await loadCluster(opts.clusterPath) : undefined)
+  if (!cluster) throw new StoreError('RO_BAD_OPTION', 'a cluster (cluster.json) is required')
+  const me = cluster.nodes.find((n) => n.id === opts.nodeId)
+  if (!me) throw new StoreError('RO_BAD_CLUSTER', `node ${opts.nodeId} is not in cluster ${cluster.name}`)
+  const keepVersions = opts.keepVersions ?? DEFAULT_KEEP_VERSIONS
+  if (!Number.isSafeInteger(keepVersions) || keepVersions < 0) {
+    throw new StoreError('RO_BAD_OPTION', `--keep-versions must be a non-negative integer, got ${keepVersions}`)
+  }
+  const workers = opts.workers ?? 1
+  if (!Number.isSafeInteger(workers) || workers < 1 || workers > 256) {
+    throw new StoreError('RO_BAD_OPTION', `--workers must be an integer from 1 to 256, got ${workers}`)
+  }
+  return { cluster, host: opts.bind ?? me.host, port: opts.port ?? me.port, keepVersions, workers }
+}

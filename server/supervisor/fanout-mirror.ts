@@ -1,0 +1,89 @@
+import type { ServingMirror } from '../../swapper/serving-mirror'
+import type { StaleMark } from '../../swapper/stale-mark'
+import type { StoreSnapshot } from './protocol'
+import type { WorkerPool } from './worker-pool'
+
+/**
+ * The supervisor's side of one store in a multi-process node: it keeps the serving state
+ * (active and prepared versions, stale mark, load error) that a starting worker must
+ * reproduce, and applies every change on all workers before it resolves. State is updated
+ * before the call goes out, so a worker forked in between starts from the new state.
+ */
+export class FanoutMirror implements ServingMirror {
+  private active: { version: number; dir: string } | undefined
+  private readonly prepared = new Map<number, string>()
+  private staleMark: StaleMark | undefined
+  private loadError: string | undefined
+
+  constructor(
+    readonly store: string,
+    private readonly pool: () => WorkerPool | undefined,
+  ) {}
+
+  get activeVersion(): number | undefined {
+    return this.active?.version
+  }
+
+  snapshot(): StoreSnapshot {
+    return {
+      store: this.store,
+      ...(this.active ? { active: this.active } : {}),
+      prepared: [...this.prepared].map(([version, dir]) => ({ version, dir })),
+      ...(this.staleMark ? { stale: this.staleMark } : {}),
+      ...(this.loadError ? { loadError: this.loadError } : {}),
+    }
+  }
+
+  async prepare(version: number, dir: string): Promise<void> {
+    if (this.prepared.has(version) || this.active?.version === version) return
+    this.prepared.set(version, dir)
+    try {
+      await this.call({ op: 'prepare', store: this.store, version, dir })
+    } catch (err) {
+      this.prepared.delete(version)
+      await this.call({ op: 'discard', store: this.store, version }).catch(() => undefined)
+      throw err
+    }
+  }
+
+  async discard(version: number): Promise<void> {
+    this.prepared.delete(version)
+    await this.call({ op: 'discard', store: this.store, version })
+  }
+
+  async activate(version: number, dir: string): Promise<void> {
+    this.active = { version, dir }
+    this.prepared.delete(version)
+    this.loadError = undefined
+    await this.call({ op: 'activate', store: this.store, version, dir })
+  }
+
+  async setStale(mark: StaleMark | undefined): Promise<void> {
+    this.staleMark = mark
+    await this.call({ op: 'stale', store: this.store, mark: mark ?? null })
+  }
+
+  async setLoadError(message: string | undefined): Promise<void> {
+    this.loadError = message
+    if (message !== undefined) this.active = undefined
+    await this.call({ op: 'loadError', store: this.store, message: message ?? null })
+  }
+
+  async drained(deadlineMs: number): Promise<void> {
+    await this.call({ op: 'drained', store: this.store, deadlineMs })
+  }
+
+  async draining(): Promise<number> {
+    const counts = await this.call({ op: 'draining', store: this.store })
+    return counts.reduce<number>((n, c) => n + (typeof c === 'number' ? c : 0), 0)
+  }
+
+  /** Workers stop with the pool; nothing to undo per store. */
+  close(): Promise<void> {
+    return Promise.resolve()
+  }
+
+  private call(call: Parameters<WorkerPool['call']>[0]): Promise<unknown[]> {
+    return this.pool()?.call(call) ?? Promise.resolve([])
+  }
+}

@@ -1,0 +1,74 @@
+import type { Cluster } from '../../cluster/cluster'
+import type { StaleMark } from '../../swapper/stale-mark'
+import type { NodeTimeouts } from '../node-options'
+
+/**
+ * Messages between a node's supervisor and its serving workers (node:cluster IPC, JSON).
+ * Every message carries `rostore` so other users of the channel (prom-client) are ignored.
+ *
+ *   worker → supervisor: hello; ready (listening); reply (to a call)
+ *   supervisor → worker: init (config and the stores' serving state); call
+ */
+
+/** The serving side of one store, as a worker that starts must reproduce it. */
+export interface StoreSnapshot {
+  readonly store: string
+  readonly active?: VersionDir
+  readonly prepared: readonly VersionDir[]
+  readonly stale?: StaleMark
+  readonly loadError?: string
+}
+
+export interface VersionDir {
+  readonly version: number
+  readonly dir: string
+}
+
+export interface WorkerConfig {
+  readonly nodeId: number
+  readonly cluster: Cluster
+  readonly host: string
+  readonly port: number
+  readonly timeouts?: NodeTimeouts
+  readonly accessLog: boolean
+  readonly drainTimeoutMs: number
+  readonly defaultMetrics: boolean
+  /** The supervisor's control socket, where workers forward admin, status and metrics. */
+  readonly controlSocket: string
+}
+
+/** What the supervisor asks of every worker; each call is answered by one reply. */
+export type WorkerCall =
+  | { readonly op: 'prepare'; readonly store: string; readonly version: number; readonly dir: string }
+  | { readonly op: 'discard'; readonly store: string; readonly version: number }
+  | { readonly op: 'activate'; readonly store: string; readonly version: number; readonly dir: string }
+  | { readonly op: 'stale'; readonly store: string; readonly mark: StaleMark | null }
+  | { readonly op: 'loadError'; readonly store: string; readonly message: string | null }
+  | { readonly op: 'drained'; readonly store: string; readonly deadlineMs: number }
+  | { readonly op: 'draining'; readonly store: string }
+  | { readonly op: 'metrics' }
+  | { readonly op: 'shutdown' }
+
+export type ToWorker =
+  | { readonly rostore: 'init'; readonly config: WorkerConfig; readonly stores: readonly StoreSnapshot[] }
+  | { readonly rostore: 'call'; readonly id: number; readonly call: WorkerCall }
+
+export type FromWorker =
+  | { readonly rostore: 'hello' }
+  | {
+      readonly rostore: 'ready'
+      readonly host: string
+      readonly port: number
+      /** Stores whose live version this worker could not open, with the reason. */
+      readonly loadErrors: Readonly<Record<string, string>>
+    }
+  | { readonly rostore: 'reply'; readonly id: number; readonly ok: true; readonly value?: unknown }
+  | { readonly rostore: 'reply'; readonly id: number; readonly ok: false; readonly code?: string; readonly message: string }
+
+export function isFromWorker(m: unknown): m is FromWorker {
+  return typeof m === 'object' && m !== null && typeof (m as { rostore?: unknown }).rostore === 'string'
+}
+
+export function isToWorker(m: unknown): m is ToWorker {
+  return isFromWorker(m)
+}

@@ -1,0 +1,111 @@
+/**
+ * Entry point of a serving worker (forked by the supervisor's WorkerPool). It says hello,
+ * reproduces the stores' serving state from the supervisor's snapshot, listens on the
+ * node's shared port, serves reads and forwards control routes, and applies the
+ * supervisor's calls in order. It exits when asked to shut down (after draining) or when
+ * the supervisor is gone.
+ */
+import type { AddressInfo } from 'node:net'
+import { errorMessage, isStoreError } from '../../common/errors'
+import { defaultOpenReader } from '../../swapper/open-version'
+import type { ReadContext } from '../context'
+import { createHttpServer, drainHttpServer, listen } from '../http-listener'
+import { createLogger } from '../log'
+import { NodeMetrics } from '../metrics'
+import { createRequestHandler, type RequestHandler } from '../request-handler'
+import { createControlProxy } from './control-proxy'
+import { isToWorker, type FromWorker, type ToWorker, type WorkerCall, type WorkerConfig } from './protocol'
+import { WorkerStores } from './worker-stores'
+import type { Server } from 'node:http'
+
+const index = Number(process.env['ROSTORE_WORKER_INDEX'] ?? 0)
+const log = createLogger({ base: { worker: index } })
+
+let stores: WorkerStores | undefined
+let metrics: NodeMetrics | undefined
+let server: Server | undefined
+let handler: RequestHandler | undefined
+let config: WorkerConfig | undefined
+let shuttingDown = false
+
+function send(m: FromWorker): void {
+  if (process.connected) process.send?.(m)
+}
+
+/**
+ * Changes are applied one at a time, in the order the supervisor sent them. Calls that only
+ * wait or read (a drain that may take its whole deadline, counts, metrics) run beside them,
+ * so a slow drain never delays the next swap.
+ */
+let queue: Promise<void> = Promise.resolve()
+const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set(['drained', 'draining', 'metrics'])
+process.on('message', (m: unknown) => {
+  if (!isToWorker(m)) return
+  const failed = (err: unknown): void => log.error('worker-message-failed', { error: errorMessage(err) })
+  if (m.rostore === 'call' && BESIDE_THE_QUEUE.has(m.call.op) && stores) handle(m).catch(failed)
+  else queue = queue.then(() => handle(m)).catch(failed)
+})
+
+// The supervisor died (or closed the channel): nothing can change our state any more.
+process.on('disconnect', () => {
+  log.warn('supervisor-gone', { index })
+  process.exit(1)
+})
+
+async function handle(m: ToWorker): Promise<void> {
+  if (m.rostore === 'init') {
+    // A worker that cannot serve (port taken, store unreadable) exits: the supervisor reports it.
+    return init(m.config, m.stores).catch((err: unknown) => {
+      log.error('worker-start-failed', { index, error: errorMessage(err) })
+      process.exit(1)
+    })
+  }
+  try {
+    send({ rostore: 'reply', id: m.id, ok: true, value: await call(m.call) })
+  } catch (err) {
+    send({ rostore: 'reply', id: m.id, ok: false, code: isStoreError(err) ? err.code : undefined, message: errorMessage(err) })
+  }
+}
+
+async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']>[0]): Promise<void> {
+  config = cfg
+  stores = new WorkerStores(cfg.nodeId, defaultOpenReader, log)
+  const loadErrors = await stores.load(snapshot)
+  metrics = new NodeMetrics(() => undefined, cfg.defaultMetrics)
+  const ctx: ReadContext = {
+    nodeId: cfg.nodeId,
+    cluster: cfg.cluster,
+    stores,
+    metrics,
+    log,
+    accessLog: cfg.accessLog,
+    shuttingDown: () => shuttingDown,
+  }
+  handler = createRequestHandler(ctx, { kind: 'forward', forward: createControlProxy(cfg.controlSocket, log) })
+  server = createHttpServer(handler, cfg.timeouts)
+  const addr = (await listen(server, { host: cfg.host, port: cfg.port })) as AddressInfo
+  send({ rostore: 'ready', host: addr.address, port: addr.port, loadErrors })
+}
+
+async function call(c: WorkerCall): Promise<unknown> {
+  if (!stores || !metrics) throw new Error('call before init')
+  switch (c.op) {
+    case 'metrics':
+      return metrics.registry.getMetricsAsJSON()
+    case 'shutdown':
+      return shutdown()
+    default:
+      return stores.apply(c)
+  }
+}
+
+async function shutdown(): Promise<boolean> {
+  shuttingDown = true
+  const inTime = server && handler && config ? await drainHttpServer(server, handler, config.drainTimeoutMs) : true
+  await stores?.close()
+  // Exit after the reply is on its way.
+  setImmediate(() => process.exit(inTime ? 0 : 1))
+  return inTime
+}
+
+send({ rostore: 'hello' })
