@@ -1,12 +1,13 @@
 import type { Cluster } from '../cluster/cluster'
 import type { DataDir } from '../swapper/data-dir'
 import type { AdminAuth } from './auth'
-import type { FetchRunner } from './fetch-route'
+import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { PushLocks } from './push-lock'
 import type { ServedStores } from './served-stores'
+import type { StoreCreation } from './store-creation'
 
 /** What every route handler may use: the node's state and services. */
 export interface AppContext {
@@ -24,6 +25,10 @@ export interface AppContext {
   readonly startedAt: number
   readonly keepVersions: number
   readonly fetch?: FetchRunner
+  /** The allow-list and the bound on source file-system calls, for every admin path or URL. */
+  readonly sources: SourceAccess
+  /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */
+  readonly storeCreation: StoreCreation
   readonly pushLocks: PushLocks
   readonly shuttingDown: () => boolean
   readonly address: () => { host: string; port: number }

@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { errorMessage, StoreError } from '../common/errors'
 import { loadCluster, type Cluster } from '../cluster/cluster'
@@ -7,12 +6,14 @@ import type { OpenReader, VerifyDir } from '../swapper/store-versions'
 import { DEFAULT_KEEP_VERSIONS } from '../swapper/store-versions'
 import { createRequestHandler } from './request-handler'
 import { AdminAuth } from './auth'
-import { createFetchRunner } from './fetch-route'
+import { createFetchRunner, SourceAccess } from './fetch-route'
 import { MAX_URL_BYTES } from './http-util'
 import { Jobs } from './jobs'
 import { PushLocks } from './push-lock'
 import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
+import { StoreCreation } from './store-creation'
+import { createNodeServer, type NodeServer, type NodeTlsOptions } from './tls'
 
 export interface NodeTimeouts {
   /** Time to receive the request headers; slow-loris connections die after it. Default 10 s. */
@@ -41,8 +42,12 @@ export interface NodeOptions {
   readonly port?: number
   /** Node-wide fetch rate limit in bytes per second. */
   readonly fetchMaxBytesPerSec?: number
-  /** Fetch sources allowed (prefixes); default any. */
+  /** Sources fetch and install may read (prefixes of paths and URLs); default any. docs/API.md "Allowed sources". */
   readonly allowedSources?: readonly string[]
+  /** A fetch download with no byte for this long is cut and retried. Default 30 s. */
+  readonly fetchStallTimeoutMs?: number
+  /** Serve HTTPS (reads and admin) with this certificate; see server/tls.ts. */
+  readonly tls?: NodeTlsOptions
   /** One log line per request. Default false. */
   readonly accessLog?: boolean
   readonly log?: Logger
@@ -60,9 +65,9 @@ export interface RunningNode {
   readonly nodeId: number
   readonly host: string
   readonly port: number
-  /** http://host:port (IPv6 hosts in brackets). */
+  /** http://host:port, or https:// with TLS (IPv6 hosts in brackets). */
   readonly url: string
-  readonly server: Server
+  readonly server: NodeServer
   readonly dataDir: DataDir
   readonly jobs: Jobs
   readonly metrics: NodeMetrics
@@ -105,21 +110,27 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   })
   const dd = dataDir
   const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const sources = new SourceAccess(opts.allowedSources)
   const fetch = createFetchRunner({
     nodeId: opts.nodeId,
     maxBytesPerSec: opts.fetchMaxBytesPerSec,
-    allowedSources: opts.allowedSources,
+    sources,
     registry: metrics.registry,
+    stallTimeoutMs: opts.fetchStallTimeoutMs,
   })
 
   const t = opts.timeouts ?? {}
-  const server = createServer({
-    maxHeaderSize: MAX_URL_BYTES + (64 << 10),
-    headersTimeout: t.headersMs ?? 10_000,
-    requestTimeout: t.requestMs ?? 30_000,
-    keepAliveTimeout: t.keepAliveMs ?? 5_000,
-    connectionsCheckingInterval: t.checkIntervalMs ?? 1_000,
-  })
+  const server = createNodeServer(
+    {
+      maxHeaderSize: MAX_URL_BYTES + (64 << 10),
+      headersTimeout: t.headersMs ?? 10_000,
+      requestTimeout: t.requestMs ?? 30_000,
+      keepAliveTimeout: t.keepAliveMs ?? 5_000,
+      connectionsCheckingInterval: t.checkIntervalMs ?? 1_000,
+    },
+    opts.tls,
+    t.headersMs ?? 10_000,
+  )
   server.headersTimeout = t.headersMs ?? 10_000
   server.requestTimeout = t.requestMs ?? 30_000
   server.keepAliveTimeout = t.keepAliveMs ?? 5_000
@@ -141,6 +152,8 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     startedAt: Date.now(),
     keepVersions,
     fetch,
+    sources,
+    storeCreation: new StoreCreation(dd),
     shuttingDown: () => shuttingDown,
     address: () => bound,
   })
@@ -170,7 +183,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   })
   const addr = server.address() as AddressInfo
   bound = { host: addr.address, port: addr.port }
-  const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+  const url = `${opts.tls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: cluster.name,
@@ -181,6 +194,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     stores: dd.all().map((s) => ({ store: s.store, version: s.live.version ?? null })),
     keepVersions,
     admin: auth.enabled,
+    tls: opts.tls !== undefined,
   })
 
   let closing: Promise<boolean> | undefined

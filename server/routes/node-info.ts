@@ -5,11 +5,23 @@ import type { AppContext } from '../context'
 import { sendJson } from '../http-util'
 import { route } from './route'
 
-/** Public routes about the node itself: health, status, metrics. */
+/**
+ * Routes about the node itself: health, status, metrics (public), and the admin status.
+ * The public ones show no paths, process ids or error texts (those name files of the data
+ * directory): an unauthenticated caller learns what a client needs and no more. The admin
+ * status adds them.
+ */
 export const NODE_INFO_ROUTES = [
   route({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
   route({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
   route({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
+  route({
+    path: '/admin/status',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'admin_status',
+    handle: (ctx, _req, res) => adminStatus(ctx, res),
+  }),
 ]
 
 function health(ctx: AppContext, res: ServerResponse): void {
@@ -17,7 +29,7 @@ function health(ctx: AppContext, res: ServerResponse): void {
   else sendJson(res, 200, { status: 'ok', nodeId: ctx.nodeId })
 }
 
-function storeStatus(sv: StoreVersions): Record<string, unknown> {
+function storeStatus(sv: StoreVersions, admin: boolean): Record<string, unknown> {
   const live = sv.liveVersion
   const versions = sv.versions()
   const meta = sv.live.metadata
@@ -31,25 +43,45 @@ function storeStatus(sv: StoreVersions): Record<string, unknown> {
     sizeBytes: meta ? sizeOf(meta) : null,
     stale: sv.stale ?? false,
     draining: sv.live.retiringCount,
-    ...(sv.loadError ? { error: sv.loadError, pointer: live ?? null } : {}),
+    // The load error names files of the data directory: its text is for admins only.
+    ...(sv.loadError ? { error: admin ? sv.loadError : 'the live version could not be opened', pointer: live ?? null } : {}),
+  }
+}
+
+function nodeStatus(ctx: AppContext): Record<string, unknown> {
+  const { host, port } = ctx.address()
+  return {
+    id: ctx.nodeId,
+    cluster: ctx.cluster.name,
+    host,
+    port,
+    uptimeSeconds: Math.round((Date.now() - ctx.startedAt) / 1000),
+    shuttingDown: ctx.shuttingDown(),
+    adminEnabled: ctx.auth.enabled,
+    keepVersions: ctx.keepVersions,
   }
 }
 
 function status(ctx: AppContext, res: ServerResponse): void {
-  const { host, port } = ctx.address()
+  sendJson(res, 200, {
+    node: nodeStatus(ctx),
+    stores: ctx.dataDir.all().map((sv) => storeStatus(sv, false)),
+    jobs: { running: ctx.jobs.running().length },
+  })
+}
+
+/** /status plus what only an operator should see: process, paths, error texts, limits. */
+function adminStatus(ctx: AppContext, res: ServerResponse): void {
   sendJson(res, 200, {
     node: {
-      id: ctx.nodeId,
-      cluster: ctx.cluster.name,
-      host,
-      port,
+      ...nodeStatus(ctx),
       pid: process.pid,
-      uptimeSeconds: Math.round((Date.now() - ctx.startedAt) / 1000),
-      shuttingDown: ctx.shuttingDown(),
-      adminEnabled: ctx.auth.enabled,
-      keepVersions: ctx.keepVersions,
+      node: process.version,
+      dataDir: ctx.dataDir.dir,
+      allowedSources: ctx.sources.allowedSources ?? null,
+      sourceFsCalls: ctx.sources.gate.stats,
     },
-    stores: ctx.dataDir.all().map(storeStatus),
+    stores: ctx.dataDir.all().map((sv) => storeStatus(sv, true)),
     jobs: { running: ctx.jobs.running().length },
   })
 }
