@@ -92,20 +92,51 @@ export class FileSource implements FetchSource {
     return this.realRoot
   }
 
-  /** Bytes from `start` to the end of the file, one gated read of up to 1 MiB at a time. */
-  private async *chunks(fh: FileHandle, start: number, signal: AbortSignal, shown: string): AsyncGenerator<Buffer> {
+  /**
+   * Bytes from `start` to the end of the file, one gated read of up to 1 MiB at a time.
+   * The handle is closed at the end, on an error, on return(), and when the signal aborts
+   * even if the stream was never iterated (a generator that never started would not run
+   * its cleanup).
+   */
+  private chunks(fh: FileHandle, start: number, signal: AbortSignal, shown: string): AsyncIterableIterator<Buffer> {
     let pos = start
-    try {
-      for (;;) {
-        const buf = Buffer.allocUnsafe(CHUNK)
-        const { bytesRead } = await this.call(() => fh.read(buf, 0, CHUNK, pos), signal, shown)
-        if (bytesRead === 0) return
-        pos += bytesRead
-        yield bytesRead === CHUNK ? buf : buf.subarray(0, bytesRead)
-      }
-    } finally {
+    let closed = false
+    const close = (): void => {
+      if (closed) return
+      closed = true
+      signal.removeEventListener('abort', close)
       void this.closeQuietly(fh)
     }
+    signal.addEventListener('abort', close, { once: true })
+    const done: IteratorReturnResult<undefined> = { done: true, value: undefined }
+    const it: AsyncIterableIterator<Buffer> = {
+      [Symbol.asyncIterator]: () => it,
+      next: async () => {
+        if (closed) {
+          signal.throwIfAborted()
+          return done
+        }
+        try {
+          const buf = Buffer.allocUnsafe(CHUNK)
+          const { bytesRead } = await this.call(() => fh.read(buf, 0, CHUNK, pos), signal, shown)
+          if (bytesRead === 0) {
+            close()
+            return done
+          }
+          pos += bytesRead
+          return { done: false, value: bytesRead === CHUNK ? buf : buf.subarray(0, bytesRead) }
+        } catch (err) {
+          close()
+          throw err
+        }
+      },
+      return: () => {
+        close()
+        return Promise.resolve(done)
+      },
+    }
+    if (signal.aborted) close()
+    return it
   }
 
   /** A gated call; errno errors that retrying cannot cure become RO_FETCH_FAILED, others are left for the retry policy. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -98,5 +99,22 @@ describe('FileSource', () => {
       message: expect.stringContaining('not a regular file'),
     })
     await expect(s.read('node-3/x.data', { start: 0, signal: never() })).rejects.toMatchObject({ code: 'RO_FETCH_FAILED' })
+  })
+
+  test('the file is closed when its stream is abandoned unread: by abort, or by return()', async () => {
+    const fds = (): number => readdirSync('/proc/self/fd').length
+    const before = fds()
+    const src = new FileSource(root)
+    const ac = new AbortController()
+    await src.read('node-0/0.data', { start: 0, signal: ac.signal })
+    const res = await src.read('node-0/0.data', { start: 0, signal: new AbortController().signal })
+    expect(fds()).toBe(before + 2)
+    ac.abort()
+    await res.stream[Symbol.asyncIterator]().return?.()
+    const settle = async (): Promise<void> => {
+      for (let i = 0; i < 200 && fds() > before; i++) await new Promise((r) => setTimeout(r, 5))
+    }
+    await settle()
+    expect(fds()).toBe(before)
   })
 })
