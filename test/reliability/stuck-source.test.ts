@@ -179,11 +179,13 @@ test('a fetch from a source gone silent is cancelled: the job reaches "cancelled
 })
 
 test('the node never crashed and the reading client saw no error', async () => {
+  // Progress, not a rate: the reader must have kept reading (however slow the machine).
+  const readsBefore = figures.goodReads
+  expect(await waitUntil(() => figures.goodReads >= readsBefore + 20, 30_000)).toBe(true)
   goodStop = true
   await goodLoop
   figures.goodErrors = goodFailures.length
   expect(goodFailures).toEqual([])
-  expect(figures.goodReads).toBeGreaterThan(100)
   figures.crashes = node.running ? 0 : 1
   expect(node.running).toBe(true)
   expect((await node.request('/health')).status).toBe(200)

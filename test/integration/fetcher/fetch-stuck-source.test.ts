@@ -88,9 +88,9 @@ test('a stalled open that returns later is closed, and nothing crashes (the FIFO
   expect(existsSync(join(tmp.dir, 'dest-late'))).toBe(false)
   // A writer comes: the open returns into a fetch that gave up. Before the fix this
   // created a read stream with an aborted signal whose AbortError killed the process.
-  expect(await waitUntil(() => releaseReader(fifo), 10_000)).toBe(true)
-  expect(await waitUntil(() => gate.stats.inFlight === 0, 10_000)).toBe(true)
-  expect(await waitUntil(() => openFds() <= fdsBefore, 10_000)).toBe(true)
+  expect(await waitUntil(() => releaseReader(fifo), 30_000)).toBe(true)
+  expect(await waitUntil(() => gate.stats.inFlight === 0, 30_000)).toBe(true)
+  expect(await waitUntil(() => openFds() <= fdsBefore, 30_000)).toBe(true)
   expect(gate.stats.abandoned).toBe(0)
 })
 
@@ -111,7 +111,7 @@ test('stuck calls hold at most the node-wide limit of pool threads; other pool w
       signal: controllers[i]!.signal,
     }).catch((e: unknown) => e),
   )
-  expect(await waitUntil(() => opensStarted - opensBefore === 2 && gate.stats.inFlight === 2 && gate.stats.waiting === 2, 10_000)).toBe(
+  expect(await waitUntil(() => opensStarted - opensBefore === 2 && gate.stats.inFlight === 2 && gate.stats.waiting === 2, 30_000)).toBe(
     true,
   )
   // Two pool threads are blocked for good; the other two still serve everything else.
@@ -134,9 +134,9 @@ test('stuck calls hold at most the node-wide limit of pool threads; other pool w
     roots.forEach(({ fifo }, i) => !released.has(i) && releaseReader(fifo) && released.add(i))
     return released.size >= 2
   }
-  expect(await waitUntil(releaseStuck, 10_000)).toBe(true)
+  expect(await waitUntil(releaseStuck, 30_000)).toBe(true)
   expect(released.size).toBe(2)
-  expect(await waitUntil(() => gate.stats.inFlight === 0, 10_000)).toBe(true)
+  expect(await waitUntil(() => gate.stats.inFlight === 0, 30_000)).toBe(true)
   for (const { fifo } of roots) expect(releaseReader(fifo)).toBe(false) // nobody holds them open
 })
 
@@ -149,11 +149,11 @@ test('a cancelled job ends "cancelled" while its file-system call is still stuck
   const job = jobs.start('fetch', 'users', ({ signal }) =>
     fetchVersion({ source: root, nodeId: 0, destDir: dest, stallTimeoutMs: 120_000, fsGate: gate, fileCalls: blockingOpen, signal }),
   )
-  expect(await waitUntil(() => opensStarted > opensBefore && gate.stats.inFlight === 1, 10_000)).toBe(true)
+  expect(await waitUntil(() => opensStarted > opensBefore && gate.stats.inFlight === 1, 30_000)).toBe(true)
   jobs.cancel(job.id)
   expect(await jobs.wait(job.id)).toMatchObject({ state: 'cancelled', error: { code: 'RO_ABORTED' } })
   expect(gate.stats).toMatchObject({ inFlight: 1, abandoned: 1 })
   expect(existsSync(dest)).toBe(false)
-  expect(await waitUntil(() => releaseReader(fifo), 10_000)).toBe(true)
-  expect(await waitUntil(() => gate.stats.inFlight === 0, 10_000)).toBe(true)
+  expect(await waitUntil(() => releaseReader(fifo), 30_000)).toBe(true)
+  expect(await waitUntil(() => gate.stats.inFlight === 0, 30_000)).toBe(true)
 })
