@@ -1,8 +1,8 @@
-import { Agent } from 'node:http'
+import type { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
 import type { ClusterNode } from '../cluster/cluster'
 import { decodeValues, encodeKeys } from '../formats/wire/multiget'
-import { errorFromResponse, httpRequest, type HttpResponse } from './http'
+import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
 export interface RemoteStoreInfo {
@@ -51,13 +51,15 @@ export interface NodeClientOptions {
  */
 export class NodeClient {
   readonly endpoint: string
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 16 })
+  private readonly agent: Agent
   private readonly timeoutMs: number
 
+  /** Speaks HTTPS when `node.tls` is set (clusterWithTls). */
   constructor(
     readonly node: ClusterNode,
     private readonly opts: NodeClientOptions = {},
   ) {
+    this.agent = nodeAgent(node.tls, 16)
     this.endpoint = `node ${node.id} (${node.host}:${node.port})`
     this.timeoutMs = opts.timeoutMs ?? 5000
   }
@@ -160,6 +162,7 @@ export class NodeClient {
       headers,
       timeoutMs: this.timeoutMs,
       agent: this.agent,
+      ...(this.node.tls === undefined ? {} : { tls: this.node.tls }),
     })
   }
 }

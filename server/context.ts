@@ -4,11 +4,12 @@ import type { DataDir } from '../swapper/data-dir'
 import type { ServedStores } from '../swapper/served-store'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import type { AdminAuth } from './auth'
-import type { FetchRunner } from './fetch-route'
+import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { PushLocks } from './push-lock'
+import type { StoreCreation } from './store-creation'
 
 /** What the read routes use: the stores as served in this process. Every serving loop has one. */
 export interface ReadContext {
@@ -34,6 +35,10 @@ export interface AppContext extends ReadContext {
   readonly startedAt: number
   readonly keepVersions: number
   readonly fetch?: FetchRunner
+  /** The allow-list and the bound on source file-system calls, for every admin path or URL. */
+  readonly sources: SourceAccess
+  /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */
+  readonly storeCreation: StoreCreation
   readonly pushLocks: PushLocks
   readonly address: () => { host: string; port: number }
   /** Serving event loops of the node, for /status. */

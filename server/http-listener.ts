@@ -1,19 +1,26 @@
-import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { errorMessage, StoreError } from '../common/errors'
 import { MAX_URL_BYTES } from './http-util'
 import type { NodeTimeouts } from './node-options'
 import type { RequestHandler } from './request-handler'
+import { createNodeServer, type NodeServer, type NodeTlsOptions } from './tls'
 
-/** A node:http server with the node's bounds: header size, slow-loris and idle timeouts. */
-export function createHttpServer(handler: RequestHandler, t: NodeTimeouts = {}): Server {
-  const server = createServer({
-    maxHeaderSize: MAX_URL_BYTES + (64 << 10),
-    headersTimeout: t.headersMs ?? 10_000,
-    requestTimeout: t.requestMs ?? 30_000,
-    keepAliveTimeout: t.keepAliveMs ?? 5_000,
-    connectionsCheckingInterval: t.checkIntervalMs ?? 1_000,
-  })
+/**
+ * The node's HTTP (or, with `tls`, HTTPS) server with its bounds: header size, slow-loris,
+ * handshake and idle timeouts.
+ */
+export function createHttpServer(handler: RequestHandler, t: NodeTimeouts = {}, tls?: NodeTlsOptions): NodeServer {
+  const server = createNodeServer(
+    {
+      maxHeaderSize: MAX_URL_BYTES + (64 << 10),
+      headersTimeout: t.headersMs ?? 10_000,
+      requestTimeout: t.requestMs ?? 30_000,
+      keepAliveTimeout: t.keepAliveMs ?? 5_000,
+      connectionsCheckingInterval: t.checkIntervalMs ?? 1_000,
+    },
+    tls,
+    t.headersMs ?? 10_000,
+  )
   server.headersTimeout = t.headersMs ?? 10_000
   server.requestTimeout = t.requestMs ?? 30_000
   server.keepAliveTimeout = t.keepAliveMs ?? 5_000
@@ -32,7 +39,7 @@ export function createHttpServer(handler: RequestHandler, t: NodeTimeouts = {}):
 }
 
 /** Listen on host:port (or a unix socket path); RO_IO naming the address when it cannot. */
-export async function listen(server: Server, where: { host: string; port: number } | { path: string }): Promise<AddressInfo | string> {
+export async function listen(server: NodeServer, where: { host: string; port: number } | { path: string }): Promise<AddressInfo | string> {
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error): void => reject(err)
     server.once('error', onError)
@@ -47,9 +54,9 @@ export async function listen(server: Server, where: { host: string; port: number
   return server.address() as AddressInfo | string
 }
 
-/** http://host:port, IPv6 hosts in brackets. */
-export function urlOf(addr: AddressInfo): string {
-  return `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+/** http(s)://host:port, IPv6 hosts in brackets. */
+export function urlOf(host: string, port: number, tls: boolean): string {
+  return `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
 /**
@@ -57,7 +64,7 @@ export function urlOf(addr: AddressInfo): string {
  * and close idle connections as they become idle; after `timeoutMs` cut what is left.
  * Resolves true when everything drained in time.
  */
-export async function drainHttpServer(server: Server, handler: RequestHandler, timeoutMs: number): Promise<boolean> {
+export async function drainHttpServer(server: NodeServer, handler: RequestHandler, timeoutMs: number): Promise<boolean> {
   handler.closeConnectionsAfterResponse()
   const drained = new Promise<void>((resolve) => server.close(() => resolve()))
   server.closeIdleConnections()

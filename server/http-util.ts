@@ -105,6 +105,34 @@ export function errorResponse(err: unknown): { status: number; body: ErrorBody }
 }
 
 /**
+ * What a public (non-admin) route may say about a failure. Codes that describe the
+ * request itself (a bad name, an absent store, a body too large) keep their message: it is
+ * built from what the client sent. Every other code gets a fixed message, because the
+ * errors behind them come from the swapper, the reader or the file system and name data
+ * directory paths, file names or internals; those go to the node's log (request-failed)
+ * and to admin routes only.
+ */
+export function publicErrorResponse(err: unknown): { status: number; body: ErrorBody } {
+  const r = errorResponse(err)
+  const code = r.body.error.code
+  if (REQUEST_CODES.has(code)) return r
+  return { status: r.status, body: { error: { code, message: PUBLIC_MESSAGES[code] ?? 'the node could not answer' } } }
+}
+
+/** Codes whose messages are about the request, not the node. */
+const REQUEST_CODES: ReadonlySet<string> = new Set(['RO_BAD_REQUEST', 'RO_NOT_FOUND', 'RO_TOO_LARGE', 'RO_UNAUTHORIZED', 'RO_METHOD'])
+
+const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {
+  RO_UNAVAILABLE: 'the store cannot be read on this node now (stale, no live version, or shutting down); ask another replica',
+  RO_CORRUPT: "the store's files on this node failed a check; ask another replica",
+  RO_CHECKSUM_MISMATCH: "the store's files on this node failed a check; ask another replica",
+  RO_BAD_FORMAT: "the store's files on this node are of an unknown format; ask another replica",
+  RO_IO: 'a storage error on this node',
+  RO_INTERNAL: 'an internal error on this node',
+  RO_CONFLICT: 'the request conflicts with the state of this node',
+}
+
+/**
  * Read a request body of at most `limit` bytes; RO_TOO_LARGE beyond (checked against
  * Content-Length first, so an oversized upload is refused before it is read).
  */

@@ -3,6 +3,7 @@ import { loadCluster, type Cluster } from '../cluster/cluster'
 import type { OpenReader } from '../swapper/open-version'
 import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
 import type { Logger } from './log'
+import type { NodeTlsOptions } from './tls'
 
 export interface NodeTimeouts {
   /** Time to receive the request headers; slow-loris connections die after it. Default 10 s. */
@@ -37,8 +38,12 @@ export interface NodeOptions {
   readonly workers?: number
   /** Node-wide fetch rate limit in bytes per second. */
   readonly fetchMaxBytesPerSec?: number
-  /** Fetch sources allowed (prefixes); default any. */
+  /** Sources fetch and install may read (prefixes of paths and URLs); default any. docs/API.md "Allowed sources". */
   readonly allowedSources?: readonly string[]
+  /** A fetch download with no byte for this long is cut and retried. Default 30 s. */
+  readonly fetchStallTimeoutMs?: number
+  /** Serve HTTPS (reads and admin) with this certificate; see server/tls.ts. */
+  readonly tls?: NodeTlsOptions
   /** One log line per request. Default false. */
   readonly accessLog?: boolean
   readonly log?: Logger

@@ -20,6 +20,12 @@ export interface RunningNode {
   readonly jobs: Jobs
   readonly metrics: NodeMetrics
   /**
+   * Certificate rotation (`--tls-cert`/`--tls-key` read again): new connections on every
+   * serving loop use the new files, open ones keep theirs. RO_BAD_OPTION when the node
+   * does not serve TLS or the files are not a usable pair (the old ones stay).
+   */
+  reloadTls(certFile: string, keyFile: string): Promise<void>
+  /**
    * Graceful stop: stop accepting, let in-flight requests finish (up to drainTimeoutMs),
    * cancel running jobs, close the readers. Resolves true when everything drained in
    * time. Idempotent.

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { errorMessage } from '../common/errors'
 import { AdminDisabledError } from './auth'
 import type { ControlTarget, ReadContext } from './context'
-import { badRequest, errorResponse, MAX_URL_BYTES, sendJson } from './http-util'
+import { badRequest, errorResponse, MAX_URL_BYTES, publicErrorResponse, sendJson } from './http-util'
 import { UNKNOWN_STORE } from './metrics'
 import { findRoutes, noRoute } from './routes/route'
 import { ROUTES } from './routes/table'
@@ -11,6 +11,8 @@ import { ROUTES } from './routes/table'
 interface RequestInfo {
   op: string
   store: string
+  /** The admin token was checked: errors may name paths and internals. */
+  admin: boolean
 }
 
 const MAX_PATH_LENGTH = 4096
@@ -36,7 +38,7 @@ export function createRequestHandler(ctx: ReadContext, control: ControlTarget): 
     ctx.stores.get(store) !== undefined || (control.kind === 'local' && control.ctx.dataDir.get(store) !== undefined)
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const started = process.hrtime.bigint()
-    const info: RequestInfo = { op: 'unknown', store: '' }
+    const info: RequestInfo = { op: 'unknown', store: '', admin: false }
     if (ctx.shuttingDown()) res.setHeader('Connection', 'close')
     inFlight.add(res)
     res.once('close', () => {
@@ -111,6 +113,7 @@ function dispatch(
     // Authenticate before looking at anything else: an unknown admin path is a 401 too.
     info.op = 'admin'
     control.ctx.auth.check(req)
+    info.admin = true
   } else if (segments[0] === 'stores') {
     info.op = 'store'
   }
@@ -154,7 +157,8 @@ function fail(
     status = 403
     body = { error: { code: 'RO_UNAUTHORIZED', message: err.message } }
   } else {
-    const r = errorResponse(err)
+    // Admin callers may see paths and internals; everyone else gets codes and short messages.
+    const r = info.admin ? errorResponse(err) : publicErrorResponse(err)
     status = r.status
     body = r.body
   }

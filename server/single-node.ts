@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
 import { AdminAuth } from './auth'
-import { createFetchRunner } from './fetch-route'
+import { createFetchRunner, SourceAccess } from './fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from './http-listener'
 import { Jobs } from './jobs'
 import { createLogger, type Logger } from './log'
@@ -11,6 +11,8 @@ import type { RunningNode } from './node'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { PushLocks } from './push-lock'
 import { createRequestHandler } from './request-handler'
+import { StoreCreation } from './store-creation'
+import { reloadTls } from './tls'
 
 /** A node in one process: the versions, the admin API and the reads share one event loop. */
 export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
@@ -35,11 +37,13 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   })
   const dd = dataDir
   const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const sources = new SourceAccess(opts.allowedSources)
   const fetch = createFetchRunner({
     nodeId: opts.nodeId,
     maxBytesPerSec: opts.fetchMaxBytesPerSec,
-    allowedSources: opts.allowedSources,
+    sources,
     registry: metrics.registry,
+    stallTimeoutMs: opts.fetchStallTimeoutMs,
   })
 
   let shuttingDown = false
@@ -58,11 +62,13 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     startedAt: Date.now(),
     keepVersions: setup.keepVersions,
     fetch,
+    sources,
+    storeCreation: new StoreCreation(dd),
     shuttingDown: () => shuttingDown,
     address: () => bound,
   }
   const handler = createRequestHandler(ctx, { kind: 'local', ctx })
-  const server = createHttpServer(handler, opts.timeouts)
+  const server = createHttpServer(handler, opts.timeouts, opts.tls)
   let addr: AddressInfo
   try {
     addr = (await listen(server, { host: setup.host, port: setup.port })) as AddressInfo
@@ -71,7 +77,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     throw err
   }
   bound = { host: addr.address, port: addr.port }
-  const url = urlOf(addr)
+  const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: setup.cluster.name,
@@ -83,6 +89,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
     keepVersions: setup.keepVersions,
     admin: auth.enabled,
+    tls: opts.tls !== undefined,
   })
 
   let closing: Promise<boolean> | undefined
@@ -105,7 +112,18 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     return closing
   }
 
-  return { nodeId: opts.nodeId, host: bound.host, port: bound.port, url, workers: 1, dataDir: dd, jobs, metrics, close }
+  return {
+    nodeId: opts.nodeId,
+    host: bound.host,
+    port: bound.port,
+    url,
+    workers: 1,
+    dataDir: dd,
+    jobs,
+    metrics,
+    close,
+    reloadTls: (certFile, keyFile) => reloadTls(server, certFile, keyFile),
+  }
 }
 
 export function warnAboutAuth(auth: AdminAuth, token: string | undefined, log: Logger): void {

@@ -1,4 +1,5 @@
-import { mkdir, readdir } from 'node:fs/promises'
+import { mkdir, readdir, rmdir } from 'node:fs/promises'
+import { join } from 'node:path'
 import { errorMessage } from '../common/errors'
 import { isSafeName } from '../formats/store/layout'
 import { silentLogger, type SwapHooks, type SwapLogger } from './events'
@@ -82,6 +83,30 @@ export class DataDir<M extends ServingMirror = LocalServingStore> {
       }
     }
     return added
+  }
+
+  /**
+   * Forgets a store that holds nothing (no version, no LIVE pointer, an empty directory)
+   * and removes its directory, so that a store whose first install or fetch failed is not
+   * listed forever. Returns false, changing nothing, when the store holds anything.
+   */
+  async dropIfEmpty(store: string): Promise<boolean> {
+    const sv = this.stores.get(store)
+    if (!sv || this.opening.has(store) || sv.versions().length > 0 || sv.liveVersion !== undefined || sv.stale) return false
+    const dir = join(this.opts.dir, store)
+    if ((await readdir(dir).catch(() => ['?'])).length > 0 || this.stores.get(store) !== sv) return false
+    this.stores.delete(store)
+    await sv.close()
+    try {
+      // rmdir, not rm -r: whatever appeared meanwhile is never deleted.
+      await rmdir(dir)
+    } catch (err) {
+      this.log.warn('store-drop-failed', { store, error: errorMessage(err) })
+      await this.openStore(store, false).catch(() => undefined)
+      return false
+    }
+    this.log.info('store-dropped', { store, reason: 'nothing was installed' })
+    return true
   }
 
   async close(): Promise<void> {

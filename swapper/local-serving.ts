@@ -60,6 +60,10 @@ export class LocalServingStore implements ServingMirror, ServedStore {
     return [...this.prepared.keys()]
   }
 
+  attach(): Promise<void> {
+    return Promise.resolve()
+  }
+
   async prepare(version: number, dir: string): Promise<void> {
     if (this.prepared.has(version) || this.live.version === version) return
     const reader = await this.open(version, dir)

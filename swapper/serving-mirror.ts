@@ -8,6 +8,8 @@ import type { StaleMark } from './stale-mark'
  * before the admin call returns.
  */
 export interface ServingMirror {
+  /** The store exists on this node from now on (it may have no version yet). */
+  attach(): Promise<void>
   /** The version the serving side was last told to serve (undefined: none). */
   readonly activeVersion: number | undefined
   /**
@@ -34,6 +36,6 @@ export interface ServingMirror {
   drained(deadlineMs: number): Promise<void>
   /** Replaced versions still read by in-flight requests, summed over every serving loop. */
   draining(): Promise<number>
-  /** Stop serving the store; readers close once their requests are done. */
+  /** Stop serving the store (node shutdown, or the store dropped); readers close once their requests are done. */
   close(): Promise<void>
 }

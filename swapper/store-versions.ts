@@ -140,6 +140,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
       serving ??
       new LocalServingStore({ store: opts.store, nodeId: opts.nodeId, openReader: opts.openReader ?? defaultOpenReader, log: opts.log })
     const sv = new StoreVersions(opts, mirror)
+    await mirror.attach()
     if (opts.create) await mkdir(sv.storeDir, { recursive: true })
     const rec = await recoverStoreDir(sv.storeDir)
     if (rec.removed.length > 0) sv.log.info('recovered', { store: sv.store, removed: rec.removed })

@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../cluster/cluster'
 import { StoreClient } from '../../client/store-client'
-import { clusterOptions } from '../cluster-options'
+import { clusterOptions, loadClusterOption } from '../cluster-options'
 
 export const command = 'get [keys..]'
 export const describe = 'Read keys through the routing client (master first, replicas on failure)'
@@ -19,7 +18,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   const keys = [...(a.keys ?? []).map(String)]
   if (a['keys-file']) keys.push(...(await readFile(a['keys-file'], 'utf8')).split(/\r?\n/).filter((k) => k.length > 0))
   if (keys.length === 0) throw new Error('give keys on the command line or with --keys-file')
-  const client = await StoreClient.connect({ cluster: await loadCluster(a.cluster), store: a.store, timeoutMs: a.timeout })
+  const client = await StoreClient.connect({ cluster: await loadClusterOption(a), store: a.store, timeoutMs: a.timeout })
   try {
     const values = keys.length === 1 ? [await client.get(keys[0]!)] : await client.getMany(keys)
     if (!a.json && keys.length === 1) {

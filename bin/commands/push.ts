@@ -1,7 +1,6 @@
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../cluster/cluster'
 import { pushStore, type PushEvent, type PushResult } from '../../client/push'
-import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
+import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
 
 export const command = 'push'
 export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
@@ -21,7 +20,7 @@ export const builder = (y: Argv) =>
 /** Exit codes: 0 live everywhere, 1 failed (nothing changed), 3 live with failed nodes marked stale. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const result = await pushStore({
-    cluster: await loadCluster(a.cluster),
+    cluster: await loadClusterOption(a),
     store: a.store,
     from: a.from,
     adminToken: adminToken(a['admin-token']),

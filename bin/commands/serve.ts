@@ -4,6 +4,7 @@ import type { ArgumentsCamelCase, Argv } from 'yargs'
 import { errorMessage, isStoreError } from '../../common/errors'
 import { createLogger } from '../../server/log'
 import { startNode } from '../../server/node'
+import { loadTlsFiles } from '../../server/tls'
 import { DEFAULT_KEEP_VERSIONS } from '../../swapper/store-versions'
 
 interface ServeArgs {
@@ -21,6 +22,9 @@ interface ServeArgs {
   'drain-timeout-ms': number
   'version-drain-ms': number
   workers: number
+  'tls-cert'?: string
+  'tls-key'?: string
+  'fetch-stall-timeout-ms'?: number
 }
 
 export const command = 'serve'
@@ -41,7 +45,14 @@ export function builder(y: Argv): Argv<ServeArgs> {
     .option('bind', { type: 'string', describe: "address to listen on (default: the node's host in cluster.json)" })
     .option('port', { type: 'number', describe: "port to listen on, 0 for any (default: the node's port in cluster.json)" })
     .option('fetch-max-bytes-per-sec', { type: 'number', describe: 'node-wide rate limit of fetches' })
-    .option('allowed-source', { type: 'string', array: true, describe: 'fetch sources must lie under one of these (repeatable)' })
+    .option('allowed-source', {
+      type: 'string',
+      array: true,
+      describe: 'fetch sources and install paths must lie under one of these paths or URL prefixes (repeatable)',
+    })
+    .option('fetch-stall-timeout-ms', { type: 'number', describe: 'a fetch download silent this long is cut and retried (default 30000)' })
+    .option('tls-cert', { type: 'string', describe: 'PEM certificate chain: serve HTTPS (reads and admin); needs --tls-key' })
+    .option('tls-key', { type: 'string', describe: 'PEM private key of --tls-cert (SIGHUP reloads both)' })
     .option('access-log', { type: 'boolean', default: false, describe: 'log one line per request' })
     .option('drain-timeout-ms', { type: 'number', default: 30_000, describe: 'on SIGTERM, wait this long for in-flight requests' })
     .option('version-drain-ms', {
@@ -68,6 +79,10 @@ export function builder(y: Argv): Argv<ServeArgs> {
       if (a['admin-token'] !== undefined && a['admin-token-file'] !== undefined) {
         throw new Error('give --admin-token or --admin-token-file, not both')
       }
+      if ((a['tls-cert'] === undefined) !== (a['tls-key'] === undefined)) throw new Error('give both --tls-cert and --tls-key, or neither')
+      const stall = a['fetch-stall-timeout-ms']
+      if (stall !== undefined && (!Number.isSafeInteger(stall) || stall < 1))
+        throw new Error('--fetch-stall-timeout-ms must be a positive integer')
       return true
     }) as unknown as Argv<ServeArgs>
 }
@@ -101,6 +116,9 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
 
   let node
   try {
+    const certFile = argv['tls-cert']
+    const keyFile = argv['tls-key']
+    const tls = certFile !== undefined && keyFile !== undefined ? await loadTlsFiles(certFile, keyFile) : undefined
     node = await startNode({
       clusterPath: argv.cluster,
       nodeId: argv['node-id'],
@@ -115,8 +133,20 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       drainTimeoutMs: argv['drain-timeout-ms'],
       versionDrainMs: argv['version-drain-ms'],
       workers: argv.workers,
+      fetchStallTimeoutMs: argv['fetch-stall-timeout-ms'],
+      tls,
       log,
     })
+    const running = node
+    if (certFile !== undefined && keyFile !== undefined) {
+      // Certificate rotation: new connections get the new files; a bad file keeps the old ones.
+      process.on('SIGHUP', () => {
+        running.reloadTls(certFile, keyFile).then(
+          () => log.info('tls-reloaded', { cert: certFile }),
+          (err: unknown) => log.error('tls-reload-failed', { error: errorMessage(err) }),
+        )
+      })
+    }
   } catch (err) {
     log.error('start-failed', { code: isStoreError(err) ? err.code : undefined, error: errorMessage(err) })
     process.exit(1)

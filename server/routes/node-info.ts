@@ -6,11 +6,23 @@ import type { AppContext, ReadContext } from '../context'
 import { sendJson } from '../http-util'
 import { controlRoute, readRoute } from './route'
 
-/** Public routes about the node itself: health, status, metrics. */
+/**
+ * Routes about the node itself: health, status, metrics (public), and the admin status.
+ * The public ones show no paths, process ids or error texts (those name files of the data
+ * directory): an unauthenticated caller learns what a client needs and no more. The admin
+ * status adds them.
+ */
 export const NODE_INFO_ROUTES = [
   readRoute({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
   controlRoute({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
   controlRoute({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
+  controlRoute({
+    path: '/admin/status',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'admin_status',
+    handle: (ctx, _req, res) => adminStatus(ctx, res),
+  }),
 ]
 
 function health(ctx: ReadContext, res: ServerResponse): void {
@@ -18,7 +30,7 @@ function health(ctx: ReadContext, res: ServerResponse): void {
   else sendJson(res, 200, { status: 'ok', nodeId: ctx.nodeId })
 }
 
-async function storeStatus(sv: StoreVersions<ServingMirror>): Promise<Record<string, unknown>> {
+async function storeStatus(sv: StoreVersions<ServingMirror>, admin: boolean): Promise<Record<string, unknown>> {
   const live = sv.liveVersion
   const versions = sv.versions()
   const meta = sv.liveMetadata
@@ -32,26 +44,47 @@ async function storeStatus(sv: StoreVersions<ServingMirror>): Promise<Record<str
     sizeBytes: meta ? sizeOf(meta) : null,
     stale: sv.stale ?? false,
     draining: await sv.serving.draining(),
-    ...(sv.loadError ? { error: sv.loadError, pointer: live ?? null } : {}),
+    // The load error names files of the data directory: its text is for admins only.
+    ...(sv.loadError ? { error: admin ? sv.loadError : 'the live version could not be opened', pointer: live ?? null } : {}),
+  }
+}
+
+function nodeStatus(ctx: AppContext): Record<string, unknown> {
+  const { host, port } = ctx.address()
+  return {
+    id: ctx.nodeId,
+    cluster: ctx.cluster.name,
+    host,
+    port,
+    uptimeSeconds: Math.round((Date.now() - ctx.startedAt) / 1000),
+    shuttingDown: ctx.shuttingDown(),
+    adminEnabled: ctx.auth.enabled,
+    keepVersions: ctx.keepVersions,
   }
 }
 
 async function status(ctx: AppContext, res: ServerResponse): Promise<void> {
-  const { host, port } = ctx.address()
+  sendJson(res, 200, {
+    node: nodeStatus(ctx),
+    ...(ctx.workers ? { workers: ctx.workers() } : {}),
+    stores: await Promise.all(ctx.dataDir.all().map((sv) => storeStatus(sv, false))),
+    jobs: { running: ctx.jobs.running().length },
+  })
+}
+
+/** /status plus what only an operator should see: process, paths, error texts, limits. */
+async function adminStatus(ctx: AppContext, res: ServerResponse): Promise<void> {
   sendJson(res, 200, {
     node: {
-      id: ctx.nodeId,
-      cluster: ctx.cluster.name,
-      host,
-      port,
+      ...nodeStatus(ctx),
       pid: process.pid,
-      uptimeSeconds: Math.round((Date.now() - ctx.startedAt) / 1000),
-      shuttingDown: ctx.shuttingDown(),
-      adminEnabled: ctx.auth.enabled,
-      keepVersions: ctx.keepVersions,
+      node: process.version,
+      dataDir: ctx.dataDir.dir,
+      allowedSources: ctx.sources.allowedSources ?? null,
+      sourceFsCalls: ctx.sources.gate.stats,
     },
     ...(ctx.workers ? { workers: ctx.workers() } : {}),
-    stores: await Promise.all(ctx.dataDir.all().map(storeStatus)),
+    stores: await Promise.all(ctx.dataDir.all().map((sv) => storeStatus(sv, true))),
     jobs: { running: ctx.jobs.running().length },
   })
 }

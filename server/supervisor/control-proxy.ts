@@ -1,5 +1,5 @@
 import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http'
-import { sendJson } from '../http-util'
+import { errorResponse, MAX_JSON_BODY_BYTES, readBody, sendJson } from '../http-util'
 import type { Logger } from '../log'
 
 /** Hop-by-hop headers a proxy must not pass on (RFC 9110 §7.6.1). */
@@ -13,22 +13,32 @@ function endToEnd(headers: IncomingMessage['headers']): Record<string, string | 
 
 /**
  * A serving worker's forwarder of control routes (admin, status, metrics) to the
- * supervisor's control socket: the request streams through unchanged (the supervisor
- * authenticates and bounds it), and so does the answer. Memory per request stays bounded
- * by the streams' back pressure. Connections to the supervisor are kept alive, so one that
- * answers before it has read a whole body (an early 401) does not race the end of the body.
+ * supervisor's control socket. The request body (JSON, at most MAX_JSON_BODY_BYTES, the
+ * control routes' own bound) is read first and sent whole, so the supervisor never answers
+ * (an early 401) while the body is still on its way; the answer streams back with back
+ * pressure. The supervisor authenticates and validates as it does for any caller.
  */
 export function createControlProxy(socketPath: string, log: Logger): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 16 })
-  return (req, res) =>
-    new Promise<void>((resolve) => {
+  return async (req, res) => {
+    let body: Buffer
+    try {
+      body = await readBody(req, MAX_JSON_BODY_BYTES)
+    } catch (err) {
+      const { status, body: error } = errorResponse(err)
+      sendJson(res, status, error, { Connection: 'close' })
+      return
+    }
+    const headers = endToEnd(req.headers)
+    headers['content-length'] = String(body.length)
+    return new Promise<void>((resolve) => {
       let answered = false
       let done = false
       const finish = (): void => {
         done = true
         resolve()
       }
-      const upstream = request({ socketPath, method: req.method, path: req.url, headers: endToEnd(req.headers), agent }, (answer) => {
+      const upstream = request({ socketPath, method: req.method, path: req.url, headers, agent }, (answer) => {
         answered = true
         res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers))
         answer.pipe(res)
@@ -62,6 +72,7 @@ export function createControlProxy(socketPath: string, log: Logger): (req: Incom
       res.on('close', () => {
         if (!done) upstream.destroy()
       })
-      req.pipe(upstream)
+      upstream.end(body)
     })
+  }
 }

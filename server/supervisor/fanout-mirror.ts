@@ -1,3 +1,4 @@
+import { closeQuietly, openVersionReader, type OpenReader } from '../../swapper/open-version'
 import type { ServingMirror } from '../../swapper/serving-mirror'
 import type { StaleMark } from '../../swapper/stale-mark'
 import type { StoreSnapshot } from './protocol'
@@ -18,7 +19,13 @@ export class FanoutMirror implements ServingMirror {
   constructor(
     readonly store: string,
     private readonly pool: () => WorkerPool | undefined,
+    /** Opens a reader here to check a version no worker has opened yet (the live one at startup). */
+    private readonly check: { readonly openReader: OpenReader; readonly nodeId?: number },
   ) {}
+
+  attach(): Promise<void> {
+    return this.call({ op: 'attach', store: this.store }).then(() => undefined)
+  }
 
   get activeVersion(): number | undefined {
     return this.active?.version
@@ -52,6 +59,12 @@ export class FanoutMirror implements ServingMirror {
   }
 
   async activate(version: number, dir: string): Promise<void> {
+    // Prepared versions were opened by every worker; any other (the live version when the
+    // node starts, before there are workers) is opened here once, so a version that cannot
+    // be served is refused (and reported in /status) rather than failing in every worker.
+    if (!this.prepared.has(version) && this.active?.version !== version) {
+      closeQuietly(await openVersionReader(this.check.openReader, dir, { store: this.store, version, nodeId: this.check.nodeId }))
+    }
     this.active = { version, dir }
     this.prepared.delete(version)
     this.loadError = undefined
@@ -78,9 +91,9 @@ export class FanoutMirror implements ServingMirror {
     return counts.reduce<number>((n, c) => n + (typeof c === 'number' ? c : 0), 0)
   }
 
-  /** Workers stop with the pool; nothing to undo per store. */
-  close(): Promise<void> {
-    return Promise.resolve()
+  /** The store is gone (dropped, or the node stops): workers forget it. */
+  async close(): Promise<void> {
+    await this.call({ op: 'close', store: this.store })
   }
 
   private call(call: Parameters<WorkerPool['call']>[0]): Promise<unknown[]> {

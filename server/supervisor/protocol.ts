@@ -30,6 +30,8 @@ export interface WorkerConfig {
   readonly host: string
   readonly port: number
   readonly timeouts?: NodeTimeouts
+  /** PEM certificate and key when the node serves HTTPS. */
+  readonly tls?: { readonly cert: string; readonly key: string }
   readonly accessLog: boolean
   readonly drainTimeoutMs: number
   readonly defaultMetrics: boolean
@@ -39,6 +41,8 @@ export interface WorkerConfig {
 
 /** What the supervisor asks of every worker; each call is answered by one reply. */
 export type WorkerCall =
+  | { readonly op: 'attach'; readonly store: string }
+  | { readonly op: 'close'; readonly store: string }
   | { readonly op: 'prepare'; readonly store: string; readonly version: number; readonly dir: string }
   | { readonly op: 'discard'; readonly store: string; readonly version: number }
   | { readonly op: 'activate'; readonly store: string; readonly version: number; readonly dir: string }
@@ -47,6 +51,7 @@ export type WorkerCall =
   | { readonly op: 'drained'; readonly store: string; readonly deadlineMs: number }
   | { readonly op: 'draining'; readonly store: string }
   | { readonly op: 'metrics' }
+  | { readonly op: 'tls'; readonly cert: string; readonly key: string }
   | { readonly op: 'shutdown' }
 
 export type ToWorker =

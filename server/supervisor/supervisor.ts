@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { AggregatorRegistry } from 'prom-client'
+import { StoreError } from '../../common/errors'
 import { DataDir } from '../../swapper/data-dir'
+import { defaultOpenReader } from '../../swapper/open-version'
 import type { ServedStores } from '../../swapper/served-store'
 import { AdminAuth } from '../auth'
 import type { AppContext } from '../context'
-import { createFetchRunner } from '../fetch-route'
-import { createHttpServer, drainHttpServer, listen } from '../http-listener'
+import { createFetchRunner, SourceAccess } from '../fetch-route'
+import { createHttpServer, drainHttpServer, listen, urlOf } from '../http-listener'
 import { Jobs } from '../jobs'
 import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
@@ -15,6 +17,8 @@ import type { NodeOptions, NodeSetup } from '../node-options'
 import { PushLocks } from '../push-lock'
 import { createRequestHandler } from '../request-handler'
 import { warnAboutAuth } from '../single-node'
+import { StoreCreation } from '../store-creation'
+import { loadTlsFiles } from '../tls'
 import { FanoutMirror } from './fanout-mirror'
 import { WorkerPool } from './worker-pool'
 
@@ -51,7 +55,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
       },
     },
     (store) => {
-      const m = new FanoutMirror(store, () => pool)
+      const m = new FanoutMirror(store, () => pool, { openReader: opts.openReader ?? defaultOpenReader, nodeId: opts.nodeId })
       mirrors.set(store, m)
       return m
     },
@@ -61,6 +65,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }
+  const sources = new SourceAccess(opts.allowedSources)
   const ctx: AppContext = {
     nodeId: opts.nodeId,
     cluster: setup.cluster,
@@ -77,9 +82,12 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     fetch: createFetchRunner({
       nodeId: opts.nodeId,
       maxBytesPerSec: opts.fetchMaxBytesPerSec,
-      allowedSources: opts.allowedSources,
+      sources,
       registry: metrics.registry,
+      stallTimeoutMs: opts.fetchStallTimeoutMs,
     }),
+    sources,
+    storeCreation: new StoreCreation(dd),
     shuttingDown: () => shuttingDown,
     address: () => bound,
     workers: () => pool?.status() ?? { configured: setup.workers, serving: 0, restarts: 0 },
@@ -107,12 +115,14 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
         host: setup.host,
         port: setup.port,
         timeouts: opts.timeouts,
+        ...(opts.tls ? { tls: { cert: opts.tls.cert.toString(), key: opts.tls.key.toString() } } : {}),
         accessLog: opts.accessLog ?? false,
         drainTimeoutMs: opts.drainTimeoutMs ?? 30_000,
         defaultMetrics: opts.defaultMetrics ?? true,
         controlSocket,
       },
-      snapshot: () => [...mirrors.values()].map((m) => m.snapshot()),
+      // Stores dropped since (a failed first fetch) are not reproduced.
+      snapshot: () => [...mirrors.values()].filter((m) => dd.get(m.store)?.serving === m).map((m) => m.snapshot()),
       log,
     })
     bound = await pool.start()
@@ -121,7 +131,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     await dd.close()
     throw err
   }
-  const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
+  const url = urlOf(bound.host, bound.port, opts.tls !== undefined)
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: setup.cluster.name,
@@ -133,6 +143,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
     keepVersions: setup.keepVersions,
     admin: auth.enabled,
+    tls: opts.tls !== undefined,
   })
 
   let closing: Promise<boolean> | undefined
@@ -155,5 +166,22 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     return closing
   }
 
-  return { nodeId: opts.nodeId, host: bound.host, port: bound.port, url, workers: setup.workers, dataDir: dd, jobs, metrics, close }
+  const reloadTls = async (certFile: string, keyFile: string): Promise<void> => {
+    if (!opts.tls) throw new StoreError('RO_BAD_OPTION', 'the node does not serve TLS')
+    const tls = await loadTlsFiles(certFile, keyFile)
+    await pool?.call({ op: 'tls', cert: tls.cert.toString(), key: tls.key.toString() })
+  }
+
+  return {
+    nodeId: opts.nodeId,
+    host: bound.host,
+    port: bound.port,
+    url,
+    workers: setup.workers,
+    dataDir: dd,
+    jobs,
+    metrics,
+    close,
+    reloadTls,
+  }
 }

@@ -6,7 +6,7 @@
  * the supervisor is gone.
  */
 import type { AddressInfo } from 'node:net'
-import { errorMessage, isStoreError } from '../../common/errors'
+import { errorMessage, isStoreError, StoreError } from '../../common/errors'
 import { defaultOpenReader } from '../../swapper/open-version'
 import type { ReadContext } from '../context'
 import { createHttpServer, drainHttpServer, listen } from '../http-listener'
@@ -16,14 +16,15 @@ import { createRequestHandler, type RequestHandler } from '../request-handler'
 import { createControlProxy } from './control-proxy'
 import { isToWorker, type FromWorker, type ToWorker, type WorkerCall, type WorkerConfig } from './protocol'
 import { WorkerStores } from './worker-stores'
-import type { Server } from 'node:http'
+import { Server as HttpsServer } from 'node:https'
+import type { NodeServer } from '../tls'
 
 const index = Number(process.env['ROSTORE_WORKER_INDEX'] ?? 0)
 const log = createLogger({ base: { worker: index } })
 
 let stores: WorkerStores | undefined
 let metrics: NodeMetrics | undefined
-let server: Server | undefined
+let server: NodeServer | undefined
 let handler: RequestHandler | undefined
 let config: WorkerConfig | undefined
 let shuttingDown = false
@@ -82,7 +83,7 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
     shuttingDown: () => shuttingDown,
   }
   handler = createRequestHandler(ctx, { kind: 'forward', forward: createControlProxy(cfg.controlSocket, log) })
-  server = createHttpServer(handler, cfg.timeouts)
+  server = createHttpServer(handler, cfg.timeouts, cfg.tls)
   const addr = (await listen(server, { host: cfg.host, port: cfg.port })) as AddressInfo
   send({ rostore: 'ready', host: addr.address, port: addr.port, loadErrors })
 }
@@ -94,6 +95,10 @@ async function call(c: WorkerCall): Promise<unknown> {
       return metrics.registry.getMetricsAsJSON()
     case 'shutdown':
       return shutdown()
+    case 'tls':
+      if (!(server instanceof HttpsServer)) throw new StoreError('RO_BAD_OPTION', 'the node does not serve TLS')
+      server.setSecureContext({ cert: c.cert, key: c.key })
+      return undefined
     default:
       return stores.apply(c)
   }

@@ -52,9 +52,20 @@ export class WorkerStores implements ServedStores {
   }
 
   /** Apply one call of the supervisor; the value is its answer. */
-  async apply(call: Exclude<WorkerCall, { op: 'metrics' | 'shutdown' }>): Promise<unknown> {
+  async apply(call: Exclude<WorkerCall, { op: 'metrics' | 'shutdown' | 'tls' }>): Promise<unknown> {
+    // Waiting and counting never create a store; the changes do.
+    if (call.op === 'drained' || call.op === 'draining' || call.op === 'discard' || call.op === 'close') {
+      const known = this.stores.get(call.store)
+      if (!known) return call.op === 'draining' ? 0 : undefined
+      if (call.op === 'close') {
+        this.stores.delete(call.store)
+        return known.close()
+      }
+    }
     const st = this.store(call.store)
     switch (call.op) {
+      case 'attach':
+        return undefined
       case 'prepare':
         return st.prepare(call.version, call.dir)
       case 'discard':

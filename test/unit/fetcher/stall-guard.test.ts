@@ -1,4 +1,4 @@
-import { StallError, stallGuard } from '../../../fetcher/stall-guard'
+import { guardPromise, StallError, stallGuard } from '../../../fetcher/stall-guard'
 
 describe('stallGuard', () => {
   test('fails when the source is silent longer than the timeout, and says so', async () => {
@@ -27,5 +27,41 @@ describe('stallGuard', () => {
       await new Promise((r) => setTimeout(r, 120))
     }
     expect(n).toBe(3)
+  })
+})
+
+describe('guardPromise', () => {
+  test('an abort rejects at once with its reason; a value arriving later goes to onLate', async () => {
+    let finish!: (v: string) => void
+    const slow = new Promise<string>((r) => (finish = r))
+    const ac = new AbortController()
+    const late: string[] = []
+    const guarded = guardPromise(slow, 60_000, 'x', () => undefined, { signal: ac.signal, onLate: (v) => late.push(v) })
+    ac.abort(new Error('cancelled'))
+    await expect(guarded).rejects.toThrow('cancelled')
+    finish('a stream nobody reads')
+    await slow
+    expect(late).toEqual(['a stream nobody reads'])
+  })
+
+  test('a stall calls onStall, rejects with a StallError, and hands the late value to onLate', async () => {
+    let finish!: (v: string) => void
+    const slow = new Promise<string>((r) => (finish = r))
+    const stalls: Error[] = []
+    const late: string[] = []
+    await expect(guardPromise(slow, 20, 'src', (e) => stalls.push(e), { onLate: (v) => late.push(v) })).rejects.toBeInstanceOf(StallError)
+    expect(stalls).toHaveLength(1)
+    finish('late')
+    await slow
+    expect(late).toEqual(['late'])
+  })
+
+  test('a value in time is passed through, and onLate is not called', async () => {
+    const late: number[] = []
+    const ac = new AbortController()
+    expect(await guardPromise(Promise.resolve(7), 1000, 'x', () => undefined, { signal: ac.signal, onLate: (v) => late.push(v) })).toBe(7)
+    ac.abort()
+    await new Promise((r) => setImmediate(r))
+    expect(late).toEqual([])
   })
 })
