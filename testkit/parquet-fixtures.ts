@@ -38,7 +38,7 @@ export function trickyRows(count: number): TrickyRow[] {
       value,
       color: COLORS[i % COLORS.length]!,
       bin: i % 19 === 0 ? null : Buffer.from([i & 0xff, 0, 0xff, (i >> 8) & 0xff]),
-      n: BigInt(i) * 1_000_000_007n * (i % 2 === 0 ? 1n : -1n) * 1_000_000n,
+      n: BigInt(i) * 1_000_000_007n * (i % 2 === 0 ? 1n : -1n) * 1000n,
     }
   })
 }
