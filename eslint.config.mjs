@@ -20,7 +20,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
       // Untyped or optional modules (a peer that may be missing is reported, not fatal).
-      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^parquetjs-lite$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
+      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
     },
   },
 )

@@ -11,6 +11,7 @@ import { openStore } from '../../formats/store/store-reader'
 import { verifyStore } from '../../formats/store/verify'
 import { reportFigures } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
+import { writeParquetWithDuckdb } from '../../testkit/duckdb'
 import { writeParquet } from '../unit/formats/input/write-parquet'
 
 /**
@@ -495,6 +496,30 @@ const CASES: Case[] = [
   },
   { name: 'parquet: an empty file', format: 'parquet', write: file(''), expect: ok([]) },
   {
+    name: 'parquet: a column of a type rostore does not read (INTERVAL), in the whole row',
+    format: 'parquet',
+    write: (p) => writeParquetWithDuckdb(p, `SELECT 'a' AS key, INTERVAL 1 DAY AS span`).then(() => undefined),
+    expect: err('', /column 'span' has type INTERVAL, which rostore does not read/),
+  },
+  {
+    name: 'parquet: a BOOLEAN key column',
+    format: 'parquet',
+    write: (p) => writeParquetWithDuckdb(p, `SELECT true AS key, 'x' AS value`).then(() => undefined),
+    expect: err('', /key column 'key' is of type BOOLEAN; a key must be text, a number or bytes/),
+  },
+  {
+    name: 'parquet: NULL text values are stored empty, ZSTD with v2 encodings',
+    format: 'parquet',
+    write: (p) =>
+      writeParquetWithDuckdb(p, `SELECT * FROM (VALUES ('a', NULL), ('b', 'x')) t(key, value)`, { codec: 'zstd', version: 'v2' }).then(
+        () => undefined,
+      ),
+    expect: ok([
+      ['a', ''],
+      ['b', 'x'],
+    ]),
+  },
+  {
     name: 'parquet via the CLI: truncated',
     format: 'parquet',
     cli: true,
@@ -564,7 +589,7 @@ const CASES: Case[] = [
     name: 'arrow: a null key in row 1',
     format: 'arrow',
     write: (p) => arrow(p, { key: ['a', null], value: ['1', '2'] }, 'stream'),
-    expect: err(': row 1', /key field 'key' is null/),
+    expect: err(': row 1', /key column 'key' is null/),
   },
   {
     name: 'arrow: binary keys (every 1-byte key, invalid UTF-8, NUL)',

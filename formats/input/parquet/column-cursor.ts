@@ -73,6 +73,9 @@ export class ColumnCursor {
 
   /** Decodes the next data page; false when the chunk has no more. */
   async advance(): Promise<boolean> {
+    // Let the decoded page go before the next one is read: pages may be ~100 MB (DuckDB).
+    this.slices = undefined
+    this.values = undefined
     for (;;) {
       const page = await this.pages.next()
       if (page === undefined) return false

@@ -8,6 +8,7 @@ import type { FileHandle } from 'node:fs/promises'
 import { parquetHeader, type PageHeader } from './hyparquet'
 
 const WINDOW_BYTES = 1 << 20
+const EMPTY = Buffer.alloc(0)
 /** Most page headers are a few dozen bytes; statistics with long min/max values make them larger. */
 const HEADER_GUESS = 512
 
@@ -23,7 +24,7 @@ export class PageError extends Error {
 }
 
 export class PageReader {
-  private window = Buffer.alloc(0)
+  private window = EMPTY
   /** File offset of window[0]. */
   private windowStart: number
   private pos: number
@@ -71,6 +72,12 @@ export class PageReader {
     const at = this.pos - this.windowStart + headerLength
     const bytes = this.window.subarray(at, at + size)
     this.pos += headerLength + size
+    // A page that ends the window (pages larger than a window always do) leaves the
+    // window to the caller: once the page is decompressed, its stored bytes can go.
+    if (this.pos >= this.windowStart + this.window.length) {
+      this.window = EMPTY
+      this.windowStart = this.pos
+    }
     return { header, bytes }
   }
 
