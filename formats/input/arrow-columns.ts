@@ -51,11 +51,11 @@ function fixed(data: Data, i: number, width: number): Buffer {
   return asBuffer((data.values as Uint8Array).subarray(at, at + width))
 }
 
-/** A 64-bit integer value, from a BigInt64Array or (older layouts) pairs of Int32. */
+/** A 64-bit integer value, from a BigInt64Array/BigUint64Array or (older layouts) pairs of Int32. */
 function int64(data: Data, i: number): bigint {
-  const values = data.values as BigInt64Array | Int32Array
+  const values = data.values as BigInt64Array | BigUint64Array | Int32Array
   const at = data.offset + i
-  if (values instanceof BigInt64Array) return values[at]!
+  if (values instanceof BigInt64Array || values instanceof BigUint64Array) return values[at]!
   return (BigInt(values[2 * at + 1]!) << 32n) | BigInt(values[2 * at]! >>> 0)
 }
 
