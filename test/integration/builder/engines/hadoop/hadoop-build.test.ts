@@ -117,7 +117,7 @@ test('parquet input cut by row group: one map task per split, byte-identical', a
   const lines = readFileSync(join(jobDir, 'inputs.txt'), 'utf8').trim().split('\n')
   expect(lines).toHaveLength(6)
   expect(lines[0]).toMatch(/^0-1\t\//)
-})
+}, 300_000) // 6 map tasks and 2 builds: several minutes on a loaded 2-core machine
 
 test("empty buckets: more buckets than keys still gives the local engine's empty chunks", async () => {
   await compare({ format: 'tsv', files: 1, perFile: 4, build: { chunks: 5 }, reducers: 4 })
