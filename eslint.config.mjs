@@ -51,7 +51,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
       // Untyped or optional modules (a peer that may be missing is reported, not fatal).
-      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^parquetjs-lite$'] }],
+      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
     },
   },
   ...layerRules,

@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../common/paths'
+import type { InputFormat } from '../formats/input/types'
 import type { Compression } from '../formats/store/metadata'
 import { openStore } from '../formats/store/store-reader'
 import type { SearchStrategy } from '../formats/store/search'
@@ -29,6 +30,8 @@ export interface RostoreBuildOptions {
   readonly compression?: Compression
   readonly memoryMb?: number
   readonly version?: number
+  /** Build from this file instead of the data set's TSV (the same records in another format). */
+  readonly input?: { readonly path: string; readonly format: InputFormat }
 }
 
 /** `rostore build` of a data set into `output` (which must not exist), timed from here. */
@@ -38,9 +41,9 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
     cliPath(),
     'build',
     '--input',
-    ds.tsv,
+    o.input?.path ?? ds.tsv,
     '--format',
-    'tsv',
+    o.input?.format ?? 'tsv',
     '--cluster',
     benchCluster(tmp),
     '--store',
