@@ -22,13 +22,15 @@ const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   RO_NO_SPACE: 507,
   RO_ABORTED: 409,
   RO_UNAUTHORIZED: 401,
+  RO_FORBIDDEN: 403,
   RO_TOO_LARGE: 413,
   RO_UNAVAILABLE: 503,
   RO_PUSH_FAILED: 502,
+  RO_INTERNAL: 500,
 }
 
 export function httpStatusFor(code: ErrorCode): number {
-  return HTTP_STATUS[code] ?? 500
+  return HTTP_STATUS[code]
 }
 
 /** A StoreError answered with a specific HTTP status (for example 414 for a long key). */
@@ -94,7 +96,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 export interface ErrorBody {
-  readonly error: { readonly code: ErrorCode | 'RO_INTERNAL' | 'RO_METHOD'; readonly message: string }
+  readonly error: { readonly code: ErrorCode; readonly message: string }
 }
 
 /** Status and body for anything thrown while handling a request. */
@@ -120,7 +122,7 @@ export function publicErrorResponse(err: unknown): { status: number; body: Error
 }
 
 /** Codes whose messages are about the request, not the node. */
-const REQUEST_CODES: ReadonlySet<string> = new Set(['RO_BAD_REQUEST', 'RO_NOT_FOUND', 'RO_TOO_LARGE', 'RO_UNAUTHORIZED', 'RO_METHOD'])
+const REQUEST_CODES: ReadonlySet<string> = new Set(['RO_BAD_REQUEST', 'RO_NOT_FOUND', 'RO_TOO_LARGE', 'RO_UNAUTHORIZED', 'RO_FORBIDDEN'])
 
 const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {
   RO_UNAVAILABLE: 'the store cannot be read on this node now (stale, no live version, or shutting down); ask another replica',

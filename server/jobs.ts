@@ -13,7 +13,7 @@ export interface JobView {
   readonly finishedAt?: string
   readonly progress?: unknown
   readonly result?: unknown
-  readonly error?: { readonly code: ErrorCode | 'RO_INTERNAL'; readonly message: string }
+  readonly error?: { readonly code: ErrorCode; readonly message: string }
 }
 
 export interface JobContext {

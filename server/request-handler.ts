@@ -155,7 +155,7 @@ function fail(
   let body: unknown
   if (err instanceof AdminDisabledError) {
     status = 403
-    body = { error: { code: 'RO_UNAUTHORIZED', message: err.message } }
+    body = { error: { code: 'RO_FORBIDDEN', message: err.message } }
   } else {
     // Admin callers may see paths and internals; everyone else gets codes and short messages.
     const r = info.admin ? errorResponse(err) : publicErrorResponse(err)
