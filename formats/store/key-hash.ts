@@ -46,6 +46,18 @@ export async function createKeyHasher(name: string = MD5): Promise<KeyHasher> {
   throw new RangeError(`unknown key hash ${name}`)
 }
 
+/**
+ * For readers that hash with their own MD5 (the addon, common/md5.ts): -1 for md5,
+ * N for the test hash md5-collide-N (keep N bits of byte 0, zero bytes 1-7).
+ */
+export function collideBitsOf(name: string): number {
+  if (name === MD5) return -1
+  const collide = COLLIDE.exec(name)
+  // More than 8 bits of a byte keep the whole byte.
+  if (collide) return Math.min(8, Number(collide[1]))
+  throw new RangeError(`unknown key hash ${name}`)
+}
+
 /** Text keys are hashed as their UTF-8 bytes. */
 export function keyBytes(key: Uint8Array | string): Uint8Array {
   return typeof key === 'string' ? Buffer.from(key, 'utf8') : key
