@@ -5,6 +5,16 @@
  * a call into zlib costs more than the arithmetic (measured in bench/, docs/FORMAT.md).
  */
 const TABLES = makeTables()
+const [T0, T1, T2, T3, T4, T5, T6, T7] = TABLES as [
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+  Int32Array,
+]
 
 function makeTables(): Int32Array[] {
   const t = Array.from({ length: 8 }, () => new Int32Array(256))
@@ -23,16 +33,6 @@ function makeTables(): Int32Array[] {
 }
 
 export function crc32(src: Uint8Array, initial = 0): number {
-  const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES as [
-    Int32Array,
-    Int32Array,
-    Int32Array,
-    Int32Array,
-    Int32Array,
-    Int32Array,
-    Int32Array,
-    Int32Array,
-  ]
   let c = ~initial
   let i = 0
   const len = src.length
@@ -41,16 +41,16 @@ export function crc32(src: Uint8Array, initial = 0): number {
     const lo = (src[i]! | (src[i + 1]! << 8) | (src[i + 2]! << 16) | (src[i + 3]! << 24)) ^ c
     const hi = src[i + 4]! | (src[i + 5]! << 8) | (src[i + 6]! << 16) | (src[i + 7]! << 24)
     c =
-      t7[lo & 0xff]! ^
-      t6[(lo >>> 8) & 0xff]! ^
-      t5[(lo >>> 16) & 0xff]! ^
-      t4[lo >>> 24]! ^
-      t3[hi & 0xff]! ^
-      t2[(hi >>> 8) & 0xff]! ^
-      t1[(hi >>> 16) & 0xff]! ^
-      t0[hi >>> 24]!
+      T7[lo & 0xff]! ^
+      T6[(lo >>> 8) & 0xff]! ^
+      T5[(lo >>> 16) & 0xff]! ^
+      T4[lo >>> 24]! ^
+      T3[hi & 0xff]! ^
+      T2[(hi >>> 8) & 0xff]! ^
+      T1[(hi >>> 16) & 0xff]! ^
+      T0[hi >>> 24]!
     i += 8
   }
-  while (i < len) c = t0[(c ^ src[i++]!) & 0xff]! ^ (c >>> 8)
+  while (i < len) c = T0[(c ^ src[i++]!) & 0xff]! ^ (c >>> 8)
   return ~c >>> 0
 }

@@ -8,4 +8,7 @@
 /* Continues `crc` (0 to start) over `len` bytes, like zlib's crc32(crc, p, len). */
 uint32_t ro_crc32(uint32_t crc, const uint8_t *p, size_t len);
 
+/* Lets the CPU feature check work (called once at module load; idempotent). */
+void ro_crc32_init(void);
+
 #endif

@@ -105,10 +105,10 @@ void ro_md5(const uint8_t *data, size_t len, uint8_t out[16]) {
   /* The tail, the 0x80 marker and the bit length fill one or two final blocks. */
   uint8_t tail[128];
   size_t rest = len - full;
-  memset(tail, 0, sizeof tail);
+  size_t blocks = rest < 56 ? 1 : 2;
+  memset(tail, 0, blocks * 64);
   if (rest > 0) memcpy(tail, data + full, rest);
   tail[rest] = 0x80;
-  size_t blocks = rest < 56 ? 1 : 2;
   uint64_t bits = (uint64_t)len << 3;
   for (int i = 0; i < 8; i++) tail[blocks * 64 - 8 + i] = (uint8_t)(bits >> (8 * i));
   md5_block(st, tail);
