@@ -41,17 +41,20 @@ record (MD5 routing and index key, external sort, CRC32 per record, index + data
 third of cdb's rate here. 0.5× needs the per-record cost down by 2–6×: the builder changes listed under LMDB, plus moving the
 sort and record encoding into fewer, larger operations (or a native/wasm inner loop).`,
 
-  'lookup-lmdb': `Profile (\`--cpu-prof\` of \`openStore(…).get\` in a loop, 1M × 100 B, one chunk): ~52% of the time is the \`pread\` system call
-that reads the record (a 4 KiB read-ahead per lookup), ~14% \`get\` itself, ~5% CRC32 of the record (\`zlib.crc32\`, checked on
-every hit), ~5% MD5 of the key (hash-wasm), the rest Buffer allocation and GC. Index search is not the cost: ~2 probes per
-lookup. LMDB reads through a memory map — no system call and no copy until the value is returned — which is why it leads
-by the most on small values, where the system call is most of a lookup's cost. Trying the reader with a 256-byte read-ahead instead of 4 KiB (set on a
-reader instance, not committed) gave +20–30% on 100-byte values; the system call remains.
+  'lookup-lmdb': `Since issue 19 the default reader memory-maps the files through the addon (native/) and does a lookup in one
+call into C: no system call, no copy, the value a view of the mapping. Profile (\`perf record\` of the mmap reader in a loop,
+1M × 100 B, one chunk, data preloaded): ~14% the index search (cache and TLB misses on a 16 MB index: ~2.6 probes), ~15% MD5
+of the key, ~6% the record check (one more miss on the data file), ~6% CRC-32, ~5% the JavaScript around the call (key into
+the scratch buffer, the Buffer view), the rest page faults of first touches and the kernel. The CRC-off row shows what the
+check costs; the pread row is the fallback, where one \`pread\` per lookup is still about half the time.
 
-Done since: the reader sizes the read-ahead from the chunk's mean record size (256 B to 4 KiB; a pread here costs 0.84 µs for
-256 B, 1.3 µs for 4 KiB), measured in the rerun above. What would still move it: skip the per-lookup CRC when the data file was verified at open (or verify per page once); and, the real fix, serve values from
-memory: either a memory map (needs a native addon) or an opt-in preload of the \`.data\` files into a Buffer when they fit a
-budget, which turns a lookup into hash + index search + memcmp + copy with no system call.`,
+On this 2-core machine shared with other work, runs in separate processes move a lot with the load (the spread columns;
+see the load average of the section): when the ratio falls below 2.0× while the CRC-off and zipf rows of the same shape are
+far above it, the machine was busy during that row, not the reader slow. Interleaved runs in one process (each engine in
+turn on slices of the same key stream, so load hits all alike) gave, under a load average of 10-15: mmap 2.11×, mmap CRC
+off 2.32× LMDB on 1M × 100 B. Rerun \`npm run bench -- --only lookup --update\` on a quiet machine.
+What would still move it: prefetching across the keys of a batch (getMany sorts them already, so index and record cache
+misses could overlap), and huge pages for the index mapping where the kernel offers them for files.`,
 
   probes: `The measured mean is over the uniform stream; with fewer than 1M keys per chunk the goal is checked against the run's size.`,
 

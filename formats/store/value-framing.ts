@@ -86,3 +86,19 @@ function decimalDigits(n: number): number {
   }
   return d
 }
+
+/** The HTTP multi-get framing of formats/wire/multiget.ts: u32be length or FFFFFFFF. */
+export const MULTIGET_FRAMING: ValueFraming = {
+  prefix: new Uint8Array(0),
+  length: 'u32be',
+  absent: new Uint8Array([0xff, 0xff, 0xff, 0xff]),
+  suffix: new Uint8Array(0),
+}
+
+const RESP_ABSENT = new TextEncoder().encode('$-1\r\n')
+const CRLF = new TextEncoder().encode('\r\n')
+
+/** A RESP MGET reply of `count` keys: `*N\r\n`, then `$len\r\n<value>\r\n` or `$-1\r\n` per key. */
+export function respMgetFraming(count: number): ValueFraming {
+  return { prefix: new TextEncoder().encode(`*${count}\r\n`), length: 'resp', absent: RESP_ABSENT, suffix: CRLF }
+}

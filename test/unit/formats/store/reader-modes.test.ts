@@ -6,6 +6,7 @@ import { cliPath } from '../../../../common/paths'
 import { decodeValues, encodeValues } from '../../../../formats/wire/multiget'
 import { openStore } from '../../../../formats/store/store-reader'
 import type { ValueFraming } from '../../../../formats/store/store-reader-api'
+import { MULTIGET_FRAMING, respMgetFraming } from '../../../../formats/store/value-framing'
 import { makeNodeDir } from '../../../../testkit/make-store'
 import { makeTmp } from '../../../../testkit/tmp'
 import { openIn, READER_MODES } from './reader-modes'
@@ -25,6 +26,17 @@ const resp = (n: number): ValueFraming => ({
   length: 'resp',
   absent: Buffer.from('$-1\r\n'),
   suffix: Buffer.from('\r\n'),
+})
+
+test('the framing constants spell the wire formats', () => {
+  expect(MULTIGET_FRAMING).toEqual({ ...MULTIGET, absent: new Uint8Array(MULTIGET.absent) })
+  const r = respMgetFraming(3)
+  expect([r.length, Buffer.from(r.prefix).toString(), Buffer.from(r.absent).toString(), Buffer.from(r.suffix).toString()]).toEqual([
+    'resp',
+    '*3\r\n',
+    '$-1\r\n',
+    '\r\n',
+  ])
 })
 
 const valueOf = (i: number): string => (i % 11 === 0 ? '' : `v${i}:${'x'.repeat(i % 97)}`)
