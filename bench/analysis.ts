@@ -43,18 +43,20 @@ sort and record encoding into fewer, larger operations (or a native/wasm inner l
 
   'lookup-lmdb': `Since issue 19 the default reader memory-maps the files through the addon (native/) and does a lookup in one
 call into C: no system call, no copy, the value a view of the mapping. Profile (\`perf record\` of the mmap reader in a loop,
-1M × 100 B, one chunk, data preloaded): ~14% the index search (cache and TLB misses on a 16 MB index: ~2.6 probes), ~15% MD5
-of the key, ~6% the record check (one more miss on the data file), ~6% CRC-32, ~5% the JavaScript around the call (key into
-the scratch buffer, the Buffer view), the rest page faults of first touches and the kernel. The CRC-off row shows what the
-check costs; the pread row is the fallback, where one \`pread\` per lookup is still about half the time.
+1M × 100 B, one chunk): ~31% the index search and ~28% the record check, both mostly waiting for memory (an index line and a
+record line, each on its own page: one TLB and one cache miss apiece), ~7% MD5, ~2% CRC-32 (carry-less multiply), ~2% the
+JavaScript around the call, the rest the kernel. LMDB also pays about one cold page per get (its leaf holds key and value);
+rostore pays two, so its lead comes from doing less around them (no B-tree descent, no copy of the value, no transaction).
 
-On this 2-core machine shared with other work, runs in separate processes move a lot with the load (the spread columns;
-see the load average of the section): when the ratio falls below 2.0× while the CRC-off and zipf rows of the same shape are
-far above it, the machine was busy during that row, not the reader slow. Interleaved runs in one process (each engine in
-turn on slices of the same key stream, so load hits all alike) gave, under a load average of 10-15: mmap 2.11×, mmap CRC
-off 2.32× LMDB on 1M × 100 B. Rerun \`npm run bench -- --only lookup --update\` on a quiet machine.
-What would still move it: prefetching across the keys of a batch (getMany sorts them already, so index and record cache
-misses could overlap), and huge pages for the index mapping where the kernel offers them for files.`,
+On this 2-core machine shared with other work, runs in separate processes move a lot with the load (see the spread columns
+and the load average of the section). Interleaved runs in one process (each engine in turn on slices of the same key stream;
+CPU time per get, so time spent descheduled does not count), at a load average of 11-16, gave mmap ÷ LMDB: 1M × 100 B
+1.3-2.1× uniform, 1.4-1.9× zipf; 1M × 1024 B 1.1-1.6× uniform, 1.2-2.1× zipf; the data files preloaded (preload all) gave
+the upper ends. Rerun \`npm run bench -- --only lookup --update\` on a quiet machine.
+Tried and not kept (no difference beyond ±3% in interleaved A/B runs here): prefetching the next keys' index lines and
+records in getMany, prefetching the predicted record with the first index probe, MADV_HUGEPAGE on the mappings (the files
+were then mapped with 2 MiB pages, the lookups no faster). What is left: fewer memory accesses per lookup, e.g. values
+small enough to sit in the index (a format change), or a CPU without nested paging.`,
 
   probes: `The measured mean is over the uniform stream; with fewer than 1M keys per chunk the goal is checked against the run's size.`,
 
