@@ -144,10 +144,18 @@ export function announceAccessMode(write: (line: string) => void = (l) => void p
   if (announced) return
   announced = true
   const { functions, reason } = load()
-  const fields = functions
-    ? { level: 'info', event: 'store_access_mode', mode: 'mmap' }
-    : { level: 'warn', event: 'store_access_mode', mode: 'pread', reason }
-  write(`${JSON.stringify({ ts: new Date().toISOString(), ...fields })}\n`)
+  if (functions) logLine('info', 'store_access_mode', { mode: 'mmap' }, write)
+  else logLine('warn', 'store_access_mode', { mode: 'pread', reason }, write)
+}
+
+/** One JSON log line on stderr, shaped like the server's (server/log.ts), which common/ cannot import. */
+export function logLine(
+  level: 'info' | 'warn',
+  event: string,
+  fields: Record<string, string>,
+  write: (line: string) => void = (l) => void process.stderr.write(l),
+): void {
+  write(`${JSON.stringify({ ts: new Date().toISOString(), level, event, ...fields })}\n`)
 }
 
 function load(): LoadResult {

@@ -1,5 +1,5 @@
 import { StoreError } from '../../common/errors'
-import { announceAccessMode, nativeUnavailableReason } from '../../common/native'
+import { announceAccessMode, logLine, nativeUnavailableReason } from '../../common/native'
 import { codecByName } from './codec'
 import { collideBitsOf } from './key-hash'
 import { openMappedChunk, type MappedChunk } from './mapped-chunk'
@@ -30,7 +30,20 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     if (o.access === 'mmap') throw new StoreError('RO_BAD_OPTION', `access 'mmap' needs the native addon: ${nativeUnavailableReason()}`)
     return openPreadStore(dir, metadata, o)
   }
-  return openMappedStore(ops, dir, metadata, o)
+  try {
+    return await openMappedStore(ops, dir, metadata, o)
+  } catch (err) {
+    // The kernel refusing the mapping itself (address space, a strict overcommit policy)
+    // is no reason not to serve: 'auto' then reads this store with pread, and says so.
+    if (o.access === 'mmap' || !isMapRefusal(err)) throw err
+    logLine('warn', 'store_access_fallback', { dir, mode: 'pread', reason: (err as Error).message })
+    return openPreadStore(dir, metadata, o)
+  }
+}
+
+function isMapRefusal(err: unknown): boolean {
+  const code = (err as { cause?: { code?: unknown } })?.cause?.code
+  return err instanceof StoreError && err.code === 'RO_IO' && (code === 'ENOMEM' || code === 'EFBIG' || code === 'ENODEV')
 }
 
 /** The 'mmap' reader over `ops` (the addon's functions, or in tests their JS twins). */
