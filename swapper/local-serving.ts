@@ -107,6 +107,14 @@ export class LocalServingStore implements ServingMirror, ServedStore {
     return Promise.resolve(this.live.retiringCount)
   }
 
+  accessMode(): Promise<string | undefined> {
+    const lease = this.live.acquire()
+    if (!lease) return Promise.resolve(undefined)
+    const mode = lease.reader.accessMode
+    lease.release()
+    return Promise.resolve(mode)
+  }
+
   async close(): Promise<void> {
     this.closed = true
     for (const reader of this.prepared.values()) closeQuietly(reader)

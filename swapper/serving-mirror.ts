@@ -36,6 +36,11 @@ export interface ServingMirror {
   drained(deadlineMs: number): Promise<void>
   /** Replaced versions still read by in-flight requests, summed over every serving loop. */
   draining(): Promise<number>
+  /**
+   * How the live version's files are read ('mmap' or 'pread'; 'mixed' when serving loops
+   * differ), or undefined when nothing is served.
+   */
+  accessMode(): Promise<string | undefined>
   /** Stop serving the store (node shutdown, or the store dropped); readers close once their requests are done. */
   close(): Promise<void>
 }

@@ -8,6 +8,9 @@
  *   redis-tools (redis-cli and real Redis clients against the RESP port). Installed with
  *   apt-get when running as root; the distribution's own services are kept from starting
  *   (policy-rc.d), since tests start their own instances on free ports.
+ * - The native addon (native/, built by `npm ci`): when it is missing because the C
+ *   toolchain was, the toolchain is installed (build-essential) and the addon built, so
+ *   the tests run the memory-mapped reader as users get it.
  * - Python: a project-local virtual environment `.venv/` with the packages of
  *   tools/python-requirements.txt (independent Arrow/Parquet writers, the Ray engine).
  *
@@ -61,6 +64,30 @@ function ensureDebian() {
   }
 }
 
+function ensureAddon() {
+  if (process.env.ROSTORE_NATIVE === '0' || existsSync(join(ROOT, 'build', 'Release', 'rostore_native.node'))) return
+  const tools = [
+    { command: 'cc', paths: ['/usr/bin/cc'] },
+    { command: 'make', paths: ['/usr/bin/make'] },
+    { command: 'python3', paths: ['/usr/bin/python3'] },
+  ]
+  const missing = tools.filter((t) => !has(t.command, t.paths))
+  if (missing.length > 0) {
+    const root = typeof process.getuid === 'function' && process.getuid() === 0
+    const command = 'apt-get update && apt-get install -y build-essential python3 && npm rebuild rostore || node native/install.js'
+    if (!root) stop(`the native addon is not built (no ${missing.map((t) => t.command).join(', ')}). Run:\n\n  sudo ${command}`)
+    process.stderr.write('pretest: installing build-essential for the native addon\n')
+    const env = { DEBIAN_FRONTEND: 'noninteractive' }
+    if (!run('apt-get', ['update', '-qq'], env) || !run('apt-get', ['install', '-y', '-qq', 'build-essential', 'python3'], env))
+      stop(`apt-get failed. Run:\n\n  ${command}`)
+  }
+  process.stderr.write('pretest: building the native addon\n')
+  run(process.execPath, [join(ROOT, 'native', 'install.js')])
+  if (!existsSync(join(ROOT, 'build', 'Release', 'rostore_native.node'))) {
+    stop('the native addon did not build: see build/native-build.log (or set ROSTORE_NATIVE=0 to test the pread fallback only)')
+  }
+}
+
 function ensurePython() {
   const file = join(__dirname, 'python-requirements.txt')
   const wanted = readFileSync(file, 'utf8')
@@ -89,5 +116,6 @@ function ensurePython() {
 
 if (process.env.ROSTORE_SKIP_PEERS !== '1') {
   ensureDebian()
+  ensureAddon()
   ensurePython()
 }

@@ -16,7 +16,9 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   const reader = await openStore(a.dir)
   try {
     const { files, ...meta } = reader.metadata
-    process.stdout.write(JSON.stringify({ ...meta, files: files.length, bytes: files.reduce((s, f) => s + f.size, 0) }, null, 2) + '\n')
+    const bytes = files.reduce((s, f) => s + f.size, 0)
+    // accessMode: how this process reads the store ('mmap' through the addon, or 'pread').
+    process.stdout.write(JSON.stringify({ ...meta, files: files.length, bytes, accessMode: reader.accessMode }, null, 2) + '\n')
     for (const key of a.get ?? []) {
       const v = reader.get(key)
       process.stdout.write(JSON.stringify({ key, found: v !== undefined, value: v?.toString('utf8') }) + '\n')

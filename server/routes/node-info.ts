@@ -44,6 +44,7 @@ async function storeStatus(sv: StoreVersions<ServingMirror>, admin: boolean): Pr
     sizeBytes: meta ? sizeOf(meta) : null,
     stale: sv.stale ?? false,
     draining: await sv.serving.draining(),
+    accessMode: (await sv.serving.accessMode()) ?? null,
     // The load error names files of the data directory: its text is for admins only.
     ...(sv.loadError ? { error: admin ? sv.loadError : 'the live version could not be opened', pointer: live ?? null } : {}),
   }

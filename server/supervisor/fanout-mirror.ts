@@ -91,6 +91,11 @@ export class FanoutMirror implements ServingMirror {
     return counts.reduce<number>((n, c) => n + (typeof c === 'number' ? c : 0), 0)
   }
 
+  async accessMode(): Promise<string | undefined> {
+    const modes = new Set((await this.call({ op: 'accessMode', store: this.store })).filter((m): m is string => typeof m === 'string'))
+    return modes.size === 0 ? undefined : modes.size === 1 ? [...modes][0] : 'mixed'
+  }
+
   /** The store is gone (dropped, or the node stops): workers forget it. */
   async close(): Promise<void> {
     await this.call({ op: 'close', store: this.store })

@@ -50,6 +50,7 @@ export type WorkerCall =
   | { readonly op: 'loadError'; readonly store: string; readonly message: string | null }
   | { readonly op: 'drained'; readonly store: string; readonly deadlineMs: number }
   | { readonly op: 'draining'; readonly store: string }
+  | { readonly op: 'accessMode'; readonly store: string }
   | { readonly op: 'metrics' }
   | { readonly op: 'tls'; readonly cert: string; readonly key: string }
   | { readonly op: 'shutdown' }

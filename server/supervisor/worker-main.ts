@@ -39,7 +39,7 @@ function send(m: FromWorker): void {
  * so a slow drain never delays the next swap.
  */
 let queue: Promise<void> = Promise.resolve()
-const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set(['drained', 'draining', 'metrics'])
+const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set(['drained', 'draining', 'accessMode', 'metrics'])
 process.on('message', (m: unknown) => {
   if (!isToWorker(m)) return
   const failed = (err: unknown): void => log.error('worker-message-failed', { error: errorMessage(err) })

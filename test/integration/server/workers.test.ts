@@ -31,7 +31,10 @@ describe('a node with 4 serving workers (real processes)', () => {
   })
 
   test('every worker serves the new version as soon as a swap or rollback returns', async () => {
-    expect(json(await node.request('/status'))['workers']).toEqual({ configured: WORKERS, serving: WORKERS, restarts: 0 })
+    const status = json<{ workers: unknown; stores: { accessMode: string }[] }>(await node.request('/status'))
+    expect(status.workers).toEqual({ configured: WORKERS, serving: WORKERS, restarts: 0 })
+    // Every worker reads the live version the same way: memory-mapped, unless forced to pread.
+    expect(status.stores[0]!.accessMode).toBe(process.env['ROSTORE_NATIVE'] === '0' ? 'pread' : 'mmap')
     const steps: [string, object | undefined, number][] = [
       ['swap', { version: 2 }, 2],
       ['swap', { version: 3 }, 3],
