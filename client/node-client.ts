@@ -72,9 +72,16 @@ export class NodeClient {
   }
 
   async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
-    const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), {
-      'Content-Type': 'application/octet-stream',
-    })
+    // A read: safe to send again when the connection was reset.
+    const res = await this.call(
+      'POST',
+      `/stores/${encodeURIComponent(store)}/multi-get`,
+      encodeKeys(keys),
+      {
+        'Content-Type': 'application/octet-stream',
+      },
+      true,
+    )
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
     return { values: decodeValues(res.body, keys.length), version: versionOf(res) }
   }
@@ -145,13 +152,16 @@ export class NodeClient {
     }
   }
 
+  /** GET, PUT and DELETE are idempotent (HTTP semantics, and so are this API's); POSTs only when said. */
   private call(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     body?: Buffer | string,
     headers: Record<string, string> = {},
+    idempotent = method !== 'POST',
   ): Promise<HttpResponse> {
     return httpRequest({
+      idempotent,
       host: this.node.host,
       port: this.node.port,
       method,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import type { RemoteJob } from './node-client'
+import type { NodeClient, RemoteJob } from './node-client'
 import { normalizeSource, readBuildManifests } from './source-manifests'
 
 export interface PushOptions {
@@ -294,11 +294,32 @@ async function waitForJob(
       )
     }
     await new Promise((r) => setTimeout(r, pollMs))
-    j = await node.job(j.id)
+    j = await pollJob(node, j, deadline)
     const p = j.progress
     if (p && typeof p.bytesDone === 'number')
       emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
   }
   if (j.state !== 'succeeded')
     throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
+}
+
+/** How long a push keeps polling a job that the node does not answer about. */
+const POLL_FAILURE_GRACE_MS = 60_000
+
+/**
+ * One poll of a running job. A poll is idempotent: a node that is slow to answer, or
+ * resets the connection (a node busy for seconds closes its idle keep-alive connections
+ * as it catches up), is asked again with a growing pause, for up to a minute, instead of
+ * failing a push whose fetch is going fine (issue 17, defect 0).
+ */
+async function pollJob(node: NodeClient, j: RemoteJob, deadline: number): Promise<RemoteJob> {
+  const giveUp = Math.min(Date.now() + POLL_FAILURE_GRACE_MS, deadline)
+  for (let pause = 100; ; pause = Math.min(pause * 2, 5000)) {
+    try {
+      return await node.job(j.id)
+    } catch (err) {
+      if (!isStoreError(err, 'RO_UNAVAILABLE') || Date.now() + pause > giveUp) throw err
+      await new Promise((r) => setTimeout(r, pause))
+    }
+  }
 }

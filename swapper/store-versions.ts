@@ -27,11 +27,17 @@ import {
 export const DEFAULT_KEEP_VERSIONS = 2
 
 export type OpenReader = (dir: string) => Promise<StoreReader>
-export type VerifyDir = (dir: string) => Promise<unknown>
+/** A full verify of a staged directory; `signal` cancels it (RO_ABORTED). */
+export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
 
-/** The real reader and verifier, loaded on first use. */
+/**
+ * The real reader and verifier, loaded on first use. The verifier runs in a worker
+ * thread: it reads and checks every byte, which on the event loop stalled every read of
+ * the node for seconds per install (issue 17, defect 0).
+ */
 export const defaultOpenReader: OpenReader = async (dir) => (await import('../formats/store/store-reader')).openStore(dir)
-export const defaultVerify: VerifyDir = async (dir) => (await import('../formats/store/verify')).verifyStore(dir)
+export const defaultVerify: VerifyDir = async (dir, signal) =>
+  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal })
 
 export interface StoreVersionsOptions {
   readonly dataDir: string
@@ -246,7 +252,7 @@ export class StoreVersions {
    */
   async adopt(staging: string, opts: { signal?: AbortSignal; expectVersion?: number } = {}): Promise<StoreMetadata> {
     this.checkOpen()
-    await this.verify(staging)
+    await this.verify(staging, opts.signal)
     const meta = await readNodeMetadata(staging)
     this.checkBelongs(meta, staging)
     if (opts.expectVersion !== undefined && meta.version !== opts.expectVersion) {
