@@ -1,7 +1,7 @@
 import { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
 import type { ClusterNode } from '../cluster/cluster'
-import { decodeValues, encodeKeys } from '../formats/wire/multiget'
+import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, type HttpResponse } from './http'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
@@ -42,6 +42,8 @@ export interface RemoteJob {
 export interface NodeClientOptions {
   readonly timeoutMs?: number
   readonly adminToken?: string
+  /** Largest response taken; default 64 MiB (a node's default --max-response-bytes). */
+  readonly maxResponseBytes?: number
 }
 
 /**
@@ -71,19 +73,45 @@ export class NodeClient {
     return { value: res.body, version: versionOf(res) }
   }
 
+  /**
+   * Values in key order and the version that answered. A node stops a response at its
+   * byte limit (docs/API.md, multi-get); the keys it did not answer are asked for again,
+   * and if a swap came in between the whole list is read again from one version.
+   */
   async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
+    for (let attempt = 1; ; attempt++) {
+      const values: (Buffer | undefined)[] = []
+      let version: number | undefined
+      for (let at = 0; ;) {
+        const page = await this.multiGet(store, at === 0 ? keys : keys.slice(at))
+        if (version !== undefined && page.version !== version) break
+        version = page.version
+        values.push(...page.values)
+        at += page.values.length
+        if (!page.truncated) return { values, version }
+        if (page.values.length === 0) {
+          throw new StoreError('RO_TOO_LARGE', `${this.endpoint}: a value is larger than the node's response limit`)
+        }
+      }
+      if (attempt >= 3)
+        throw new StoreError('RO_UNAVAILABLE', `${this.endpoint}: the store version changed during every attempt of a long multi-get`)
+    }
+  }
+
+  private async multiGet(
+    store: string,
+    keys: readonly (Uint8Array | string)[],
+  ): Promise<{ values: (Buffer | undefined)[]; truncated: boolean; version: number }> {
     // A read: safe to send again when the connection was reset.
     const res = await this.call(
       'POST',
       `/stores/${encodeURIComponent(store)}/multi-get`,
       encodeKeys(keys),
-      {
-        'Content-Type': 'application/octet-stream',
-      },
+      { 'Content-Type': 'application/octet-stream' },
       true,
     )
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
-    return { values: decodeValues(res.body, keys.length), version: versionOf(res) }
+    return { ...decodeValuesPartial(res.body, keys.length), version: versionOf(res) }
   }
 
   async storeInfo(store: string): Promise<RemoteStoreInfo> {
@@ -170,6 +198,7 @@ export class NodeClient {
       headers,
       timeoutMs: this.timeoutMs,
       agent: this.agent,
+      maxResponseBytes: this.opts.maxResponseBytes,
     })
   }
 }

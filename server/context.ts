@@ -6,6 +6,8 @@ import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { PushLocks } from './push-lock'
+import type { ReadFaults } from './read-faults'
+import type { ReadLimits } from './read-limits'
 import type { ServedStores } from './served-stores'
 
 /** What every route handler may use: the node's state and services. */
@@ -25,6 +27,10 @@ export interface AppContext {
   readonly keepVersions: number
   readonly fetch?: FetchRunner
   readonly pushLocks: PushLocks
+  /** Bounds of read responses (read-limits.ts); defaults when absent. */
+  readonly readLimits?: ReadLimits
+  /** Reads that found damaged files, per store, for /status. */
+  readonly readFaults?: ReadFaults
   readonly shuttingDown: () => boolean
   readonly address: () => { host: string; port: number }
 }

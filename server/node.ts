@@ -13,6 +13,10 @@ import { Jobs } from './jobs'
 import { PushLocks } from './push-lock'
 import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
+import { ReadFaults } from './read-faults'
+import { readLimits } from './read-limits'
+
+const DEFAULT_MAX_CONNECTIONS = 2048
 
 export interface NodeTimeouts {
   /** Time to receive the request headers; slow-loris connections die after it. Default 10 s. */
@@ -49,7 +53,13 @@ export interface NodeOptions {
   readonly timeouts?: NodeTimeouts
   /** Let a graceful close wait this long for in-flight requests before cutting them. Default 30 s. */
   readonly drainTimeoutMs?: number
-  /** prom-client's default process metrics (RSS, heap, event loop). Default true. */
+  /** Connections served at once; more are closed as they arrive. Default 2048. */
+  readonly maxConnections?: number
+  /** Largest read response body (single get, multi-get); see read-limits.ts. Default 64 MiB. */
+  readonly maxResponseBytes?: number
+  /** A read response that sends nothing for this long (the client stopped reading) is cut. Default 30 s. */
+  readonly sendTimeoutMs?: number
+  /** prom-client's default process metrics (RSS, heap, event loop delay). Default true. */
   readonly defaultMetrics?: boolean
   /** Test seams. */
   readonly openReader?: OpenReader
@@ -84,6 +94,11 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   const keepVersions = opts.keepVersions ?? DEFAULT_KEEP_VERSIONS
   if (!Number.isSafeInteger(keepVersions) || keepVersions < 0) {
     throw new StoreError('RO_BAD_OPTION', `--keep-versions must be a non-negative integer, got ${keepVersions}`)
+  }
+  const limits = readLimits({ maxResponseBytes: opts.maxResponseBytes, sendTimeoutMs: opts.sendTimeoutMs })
+  const maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) {
+    throw new StoreError('RO_BAD_OPTION', `--max-connections must be a positive integer, got ${maxConnections}`)
   }
   const auth = new AdminAuth(opts.adminToken)
   if (!auth.enabled) log.warn('admin-disabled', { reason: 'no admin token configured; admin routes answer 403' })
@@ -123,6 +138,9 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   server.headersTimeout = t.headersMs ?? 10_000
   server.requestTimeout = t.requestMs ?? 30_000
   server.keepAliveTimeout = t.keepAliveMs ?? 5_000
+  // Each connection may hold a read window and a value (read-limits.ts): this bounds them.
+  server.maxConnections = maxConnections
+  server.on('drop', () => metrics.connectionsDropped.inc())
 
   let shuttingDown = false
   const host = opts.bind ?? me.host
@@ -141,6 +159,8 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     startedAt: Date.now(),
     keepVersions,
     fetch,
+    readLimits: limits,
+    readFaults: new ReadFaults(),
     shuttingDown: () => shuttingDown,
     address: () => bound,
   })

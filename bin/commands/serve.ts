@@ -18,6 +18,9 @@ interface ServeArgs {
   'allowed-source'?: string[]
   'access-log': boolean
   'drain-timeout-ms': number
+  'max-connections'?: number
+  'max-response-bytes'?: number
+  'send-timeout-ms'?: number
 }
 
 export const command = 'serve'
@@ -41,6 +44,12 @@ export function builder(y: Argv): Argv<ServeArgs> {
     .option('allowed-source', { type: 'string', array: true, describe: 'fetch sources must lie under one of these (repeatable)' })
     .option('access-log', { type: 'boolean', default: false, describe: 'log one line per request' })
     .option('drain-timeout-ms', { type: 'number', default: 30_000, describe: 'on SIGTERM, wait this long for in-flight requests' })
+    .option('max-connections', { type: 'number', describe: 'connections served at once; more are closed on arrival (default 2048)' })
+    .option('max-response-bytes', {
+      type: 'number',
+      describe: 'largest read response body; multi-gets stop there and clients ask again (default 67108864)',
+    })
+    .option('send-timeout-ms', { type: 'number', describe: 'cut a read response that sends nothing for this long (default 30000)' })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0) throw new Error('--node-id must be a non-negative integer')
       if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0)
@@ -95,6 +104,9 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       allowedSources: argv['allowed-source'],
       accessLog: argv['access-log'],
       drainTimeoutMs: argv['drain-timeout-ms'],
+      maxConnections: argv['max-connections'],
+      maxResponseBytes: argv['max-response-bytes'],
+      sendTimeoutMs: argv['send-timeout-ms'],
       log,
     })
   } catch (err) {

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MAX_KEY_BYTES } from '../../formats/input/types'
-import { decodeKeys, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats/wire/multiget'
+import { StoreError } from '../../common/errors'
+import { decodeKeys, encodeTruncated, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats/wire/multiget'
+import type { ReaderLease } from '../../swapper/live-store'
 import type { AppContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
+import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
 import { route } from './route'
 import { checkServable, servedStore, noLiveVersion, VERSION_HEADER } from './store-access'
-
-/** Keys read per getMany call in a multi-get, between checks for back pressure. */
-const MULTIGET_BATCH = 256
 
 /** The public read routes: store list, client metadata, single get, multi-get. */
 export const READ_ROUTES = [
@@ -88,19 +88,37 @@ function getKey(ctx: AppContext, store: string, rawKey: string, res: ServerRespo
   if (!lease) throw noLiveVersion(sv)
   // Released once the response is done: this request reads one version only.
   res.once('close', lease.release)
-  const value = lease.reader.get(key)
+  const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
+  const value = readOne(ctx, store, lease, key)
   ctx.metrics.keys.inc({ store, result: value === undefined ? 'miss' : 'hit' })
   if (value === undefined) {
     res.writeHead(404, { [VERSION_HEADER]: String(lease.version), 'Content-Length': 0, 'Cache-Control': 'no-store' })
     res.end()
     return
   }
+  if (value.length > limits.maxResponseBytes) throw tooLarge(value.length, limits)
   res.writeHead(200, {
     'Content-Type': 'application/octet-stream',
     'Content-Length': value.length,
     [VERSION_HEADER]: String(lease.version),
   })
   res.end(value)
+  // A big value the client does not take is not held for as long as TCP keeps trying.
+  armSendTimeout(res, limits.sendTimeoutMs)
+}
+
+/** One lookup; a read that finds damaged files is counted for /status before it fails. */
+function readOne(ctx: AppContext, store: string, lease: ReaderLease, key: Uint8Array): Buffer | undefined {
+  try {
+    return lease.reader.get(key)
+  } catch (err) {
+    ctx.readFaults?.note(store, lease.version, err)
+    throw err
+  }
+}
+
+function tooLarge(bytes: number, limits: ReadLimits): StoreError {
+  return new StoreError('RO_TOO_LARGE', `the value has ${bytes} bytes, more than this node's response limit of ${limits.maxResponseBytes}`)
 }
 
 /** A key longer than MAX_KEY_BYTES in a URL: 414 URI Too Long. */
@@ -110,6 +128,14 @@ class KeyTooLong extends HttpStatusError {
   }
 }
 
+/**
+ * Values are read into a window of `windowBytes`, framed, written, and the next window is
+ * read only once the socket has drained: a request holds at most about one window (and
+ * one value) of memory however many large values it names (issue 17, defect 2). A
+ * response that fits in the first window goes out with a Content-Length, and any failure
+ * before it gets a status. The body stops at `maxResponseBytes` with the end frame
+ * (formats/wire/multiget.ts); the client asks for the other keys again.
+ */
 async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const sv = servedStore(ctx, store)
   checkServable(sv)
@@ -119,39 +145,64 @@ async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, re
   const lease = sv.live.acquire()
   if (!lease) throw noLiveVersion(sv)
   res.once('close', lease.release)
+  const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
+  // The end frame always fits: the values stop 4 bytes short of the limit.
+  const budget = limits.maxResponseBytes - 4
+  let next = 0
   let hits = 0
-  const count = (vs: readonly (Buffer | undefined)[]): void => {
-    for (const v of vs) if (v !== undefined) hits++
+  let bodyBytes = 0
+  let truncated = false
+  /** The next window of values; sets `truncated` when the limit stops it. */
+  const readWindow = (): (Buffer | undefined)[] => {
+    const values: (Buffer | undefined)[] = []
+    let windowBytes = 0
+    while (next < keys.length && windowBytes < limits.windowBytes) {
+      const value = readOne(ctx, store, lease, keys[next] as Buffer)
+      const frame = 4 + (value?.length ?? 0)
+      if (bodyBytes + frame > budget) {
+        if (next === 0) throw tooLarge(value?.length ?? 0, limits)
+        truncated = true
+        break
+      }
+      values.push(value)
+      if (value !== undefined) hits++
+      windowBytes += frame
+      bodyBytes += frame
+      next++
+    }
+    return values
   }
-  // The first batch is read before the status line, so most failures still get a status.
-  // Each batch goes out as one buffer: a write per value costs more than the lookups.
-  let values = lease.reader.getMany(keys.slice(0, MULTIGET_BATCH))
-  count(values)
+  const frames = (values: (Buffer | undefined)[], last: boolean): Buffer =>
+    last && truncated ? Buffer.concat([encodeValues(values), encodeTruncated()]) : encodeValues(values)
+
+  const first = readWindow()
   const headers = {
     'Content-Type': 'application/octet-stream',
     [VERSION_HEADER]: String(lease.version),
     'X-Rostore-Keys': String(keys.length),
     'Cache-Control': 'no-store',
   }
-  if (keys.length <= MULTIGET_BATCH) {
-    const bodyOut = encodeValues(values)
-    res.writeHead(200, { ...headers, 'Content-Length': bodyOut.length })
-    res.end(bodyOut)
+  armSendTimeout(res, limits.sendTimeoutMs)
+  if (next >= keys.length || truncated) {
+    const out = frames(first, true)
+    res.writeHead(200, { ...headers, 'Content-Length': out.length })
+    res.end(out)
   } else {
     res.writeHead(200, headers)
-    for (let at = 0; ;) {
-      res.write(encodeValues(values))
-      at += values.length
-      if (at >= keys.length || res.destroyed) break
+    let values = first
+    for (;;) {
+      const last = next >= keys.length || truncated
+      res.write(frames(values, last))
+      if (last || res.destroyed) break
+      // The send timeout armed above cuts a client that stops reading: 'close' ends the wait.
       if (res.writableNeedDrain) await drainOrClose(res)
       if (res.destroyed) break
-      values = lease.reader.getMany(keys.slice(at, at + MULTIGET_BATCH))
-      count(values)
+      values = readWindow()
     }
     res.end()
   }
   ctx.metrics.keys.inc({ store, result: 'hit' }, hits)
-  ctx.metrics.keys.inc({ store, result: 'miss' }, keys.length - hits)
+  ctx.metrics.keys.inc({ store, result: 'miss' }, next - hits)
 }
 
 function drainOrClose(res: ServerResponse): Promise<void> {
