@@ -49,7 +49,8 @@ function status(ctx: AppContext, res: ServerResponse): void {
       adminEnabled: ctx.auth.enabled,
       keepVersions: ctx.keepVersions,
     },
-    stores: ctx.dataDir.all().map(storeStatus),
+    // corruptReads: reads that found this node's copy damaged (clients read other replicas).
+    stores: ctx.dataDir.all().map((sv) => ({ ...storeStatus(sv), corruptReads: ctx.readFaults?.get(sv.store) ?? null })),
     jobs: { running: ctx.jobs.running().length },
   })
 }
