@@ -64,6 +64,11 @@ export async function httpRequest(r: HttpRequest): Promise<HttpResponse> {
 
 type ExchangeError = StoreError & { reusedSocket?: boolean }
 
+/** Nothing listens at the node's address: the process is down (not busy, not slow). */
+export function isConnectionRefused(err: unknown): boolean {
+  return (err as { cause?: NodeJS.ErrnoException } | undefined)?.cause?.code === 'ECONNREFUSED'
+}
+
 function exchange(r: HttpRequest): Promise<HttpResponse> {
   const endpoint = `${r.host}:${r.port}`
   return new Promise((resolve, reject) => {

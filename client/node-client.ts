@@ -39,6 +39,15 @@ export interface RemoteJob {
   readonly error?: { readonly code: string; readonly message: string }
 }
 
+/** What a push (or rollback) decided, as each node keeps it (docs/API.md, push records). */
+export interface RemotePushRecord {
+  readonly version: number
+  readonly missed: readonly number[]
+  readonly source?: string
+  readonly seq: number
+  readonly at: string
+}
+
 export interface NodeClientOptions {
   readonly timeoutMs?: number
   readonly adminToken?: string
@@ -149,6 +158,16 @@ export class NodeClient {
   async setStale(store: string, reason: string | undefined): Promise<void> {
     if (reason === undefined) await this.json('DELETE', `/admin/stores/${encodeURIComponent(store)}/stale`, undefined, true)
     else await this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/stale`, { reason }, true)
+  }
+
+  /** Every store's last push record on this node (swapper/push-record.ts). */
+  async pushRecords(): Promise<{ node: number; stores: Record<string, { live: number | null; record: RemotePushRecord | null }> }> {
+    return this.json('GET', '/admin/push-records', undefined, true)
+  }
+
+  /** Keep `record` as the store's last push record when it is newer than the node's. */
+  async putPushRecord(store: string, record: RemotePushRecord): Promise<{ applied: boolean; behind: number | null }> {
+    return this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/push-record`, record, true)
   }
 
   async lock(store: string, owner: string, ttlMs: number): Promise<void> {

@@ -5,6 +5,7 @@ import type { FetchRunner } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
+import type { PeerCheck } from './peer-check'
 import type { PushLocks } from './push-lock'
 import type { ReadFaults } from './read-faults'
 import type { ReadLimits } from './read-limits'
@@ -29,6 +30,8 @@ export interface AppContext {
   readonly pushLocks: PushLocks
   /** Bounds of read responses (read-limits.ts); defaults when absent. */
   readonly readLimits?: ReadLimits
+  /** The startup check with the peers and self-repair of missed pushes (peer-check.ts). */
+  readonly peers?: PeerCheck
   /** Reads that found damaged files, per store, for /status. */
   readonly readFaults?: ReadFaults
   readonly shuttingDown: () => boolean

@@ -13,6 +13,7 @@ import { Jobs } from './jobs'
 import { PushLocks } from './push-lock'
 import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
+import { PeerCheck } from './peer-check'
 import { ReadFaults } from './read-faults'
 import { readLimits } from './read-limits'
 
@@ -59,6 +60,15 @@ export interface NodeOptions {
   readonly maxResponseBytes?: number
   /** A read response that sends nothing for this long (the client stopped reading) is cut. Default 30 s. */
   readonly sendTimeoutMs?: number
+  /**
+   * A node that missed a push (it was down) fetches the version from the push's source and
+   * swaps to it by itself; without, it refuses reads of that store until a push. Default true.
+   */
+  readonly selfRepair?: boolean
+  /** How long the startup check waits for each peer's answer. Default 3000 ms. */
+  readonly peerCheckTimeoutMs?: number
+  /** With no peer answering, refuse reads of the stores found at startup this long, then serve them. Default 30 s. */
+  readonly peerCheckGraceMs?: number
   /** prom-client's default process metrics (RSS, heap, event loop delay). Default true. */
   readonly defaultMetrics?: boolean
   /** Test seams. */
@@ -113,6 +123,8 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     openReader: opts.openReader,
     verify: opts.verify,
     log,
+    // A node of a cluster asks its peers whether it missed a push before it serves (peer-check.ts).
+    holdForPeers: cluster.nodes.length > 1,
     hooks: {
       onSwap: (r) => metrics.onSwap(r),
       onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
@@ -125,6 +137,18 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     maxBytesPerSec: opts.fetchMaxBytesPerSec,
     allowedSources: opts.allowedSources,
     registry: metrics.registry,
+  })
+  const peers = new PeerCheck({
+    nodeId: opts.nodeId,
+    cluster,
+    dataDir: dd,
+    jobs,
+    fetch,
+    adminToken: opts.adminToken,
+    log,
+    timeoutMs: opts.peerCheckTimeoutMs,
+    graceMs: opts.peerCheckGraceMs,
+    selfRepair: opts.selfRepair,
   })
 
   const t = opts.timeouts ?? {}
@@ -161,6 +185,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     fetch,
     readLimits: limits,
     readFaults: new ReadFaults(),
+    peers,
     shuttingDown: () => shuttingDown,
     address: () => bound,
   })
@@ -190,6 +215,8 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   })
   const addr = server.address() as AddressInfo
   bound = { host: addr.address, port: addr.port }
+  // Listening already (peers asking this node get answers), serving stores only once decided.
+  await peers.start()
   const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
   log.info('listening', {
     nodeId: opts.nodeId,
@@ -207,6 +234,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   const close = (): Promise<boolean> => {
     closing ??= (async () => {
       shuttingDown = true
+      peers.close()
       handler.closeConnectionsAfterResponse()
       log.info('shutdown-started', {})
       const drained = new Promise<void>((resolve) => server.close(() => resolve()))

@@ -13,6 +13,8 @@ export interface DataDirOptions {
   readonly verify?: VerifyDir
   readonly log?: SwapLogger
   readonly hooks?: SwapHooks
+  /** Stores found at startup serve nothing until their `peersChecked()` (see StoreVersions). */
+  readonly holdForPeers?: boolean
 }
 
 /**
@@ -32,7 +34,7 @@ export class DataDir {
   static async open(opts: DataDirOptions): Promise<DataDir> {
     await mkdir(opts.dir, { recursive: true })
     const dd = new DataDir(opts)
-    await dd.rescan()
+    await dd.scan(opts.holdForPeers ?? false)
     return dd
   }
 
@@ -56,7 +58,11 @@ export class DataDir {
   }
 
   /** Open store directories that appeared since the last scan; returns their names. */
-  async rescan(): Promise<string[]> {
+  rescan(): Promise<string[]> {
+    return this.scan(false)
+  }
+
+  private async scan(holdForPeers: boolean): Promise<string[]> {
     const entries = await readdir(this.opts.dir, { withFileTypes: true })
     const added: string[] = []
     for (const e of entries) {
@@ -66,7 +72,7 @@ export class DataDir {
         continue
       }
       try {
-        await this.openStore(e.name, false)
+        await this.openStore(e.name, false, holdForPeers)
         added.push(e.name)
       } catch (err) {
         this.log.error('store-open-failed', { store: e.name, error: errorMessage(err) })
@@ -80,7 +86,7 @@ export class DataDir {
     await Promise.all(this.all().map((s) => s.close()))
   }
 
-  private openStore(store: string, create: boolean): Promise<StoreVersions> {
+  private openStore(store: string, create: boolean, holdForPeers = false): Promise<StoreVersions> {
     const pending = this.opening.get(store)
     if (pending) return pending
     const p = StoreVersions.open({
@@ -93,6 +99,7 @@ export class DataDir {
       verify: this.opts.verify,
       log: this.log,
       hooks: this.opts.hooks,
+      holdForPeers,
     })
       .then((sv) => {
         this.stores.set(store, sv)

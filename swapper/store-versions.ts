@@ -12,7 +12,9 @@ import { fsyncDir, writeLivePointer } from './live-pointer'
 import { recoverStoreDir } from './recover'
 import { RetentionScheduler } from './retention'
 import { SerialQueue } from './serial-queue'
-import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './stale-mark'
+import type { PushRecord } from './push-record'
+import { ServingMarks } from './serving-marks'
+import type { StaleMark } from './stale-mark'
 import {
   checkStoreName,
   isValidVersion,
@@ -52,9 +54,15 @@ export interface StoreVersionsOptions {
   readonly verify?: VerifyDir
   readonly log?: SwapLogger
   readonly hooks?: SwapHooks
+  /**
+   * Serve nothing (reads 503) until `peersChecked()`: a node that restarts asks its peers
+   * whether it missed a push before it serves a store it had (server/peer-check.ts).
+   */
+  readonly holdForPeers?: boolean
 }
 
 export type { StaleMark } from './stale-mark'
+export type { PushRecord } from './push-record'
 
 export interface VersionInfo {
   readonly version: number
@@ -94,7 +102,8 @@ export class StoreVersions {
   private pointer: number | undefined
   private readonly present = new Set<number>()
   private readonly metaCache = new Map<number, StoreMetadata>()
-  private staleMark: StaleMark | undefined
+  /** STALE mark, startup hold, last push record: why reads may be refused. */
+  private readonly marks: ServingMarks
   private readonly queue = new SerialQueue()
   private readonly retention: RetentionScheduler
   private closed = false
@@ -115,6 +124,7 @@ export class StoreVersions {
     this.verify = opts.verify ?? defaultVerify
     this.log = opts.log ?? silentLogger
     this.hooks = opts.hooks ?? {}
+    this.marks = new ServingMarks(this.storeDir, opts.store, opts.nodeId, this.log)
     this.retention = new RetentionScheduler(
       async () => {
         // Let requests still reading a replaced version finish before its files go.
@@ -144,7 +154,7 @@ export class StoreVersions {
     }
     for (const v of rec.versions) sv.present.add(v)
     sv.pointer = rec.live
-    sv.staleMark = await readStaleMark(sv.storeDir)
+    await sv.marks.load(opts.holdForPeers ?? false)
     if (rec.live !== undefined) {
       try {
         const reader = await sv.openChecked(rec.live)
@@ -173,8 +183,36 @@ export class StoreVersions {
     return this.loadErrorMessage
   }
 
+  /** Why reads of this store are refused (503), if they are: see ServingMarks. */
   get stale(): StaleMark | undefined {
-    return this.staleMark
+    return this.marks.stale(this.pointer)
+  }
+
+  /** The version this node should serve by the last push record, when it serves another one. */
+  get behind(): number | undefined {
+    return this.marks.behind(this.pointer)
+  }
+
+  get pushRecord(): PushRecord | undefined {
+    return this.marks.pushRecord
+  }
+
+  /**
+   * Keep `record` (durably) if it is newer (higher seq) than the one kept; returns whether
+   * the store now holds it. Whether the node is behind follows from it at once.
+   */
+  setPushRecord(record: PushRecord): Promise<boolean> {
+    return this.exclusive(async () => {
+      this.checkOpen()
+      const applied = await this.marks.setPushRecord(record)
+      if (applied) this.log.info('push-record', { store: this.store, ...record, behind: this.behind ?? null })
+      return applied
+    })
+  }
+
+  /** The peers were asked (or could not be): stop holding reads for that. */
+  peersChecked(): void {
+    this.marks.peersChecked()
   }
 
   /** Versions on disk, ascending (kept in memory: only this object changes the directory). */
@@ -330,14 +368,9 @@ export class StoreVersions {
   /** Mark the store stale (reads answer 503) or clear the mark; kept on disk as STALE. */
   setStale(reason: string | undefined): Promise<StaleMark | undefined> {
     return this.exclusive(async () => {
-      if (reason === undefined) {
-        await clearStaleMark(this.storeDir)
-        this.staleMark = undefined
-      } else {
-        this.staleMark = await writeStaleMark(this.storeDir, reason)
-      }
+      const mark = await this.marks.setStale(reason)
       this.log.info(reason === undefined ? 'stale-cleared' : 'stale-set', { store: this.store, reason })
-      return this.staleMark
+      return mark
     })
   }
 

@@ -21,6 +21,9 @@ interface ServeArgs {
   'max-connections'?: number
   'max-response-bytes'?: number
   'send-timeout-ms'?: number
+  'self-repair': boolean
+  'peer-check-timeout-ms'?: number
+  'peer-check-grace-ms'?: number
 }
 
 export const command = 'serve'
@@ -50,6 +53,16 @@ export function builder(y: Argv): Argv<ServeArgs> {
       describe: 'largest read response body; multi-gets stop there and clients ask again (default 67108864)',
     })
     .option('send-timeout-ms', { type: 'number', describe: 'cut a read response that sends nothing for this long (default 30000)' })
+    .option('self-repair', {
+      type: 'boolean',
+      default: true,
+      describe: 'fetch a version this node missed (it was down during a push) from the push source; --no-self-repair waits for a push',
+    })
+    .option('peer-check-timeout-ms', { type: 'number', describe: "at startup, wait this long for each peer's push records (default 3000)" })
+    .option('peer-check-grace-ms', {
+      type: 'number',
+      describe: 'with no peer answering at startup, refuse reads of the stores this long, then serve them (default 30000)',
+    })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0) throw new Error('--node-id must be a non-negative integer')
       if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0)
@@ -107,6 +120,9 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       maxConnections: argv['max-connections'],
       maxResponseBytes: argv['max-response-bytes'],
       sendTimeoutMs: argv['send-timeout-ms'],
+      selfRepair: argv['self-repair'],
+      peerCheckTimeoutMs: argv['peer-check-timeout-ms'],
+      peerCheckGraceMs: argv['peer-check-grace-ms'],
       log,
     })
   } catch (err) {

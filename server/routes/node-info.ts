@@ -35,6 +35,21 @@ function storeStatus(sv: StoreVersions): Record<string, unknown> {
   }
 }
 
+/**
+ * corruptReads: reads that found this node's copy damaged (clients read other replicas).
+ * behind: the version the last push record says this node should serve, when it serves
+ * another (the store is then stale); repair: this node fetching and swapping to it.
+ */
+function healthStatus(ctx: AppContext, sv: StoreVersions): Record<string, unknown> {
+  const r = sv.pushRecord
+  return {
+    corruptReads: ctx.readFaults?.get(sv.store) ?? null,
+    behind: sv.behind ?? null,
+    lastPush: r ? { version: r.version, missed: r.missed, at: r.at } : null,
+    repair: ctx.peers?.repairStatus(sv.store) ?? null,
+  }
+}
+
 function status(ctx: AppContext, res: ServerResponse): void {
   const { host, port } = ctx.address()
   sendJson(res, 200, {
@@ -49,8 +64,8 @@ function status(ctx: AppContext, res: ServerResponse): void {
       adminEnabled: ctx.auth.enabled,
       keepVersions: ctx.keepVersions,
     },
-    // corruptReads: reads that found this node's copy damaged (clients read other replicas).
-    stores: ctx.dataDir.all().map((sv) => ({ ...storeStatus(sv), corruptReads: ctx.readFaults?.get(sv.store) ?? null })),
+    stores: ctx.dataDir.all().map((sv) => ({ ...storeStatus(sv), ...healthStatus(ctx, sv) })),
+    peerCheck: ctx.peers?.summary() ?? null,
     jobs: { running: ctx.jobs.running().length },
   })
 }
