@@ -182,12 +182,13 @@ async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, re
     'X-Rostore-Keys': String(keys.length),
     'Cache-Control': 'no-store',
   }
-  armSendTimeout(res, limits.sendTimeoutMs)
   if (next >= keys.length || truncated) {
     const out = frames(first, true)
     res.writeHead(200, { ...headers, 'Content-Length': out.length })
     res.end(out)
+    armSendTimeout(res, limits.sendTimeoutMs)
   } else {
+    armSendTimeout(res, limits.sendTimeoutMs)
     res.writeHead(200, headers)
     let values = first
     for (;;) {
