@@ -21,6 +21,11 @@ export async function loadClusterOption(a: { cluster: string; tls?: boolean; 'ca
   const cluster = await loadCluster(a.cluster)
   const caFile = a['ca-file'] ?? (process.env.ROSTORE_CA_FILE || undefined)
   if (caFile === undefined) return a.tls ? clusterWithTls(cluster, {}) : cluster
+  return clusterWithTls(cluster, { ca: await readCaFile(caFile) })
+}
+
+/** A PEM file of CA certificates; RO_BAD_OPTION naming the file when it is unreadable or holds none. */
+export async function readCaFile(caFile: string): Promise<Buffer> {
   let ca: Buffer
   try {
     ca = await readFile(caFile)
@@ -28,7 +33,7 @@ export async function loadClusterOption(a: { cluster: string; tls?: boolean; 'ca
     throw new StoreError('RO_BAD_OPTION', `cannot read the CA file ${caFile}: ${errorMessage(err)}`, { cause: err })
   }
   if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw new StoreError('RO_BAD_OPTION', `${caFile} holds no PEM certificate`)
-  return clusterWithTls(cluster, { ca })
+  return ca
 }
 
 export function adminTokenOption<T>(y: Argv<T>) {

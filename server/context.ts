@@ -8,7 +8,9 @@ import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
+import type { PeerCheck } from './peer-check'
 import type { PushLocks } from './push-lock'
+import type { ReadLimits } from './read-limits'
 import type { StoreCreation } from './store-creation'
 
 /** What the read routes use: the stores as served in this process. Every serving loop has one. */
@@ -21,6 +23,8 @@ export interface ReadContext {
   readonly log: Logger
   readonly accessLog: boolean
   readonly shuttingDown: () => boolean
+  /** Bounds of read responses (read-limits.ts); defaults when absent. */
+  readonly readLimits?: ReadLimits
 }
 
 /**
@@ -40,6 +44,8 @@ export interface AppContext extends ReadContext {
   /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */
   readonly storeCreation: StoreCreation
   readonly pushLocks: PushLocks
+  /** The startup check with the peers and self-repair of missed pushes (peer-check.ts). */
+  readonly peers?: PeerCheck
   readonly address: () => { host: string; port: number }
   /** Serving event loops of the node, for /status. */
   readonly workers?: () => WorkersStatus

@@ -7,9 +7,14 @@ import { createNodeServer, type NodeServer, type NodeTlsOptions } from './tls'
 
 /**
  * The node's HTTP (or, with `tls`, HTTPS) server with its bounds: header size, slow-loris,
- * handshake and idle timeouts.
+ * handshake and idle timeouts, and connections at once.
  */
-export function createHttpServer(handler: RequestHandler, t: NodeTimeouts = {}, tls?: NodeTlsOptions): NodeServer {
+export function createHttpServer(
+  handler: RequestHandler,
+  t: NodeTimeouts = {},
+  tls?: NodeTlsOptions,
+  bounds: { maxConnections?: number; onDrop?: () => void } = {},
+): NodeServer {
   const server = createNodeServer(
     {
       maxHeaderSize: MAX_URL_BYTES + (64 << 10),
@@ -24,6 +29,9 @@ export function createHttpServer(handler: RequestHandler, t: NodeTimeouts = {}, 
   server.headersTimeout = t.headersMs ?? 10_000
   server.requestTimeout = t.requestMs ?? 30_000
   server.keepAliveTimeout = t.keepAliveMs ?? 5_000
+  // Each connection may hold a read window and a value (read-limits.ts): this bounds them.
+  if (bounds.maxConnections !== undefined) server.maxConnections = bounds.maxConnections
+  if (bounds.onDrop) server.on('drop', bounds.onDrop)
   server.on('request', handler)
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // Malformed requests, oversized headers, timeouts: answer when the socket still can.

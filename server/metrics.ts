@@ -21,6 +21,7 @@ export class NodeMetrics {
   readonly errors: Counter<'store' | 'code'>
   readonly versionsDeleted: Counter<'store'>
   readonly jobs: Counter<'kind' | 'state'>
+  readonly connectionsDropped: Counter
 
   constructor(dataDir: () => DataDir<ServingMirror> | undefined, defaults = true) {
     const registers = [this.registry]
@@ -69,6 +70,11 @@ export class NodeMetrics {
       name: 'rostore_jobs_total',
       help: 'Finished admin jobs by kind and final state',
       labelNames: ['kind', 'state'],
+      registers,
+    })
+    this.connectionsDropped = new Counter({
+      name: 'rostore_connections_dropped_total',
+      help: 'Connections closed on arrival because --max-connections were open',
       registers,
     })
     new Gauge({

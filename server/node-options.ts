@@ -1,9 +1,12 @@
 import { StoreError } from '../common/errors'
-import { loadCluster, type Cluster } from '../cluster/cluster'
+import { loadCluster, type Cluster, type NodeTls } from '../cluster/cluster'
 import type { OpenReader } from '../swapper/open-version'
 import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
 import type { Logger } from './log'
+import { readLimits, type ReadLimits } from './read-limits'
 import type { NodeTlsOptions } from './tls'
+
+const DEFAULT_MAX_CONNECTIONS = 2048
 
 export interface NodeTimeouts {
   /** Time to receive the request headers; slow-loris connections die after it. Default 10 s. */
@@ -55,6 +58,23 @@ export interface NodeOptions {
    * files can be deleted by retention. Default 30 s.
    */
   readonly versionDrainMs?: number
+  /** Connections served at once per serving process; more are closed as they arrive. Default 2048. */
+  readonly maxConnections?: number
+  /** Largest read response body (single get, multi-get); see read-limits.ts. Default 64 MiB. */
+  readonly maxResponseBytes?: number
+  /** A read response that sends nothing for this long (the client stopped reading) is cut. Default 30 s. */
+  readonly sendTimeoutMs?: number
+  /**
+   * A node that missed a push (it was down) fetches the version from the push's source and
+   * swaps to it by itself; without, it refuses reads of that store until a push. Default true.
+   */
+  readonly selfRepair?: boolean
+  /** How the startup check reaches the peers when the node serves TLS: the CA of their certificates. */
+  readonly peerTls?: NodeTls
+  /** How long the startup check waits for each peer's answer. Default 3000 ms. */
+  readonly peerCheckTimeoutMs?: number
+  /** With no peer answering, refuse reads of the stores found at startup this long, then serve them. Default 30 s. */
+  readonly peerCheckGraceMs?: number
   /** prom-client's default process metrics (RSS, heap, event loop). Default true. */
   readonly defaultMetrics?: boolean
   /** Test seams (single-process nodes only). */
@@ -69,6 +89,8 @@ export interface NodeSetup {
   readonly port: number
   readonly keepVersions: number
   readonly workers: number
+  readonly readLimits: ReadLimits
+  readonly maxConnections: number
 }
 
 /** Loads the cluster and checks the options a user gave; RO_BAD_OPTION / RO_BAD_CLUSTER. */
@@ -85,5 +107,10 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   if (!Number.isSafeInteger(workers) || workers < 1 || workers > 256) {
     throw new StoreError('RO_BAD_OPTION', `--workers must be an integer from 1 to 256, got ${workers}`)
   }
-  return { cluster, host: opts.bind ?? me.host, port: opts.port ?? me.port, keepVersions, workers }
+  const maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) {
+    throw new StoreError('RO_BAD_OPTION', `--max-connections must be a positive integer, got ${maxConnections}`)
+  }
+  const limits = readLimits({ maxResponseBytes: opts.maxResponseBytes, sendTimeoutMs: opts.sendTimeoutMs })
+  return { cluster, host: opts.bind ?? me.host, port: opts.port ?? me.port, keepVersions, workers, readLimits: limits, maxConnections }
 }

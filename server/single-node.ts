@@ -9,6 +9,7 @@ import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
 import type { RunningNode } from './node'
 import type { NodeOptions, NodeSetup } from './node-options'
+import { PeerCheck } from './peer-check'
 import { PushLocks } from './push-lock'
 import { createRequestHandler } from './request-handler'
 import { StoreCreation } from './store-creation'
@@ -30,6 +31,8 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     verify: opts.verify,
     log,
     drainDeadlineMs: opts.versionDrainMs,
+    // A node of a cluster asks its peers whether it missed a push before it serves (peer-check.ts).
+    holdForPeers: setup.cluster.nodes.length > 1,
     hooks: {
       onSwap: (r) => metrics.onSwap(r),
       onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
@@ -44,6 +47,20 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     sources,
     registry: metrics.registry,
     stallTimeoutMs: opts.fetchStallTimeoutMs,
+  })
+
+  const peers = new PeerCheck({
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    dataDir: dd,
+    jobs,
+    fetch,
+    adminToken: opts.adminToken,
+    log,
+    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    timeoutMs: opts.peerCheckTimeoutMs,
+    graceMs: opts.peerCheckGraceMs,
+    selfRepair: opts.selfRepair,
   })
 
   let shuttingDown = false
@@ -64,11 +81,16 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     fetch,
     sources,
     storeCreation: new StoreCreation(dd),
+    readLimits: setup.readLimits,
+    peers,
     shuttingDown: () => shuttingDown,
     address: () => bound,
   }
   const handler = createRequestHandler(ctx, { kind: 'local', ctx })
-  const server = createHttpServer(handler, opts.timeouts, opts.tls)
+  const server = createHttpServer(handler, opts.timeouts, opts.tls, {
+    maxConnections: setup.maxConnections,
+    onDrop: () => metrics.connectionsDropped.inc(),
+  })
   let addr: AddressInfo
   try {
     addr = (await listen(server, { host: setup.host, port: setup.port })) as AddressInfo
@@ -78,6 +100,8 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   }
   bound = { host: addr.address, port: addr.port }
   const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
+  // Listening already (peers asking this node get answers), serving stores only once decided.
+  await peers.start()
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: setup.cluster.name,
@@ -96,6 +120,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   const close = (): Promise<boolean> => {
     closing ??= (async () => {
       shuttingDown = true
+      peers.close()
       log.info('shutdown-started', {})
       const timeoutMs = opts.drainTimeoutMs ?? 30_000
       // Running jobs are cancelled; one stuck in a long file copy is not waited for past the

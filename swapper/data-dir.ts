@@ -17,6 +17,8 @@ export interface DataDirOptions {
   readonly log?: SwapLogger
   readonly hooks?: SwapHooks
   readonly drainDeadlineMs?: number
+  /** Stores found at startup serve nothing until their `peersChecked()` (see StoreVersions). */
+  readonly holdForPeers?: boolean
 }
 
 /**
@@ -42,7 +44,7 @@ export class DataDir<M extends ServingMirror = LocalServingStore> {
   static async open(opts: DataDirOptions, serving?: (store: string) => ServingMirror): Promise<DataDir<ServingMirror>> {
     await mkdir(opts.dir, { recursive: true })
     const dd = new DataDir<ServingMirror>(opts, serving)
-    await dd.rescan()
+    await dd.scan(opts.holdForPeers ?? false)
     return dd
   }
 
@@ -66,7 +68,11 @@ export class DataDir<M extends ServingMirror = LocalServingStore> {
   }
 
   /** Open store directories that appeared since the last scan; returns their names. */
-  async rescan(): Promise<string[]> {
+  rescan(): Promise<string[]> {
+    return this.scan(false)
+  }
+
+  private async scan(holdForPeers: boolean): Promise<string[]> {
     const entries = await readdir(this.opts.dir, { withFileTypes: true })
     const added: string[] = []
     for (const e of entries) {
@@ -76,7 +82,7 @@ export class DataDir<M extends ServingMirror = LocalServingStore> {
         continue
       }
       try {
-        await this.openStore(e.name, false)
+        await this.openStore(e.name, false, holdForPeers)
         added.push(e.name)
       } catch (err) {
         this.log.error('store-open-failed', { store: e.name, error: errorMessage(err) })
@@ -114,7 +120,7 @@ export class DataDir<M extends ServingMirror = LocalServingStore> {
     await Promise.all(this.all().map((s) => s.close()))
   }
 
-  private openStore(store: string, create: boolean): Promise<StoreVersions<M>> {
+  private openStore(store: string, create: boolean, holdForPeers = false): Promise<StoreVersions<M>> {
     const pending = this.opening.get(store)
     if (pending) return pending
     const opts = {
@@ -128,6 +134,7 @@ export class DataDir<M extends ServingMirror = LocalServingStore> {
       log: this.log,
       hooks: this.opts.hooks,
       drainDeadlineMs: this.opts.drainDeadlineMs,
+      holdForPeers,
     }
     const opened = (this.serving ? StoreVersions.open(opts, this.serving(store)) : StoreVersions.open(opts)) as Promise<StoreVersions<M>>
     const p = opened

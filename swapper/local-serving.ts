@@ -1,5 +1,6 @@
 import { errorMessage } from '../common/errors'
 import type { StoreReader } from '../formats/store/store-reader-api'
+import { CorruptReadCounter, type CorruptReads } from './corrupt-reads'
 import { silentLogger, type SwapLogger } from './events'
 import { LiveStore } from './live-store'
 import { closeQuietly, openVersionReader, type OpenReader } from './open-version'
@@ -28,6 +29,7 @@ export class LocalServingStore implements ServingMirror, ServedStore {
   private loadErrorMessage: string | undefined
   private closed = false
   private readonly log: SwapLogger
+  private readonly corrupt = new CorruptReadCounter()
 
   constructor(private readonly opts: LocalServingOptions) {
     this.log = opts.log ?? silentLogger
@@ -105,6 +107,14 @@ export class LocalServingStore implements ServingMirror, ServedStore {
 
   draining(): Promise<number> {
     return Promise.resolve(this.live.retiringCount)
+  }
+
+  noteReadFault(version: number, err: unknown): void {
+    this.corrupt.note(version, err)
+  }
+
+  corruptReads(): Promise<CorruptReads | undefined> {
+    return Promise.resolve(this.corrupt.get())
   }
 
   accessMode(): Promise<string | undefined> {

@@ -10,6 +10,8 @@ export interface ServedStore {
   readonly live: LiveStore
   readonly stale: StaleMark | undefined
   readonly loadError: string | undefined
+  /** A read of `version` failed with `err`: counted for /status when it says the files are damaged. */
+  noteReadFault(version: number, err: unknown): void
 }
 
 export interface ServedStores {

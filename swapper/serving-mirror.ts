@@ -1,3 +1,4 @@
+import type { CorruptReads } from './corrupt-reads'
 import type { StaleMark } from './stale-mark'
 
 /**
@@ -41,6 +42,8 @@ export interface ServingMirror {
    * differ), or undefined when nothing is served.
    */
   accessMode(): Promise<string | undefined>
+  /** Reads that found the files damaged, summed over every serving loop (undefined: none). */
+  corruptReads(): Promise<CorruptReads | undefined>
   /** Stop serving the store (node shutdown, or the store dropped); readers close once their requests are done. */
   close(): Promise<void>
 }

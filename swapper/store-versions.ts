@@ -12,8 +12,10 @@ import { defaultOpenReader, type OpenReader } from './open-version'
 import { recoverStoreDir } from './recover'
 import { RetentionScheduler } from './retention'
 import { SerialQueue } from './serial-queue'
+import type { PushRecord } from './push-record'
+import { ServingMarks } from './serving-marks'
 import type { ServingMirror } from './serving-mirror'
-import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './stale-mark'
+import type { StaleMark } from './stale-mark'
 import {
   checkStoreName,
   isValidVersion,
@@ -31,10 +33,16 @@ export const DEFAULT_KEEP_VERSIONS = 2
 export const DEFAULT_DRAIN_DEADLINE_MS = 30_000
 
 export type { OpenReader } from './open-version'
-export type VerifyDir = (dir: string) => Promise<unknown>
+/** A full verify of a staged directory; `signal` cancels it (RO_ABORTED). */
+export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
 
-/** The real verifier, loaded on first use. */
-export const defaultVerify: VerifyDir = async (dir) => (await import('../formats/store/verify')).verifyStore(dir)
+/**
+ * The real verifier, loaded on first use. It runs in a worker thread: it reads and checks
+ * every byte, which on the event loop stalled every read of the node for seconds per
+ * install (issue 17, defect 0).
+ */
+export const defaultVerify: VerifyDir = async (dir, signal) =>
+  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal })
 
 export interface StoreVersionsOptions {
   readonly dataDir: string
@@ -52,9 +60,15 @@ export interface StoreVersionsOptions {
   readonly hooks?: SwapHooks
   /** Retention waits this long for requests on a replaced version, then cuts them. Default 30 s. */
   readonly drainDeadlineMs?: number
+  /**
+   * Serve nothing (reads 503) until `peersChecked()`: a node that restarts asks its peers
+   * whether it missed a push before it serves a store it had (server/peer-check.ts).
+   */
+  readonly holdForPeers?: boolean
 }
 
 export type { StaleMark } from './stale-mark'
+export type { PushRecord } from './push-record'
 
 export interface VersionInfo {
   readonly version: number
@@ -90,7 +104,10 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   private pointer: number | undefined
   private readonly present = new Set<number>()
   private readonly metaCache = new Map<number, StoreMetadata>()
-  private staleMark: StaleMark | undefined
+  /** STALE mark, startup hold, last push record: why reads may be refused. */
+  private readonly marks: ServingMarks
+  /** The refusal last sent to the serving side, to send only changes. */
+  private publishedStale: StaleMark | undefined
   /** Versions this object asked the serving side to prepare and not yet activate. */
   private preparedAhead = new Set<number>()
   private readonly queue = new SerialQueue()
@@ -117,6 +134,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     this.verify = opts.verify ?? defaultVerify
     this.log = opts.log ?? silentLogger
     this.hooks = opts.hooks ?? {}
+    this.marks = new ServingMarks(this.storeDir, opts.store, opts.nodeId, this.log)
     this.retention = new RetentionScheduler(
       async () => {
         // Let requests still reading a replaced version finish before its files go.
@@ -150,8 +168,8 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     }
     for (const v of rec.versions) sv.present.add(v)
     sv.pointer = rec.live
-    sv.staleMark = await readStaleMark(sv.storeDir)
-    if (sv.staleMark) await mirror.setStale(sv.staleMark)
+    await sv.marks.load(opts.holdForPeers ?? false)
+    await sv.publishStale()
     if (rec.live !== undefined) {
       try {
         await mirror.activate(rec.live, sv.versionDir(rec.live))
@@ -186,8 +204,48 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     return this.loadErrorMessage
   }
 
+  /** Why reads of this store are refused (503), if they are: see ServingMarks. */
   get stale(): StaleMark | undefined {
-    return this.staleMark
+    return this.marks.stale(this.pointer)
+  }
+
+  /** The version this node should serve by the last push record, when it serves another one. */
+  get behind(): number | undefined {
+    return this.marks.behind(this.pointer)
+  }
+
+  get pushRecord(): PushRecord | undefined {
+    return this.marks.pushRecord
+  }
+
+  /**
+   * Keep `record` (durably) if it is newer (higher seq) than the one kept; returns whether
+   * the store now holds it. Whether the node is behind follows from it at once.
+   */
+  setPushRecord(record: PushRecord): Promise<boolean> {
+    return this.exclusive(async () => {
+      this.checkOpen()
+      const applied = await this.marks.setPushRecord(record)
+      await this.publishStale()
+      if (applied) this.log.info('push-record', { store: this.store, ...record, behind: this.behind ?? null })
+      return applied
+    })
+  }
+
+  /** The peers were asked (or could not be): stop holding reads for that. */
+  peersChecked(): Promise<void> {
+    return this.exclusive(async () => {
+      this.marks.peersChecked()
+      await this.publishStale()
+    })
+  }
+
+  /** Tell the serving side why reads are refused now (marks and live version), when it changed. */
+  private async publishStale(): Promise<void> {
+    const stale = this.marks.stale(this.pointer)
+    if (JSON.stringify(stale) === JSON.stringify(this.publishedStale)) return
+    await this.serving.setStale(stale)
+    this.publishedStale = stale
   }
 
   /** Versions on disk, ascending (kept in memory: only this object changes the directory). */
@@ -265,7 +323,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
    */
   async adopt(staging: string, opts: { signal?: AbortSignal; expectVersion?: number } = {}): Promise<StoreMetadata> {
     this.checkOpen()
-    await this.verify(staging)
+    await this.verify(staging, opts.signal)
     const meta = await readNodeMetadata(staging)
     this.checkBelongs(meta, staging)
     if (opts.expectVersion !== undefined && meta.version !== opts.expectVersion) {
@@ -344,15 +402,10 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   /** Mark the store stale (reads answer 503) or clear the mark; kept on disk as STALE. */
   setStale(reason: string | undefined): Promise<StaleMark | undefined> {
     return this.exclusive(async () => {
-      if (reason === undefined) {
-        await clearStaleMark(this.storeDir)
-        this.staleMark = undefined
-      } else {
-        this.staleMark = await writeStaleMark(this.storeDir, reason)
-      }
-      await this.serving.setStale(this.staleMark)
+      const mark = await this.marks.setStale(reason)
+      await this.publishStale()
       this.log.info(reason === undefined ? 'stale-cleared' : 'stale-set', { store: this.store, reason })
-      return this.staleMark
+      return mark
     })
   }
 
@@ -415,7 +468,12 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     crashPoint('swap:flipped')
     this.pointer = version
     this.loadErrorMessage = undefined
+    // A version this node should not serve (behind a push) is refused before it serves; a
+    // refusal the swap ends is lifted only once the right version serves.
+    const refused = this.marks.stale(version) !== undefined
+    if (refused) await this.publishStale()
     await this.serving.activate(version, this.versionDir(version))
+    if (!refused) await this.publishStale()
     this.preparedAhead.delete(version)
     const t2 = performance.now()
     const result: SwapResult = { store: this.store, kind, from, to: version, changed: true, elapsedMs: t2 - t0, flipMs: t2 - t1 }

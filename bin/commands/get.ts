@@ -1,7 +1,9 @@
+import { StoreError } from '../../common/errors'
 import { readFile } from 'node:fs/promises'
 import type { Argv } from 'yargs'
 import { StoreClient } from '../../client/store-client'
 import { clusterOptions, loadClusterOption } from '../cluster-options'
+import { integerOption } from '../integer-option'
 
 export const command = 'get [keys..]'
 export const describe = 'Read keys through the routing client (master first, replicas on failure)'
@@ -11,13 +13,13 @@ export const builder = (y: Argv) =>
     .positional('keys', { type: 'string', array: true, describe: 'keys to read' })
     .option('keys-file', { type: 'string', describe: 'file with one key per line' })
     .option('json', { type: 'boolean', default: false, describe: 'one JSON line per key: {"key", "found", "value"}' })
-    .option('timeout', { type: 'number', default: 2000, describe: 'per-request timeout in ms' })
+    .option('timeout', { ...integerOption('timeout'), default: 2000, describe: 'per-request timeout in ms' })
 
 /** One key without --json: the raw value on stdout, exit 1 when absent. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const keys = [...(a.keys ?? []).map(String)]
   if (a['keys-file']) keys.push(...(await readFile(a['keys-file'], 'utf8')).split(/\r?\n/).filter((k) => k.length > 0))
-  if (keys.length === 0) throw new Error('give keys on the command line or with --keys-file')
+  if (keys.length === 0) throw new StoreError('RO_BAD_OPTION', 'give keys on the command line or with --keys-file')
   const client = await StoreClient.connect({ cluster: await loadClusterOption(a), store: a.store, timeoutMs: a.timeout })
   try {
     const values = keys.length === 1 ? [await client.get(keys[0]!)] : await client.getMany(keys)

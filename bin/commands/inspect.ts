@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs'
 import { openStore } from '../../formats/store/store-reader'
 import { dumpRecords } from '../../formats/store/dump'
+import { integerOption } from '../integer-option'
 
 export const command = 'inspect <dir>'
 export const describe = "Print a node directory's metadata, optionally its records"
@@ -9,7 +10,7 @@ export const builder = (y: Argv) =>
   y
     .positional('dir', { type: 'string', demandOption: true, describe: 'node-<id>/ directory' })
     .option('records', { type: 'boolean', default: false, describe: 'also dump records as JSON lines' })
-    .option('limit', { type: 'number', describe: 'at most this many records' })
+    .option('limit', { ...integerOption('limit'), describe: 'at most this many records' })
     .option('get', { type: 'string', array: true, describe: 'look these keys up' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs'
 import { pushStore, type PushEvent, type PushResult } from '../../client/push'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
+import { integerOption } from '../integer-option'
 
 export const command = 'push'
 export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
@@ -8,10 +9,10 @@ export const describe = 'Fetch a build on every node, then swap it live everywhe
 export const builder = (y: Argv) =>
   adminTokenOption(clusterOptions(y))
     .option('from', { type: 'string', demandOption: true, describe: 'build output: a path or http(s) URL the nodes can read' })
-    .option('throttle', { type: 'number', describe: 'fetch rate per node in bytes/s' })
-    .option('timeout', { type: 'number', default: 3600, describe: 'seconds the fetch phase may take' })
+    .option('throttle', { ...integerOption('throttle'), describe: 'fetch rate per node in bytes/s' })
+    .option('timeout', { ...integerOption('timeout'), default: 3600, describe: 'seconds the fetch phase may take' })
     .option('allow-failed-nodes', {
-      type: 'number',
+      ...integerOption('allow-failed-nodes'),
       default: 0,
       describe: 'go live when at most this many nodes failed their fetch (below the replication)',
     })

@@ -50,6 +50,21 @@ async function storeStatus(sv: StoreVersions<ServingMirror>, admin: boolean): Pr
   }
 }
 
+/**
+ * corruptReads: reads that found this node's copy damaged (clients read other replicas).
+ * behind: the version the last push record says this node should serve, when it serves
+ * another (the store is then stale); repair: this node fetching and swapping to it.
+ */
+async function healthStatus(ctx: AppContext, sv: StoreVersions<ServingMirror>): Promise<Record<string, unknown>> {
+  const r = sv.pushRecord
+  return {
+    corruptReads: (await sv.serving.corruptReads()) ?? null,
+    behind: sv.behind ?? null,
+    lastPush: r ? { version: r.version, missed: r.missed, at: r.at } : null,
+    repair: ctx.peers?.repairStatus(sv.store) ?? null,
+  }
+}
+
 function nodeStatus(ctx: AppContext): Record<string, unknown> {
   const { host, port } = ctx.address()
   return {
@@ -68,7 +83,10 @@ async function status(ctx: AppContext, res: ServerResponse): Promise<void> {
   sendJson(res, 200, {
     node: nodeStatus(ctx),
     ...(ctx.workers ? { workers: ctx.workers() } : {}),
-    stores: await Promise.all(ctx.dataDir.all().map((sv) => storeStatus(sv, false))),
+    stores: await Promise.all(
+      ctx.dataDir.all().map(async (sv) => ({ ...(await storeStatus(sv, false)), ...(await healthStatus(ctx, sv)) })),
+    ),
+    peerCheck: ctx.peers?.summary() ?? null,
     jobs: { running: ctx.jobs.running().length },
   })
 }
@@ -85,7 +103,10 @@ async function adminStatus(ctx: AppContext, res: ServerResponse): Promise<void> 
       sourceFsCalls: ctx.sources.gate.stats,
     },
     ...(ctx.workers ? { workers: ctx.workers() } : {}),
-    stores: await Promise.all(ctx.dataDir.all().map((sv) => storeStatus(sv, true))),
+    stores: await Promise.all(
+      ctx.dataDir.all().map(async (sv) => ({ ...(await storeStatus(sv, true)), ...(await healthStatus(ctx, sv)) })),
+    ),
+    peerCheck: ctx.peers?.summary() ?? null,
     jobs: { running: ctx.jobs.running().length },
   })
 }

@@ -1,3 +1,4 @@
+import { mergeCorruptReads, type CorruptReads } from '../../swapper/corrupt-reads'
 import { closeQuietly, openVersionReader, type OpenReader } from '../../swapper/open-version'
 import type { ServingMirror } from '../../swapper/serving-mirror'
 import type { StaleMark } from '../../swapper/stale-mark'
@@ -94,6 +95,10 @@ export class FanoutMirror implements ServingMirror {
   async accessMode(): Promise<string | undefined> {
     const modes = new Set((await this.call({ op: 'accessMode', store: this.store })).filter((m): m is string => typeof m === 'string'))
     return modes.size === 0 ? undefined : modes.size === 1 ? [...modes][0] : 'mixed'
+  }
+
+  async corruptReads(): Promise<CorruptReads | undefined> {
+    return mergeCorruptReads((await this.call({ op: 'corruptReads', store: this.store })) as (CorruptReads | undefined)[])
   }
 
   /** The store is gone (dropped, or the node stops): workers forget it. */

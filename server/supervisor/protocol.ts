@@ -1,6 +1,7 @@
 import type { Cluster } from '../../cluster/cluster'
 import type { StaleMark } from '../../swapper/stale-mark'
 import type { NodeTimeouts } from '../node-options'
+import type { ReadLimits } from '../read-limits'
 
 /**
  * Messages between a node's supervisor and its serving workers (node:cluster IPC, JSON).
@@ -35,6 +36,9 @@ export interface WorkerConfig {
   readonly accessLog: boolean
   readonly drainTimeoutMs: number
   readonly defaultMetrics: boolean
+  readonly readLimits: ReadLimits
+  /** Connections this worker serves at once. */
+  readonly maxConnections: number
   /** The supervisor's control socket, where workers forward admin, status and metrics. */
   readonly controlSocket: string
 }
@@ -51,6 +55,7 @@ export type WorkerCall =
   | { readonly op: 'drained'; readonly store: string; readonly deadlineMs: number }
   | { readonly op: 'draining'; readonly store: string }
   | { readonly op: 'accessMode'; readonly store: string }
+  | { readonly op: 'corruptReads'; readonly store: string }
   | { readonly op: 'metrics' }
   | { readonly op: 'tls'; readonly cert: string; readonly key: string }
   | { readonly op: 'shutdown' }

@@ -14,6 +14,7 @@ import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
 import type { RunningNode } from '../node'
 import type { NodeOptions, NodeSetup } from '../node-options'
+import { PeerCheck } from '../peer-check'
 import { PushLocks } from '../push-lock'
 import { createRequestHandler } from '../request-handler'
 import { warnAboutAuth } from '../single-node'
@@ -49,6 +50,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
       verify: opts.verify,
       log,
       drainDeadlineMs: opts.versionDrainMs,
+      holdForPeers: setup.cluster.nodes.length > 1,
       hooks: {
         onSwap: (r) => metrics.onSwap(r),
         onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
@@ -62,10 +64,31 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   )
   const dd = dataDir
   const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const sources = new SourceAccess(opts.allowedSources)
+
+  const fetch = createFetchRunner({
+    nodeId: opts.nodeId,
+    maxBytesPerSec: opts.fetchMaxBytesPerSec,
+    sources,
+    registry: metrics.registry,
+    stallTimeoutMs: opts.fetchStallTimeoutMs,
+  })
+  const peers = new PeerCheck({
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    dataDir: dd,
+    jobs,
+    fetch,
+    adminToken: opts.adminToken,
+    log,
+    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    timeoutMs: opts.peerCheckTimeoutMs,
+    graceMs: opts.peerCheckGraceMs,
+    selfRepair: opts.selfRepair,
+  })
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }
-  const sources = new SourceAccess(opts.allowedSources)
   const ctx: AppContext = {
     nodeId: opts.nodeId,
     cluster: setup.cluster,
@@ -79,14 +102,10 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     accessLog: opts.accessLog ?? false,
     startedAt: Date.now(),
     keepVersions: setup.keepVersions,
-    fetch: createFetchRunner({
-      nodeId: opts.nodeId,
-      maxBytesPerSec: opts.fetchMaxBytesPerSec,
-      sources,
-      registry: metrics.registry,
-      stallTimeoutMs: opts.fetchStallTimeoutMs,
-    }),
+    fetch,
     sources,
+    readLimits: setup.readLimits,
+    peers,
     storeCreation: new StoreCreation(dd),
     shuttingDown: () => shuttingDown,
     address: () => bound,
@@ -119,6 +138,8 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
         accessLog: opts.accessLog ?? false,
         drainTimeoutMs: opts.drainTimeoutMs ?? 30_000,
         defaultMetrics: opts.defaultMetrics ?? true,
+        readLimits: setup.readLimits,
+        maxConnections: setup.maxConnections,
         controlSocket,
       },
       // Stores dropped since (a failed first fetch) are not reproduced.
@@ -132,6 +153,8 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     throw err
   }
   const url = urlOf(bound.host, bound.port, opts.tls !== undefined)
+  // Listening already (peers asking this node get answers), serving stores only once decided.
+  await peers.start()
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: setup.cluster.name,
@@ -150,6 +173,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   const close = (): Promise<boolean> => {
     closing ??= (async () => {
       shuttingDown = true
+      peers.close()
       log.info('shutdown-started', { workers: setup.workers })
       const timeoutMs = opts.drainTimeoutMs ?? 30_000
       const [workersDrained] = await Promise.all([

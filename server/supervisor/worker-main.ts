@@ -39,7 +39,7 @@ function send(m: FromWorker): void {
  * so a slow drain never delays the next swap.
  */
 let queue: Promise<void> = Promise.resolve()
-const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set(['drained', 'draining', 'accessMode', 'metrics'])
+const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set(['drained', 'draining', 'accessMode', 'corruptReads', 'metrics'])
 process.on('message', (m: unknown) => {
   if (!isToWorker(m)) return
   const failed = (err: unknown): void => log.error('worker-message-failed', { error: errorMessage(err) })
@@ -72,7 +72,8 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
   config = cfg
   stores = new WorkerStores(cfg.nodeId, defaultOpenReader, log)
   const loadErrors = await stores.load(snapshot)
-  metrics = new NodeMetrics(() => undefined, cfg.defaultMetrics)
+  const m = new NodeMetrics(() => undefined, cfg.defaultMetrics)
+  metrics = m
   const ctx: ReadContext = {
     nodeId: cfg.nodeId,
     cluster: cfg.cluster,
@@ -81,9 +82,13 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
     log,
     accessLog: cfg.accessLog,
     shuttingDown: () => shuttingDown,
+    readLimits: cfg.readLimits,
   }
   handler = createRequestHandler(ctx, { kind: 'forward', forward: createControlProxy(cfg.controlSocket, log) })
-  server = createHttpServer(handler, cfg.timeouts, cfg.tls)
+  server = createHttpServer(handler, cfg.timeouts, cfg.tls, {
+    maxConnections: cfg.maxConnections,
+    onDrop: () => m.connectionsDropped.inc(),
+  })
   const addr = (await listen(server, { host: cfg.host, port: cfg.port })) as AddressInfo
   send({ rostore: 'ready', host: addr.address, port: addr.port, loadErrors })
 }

@@ -54,7 +54,14 @@ export class WorkerStores implements ServedStores {
   /** Apply one call of the supervisor; the value is its answer. */
   async apply(call: Exclude<WorkerCall, { op: 'metrics' | 'shutdown' | 'tls' }>): Promise<unknown> {
     // Waiting and counting never create a store; the changes do.
-    if (call.op === 'drained' || call.op === 'draining' || call.op === 'accessMode' || call.op === 'discard' || call.op === 'close') {
+    if (
+      call.op === 'drained' ||
+      call.op === 'draining' ||
+      call.op === 'accessMode' ||
+      call.op === 'corruptReads' ||
+      call.op === 'discard' ||
+      call.op === 'close'
+    ) {
       const known = this.stores.get(call.store)
       if (!known) return call.op === 'draining' ? 0 : undefined
       if (call.op === 'close') {
@@ -89,6 +96,8 @@ export class WorkerStores implements ServedStores {
         return st.draining()
       case 'accessMode':
         return st.accessMode()
+      case 'corruptReads':
+        return st.corruptReads()
     }
   }
 
