@@ -1,5 +1,6 @@
 import { errorMessage } from '../common/errors'
 import type { SwapLogger } from './events'
+import type { ServingMirror } from './serving-mirror'
 import { expectedVersion, readPushRecord, writePushRecord, type PushRecord } from './push-record'
 import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './stale-mark'
 
@@ -17,6 +18,8 @@ export class ServingMarks {
   private staleMark: StaleMark | undefined
   private record: PushRecord | undefined
   private hold: StaleMark | undefined
+  /** The refusal last sent to the serving side, to send only changes. */
+  private published: StaleMark | undefined
 
   constructor(
     private readonly storeDir: string,
@@ -83,5 +86,13 @@ export class ServingMarks {
 
   peersChecked(): void {
     this.hold = undefined
+  }
+
+  /** Tell the serving side why reads are refused with `live` serving, when that changed. */
+  async publish(live: number | undefined, serving: ServingMirror): Promise<void> {
+    const stale = this.stale(live)
+    if (JSON.stringify(stale) === JSON.stringify(this.published)) return
+    await serving.setStale(stale)
+    this.published = stale
   }
 }

@@ -1,4 +1,4 @@
-import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { errorMessage, StoreError } from '../common/errors'
@@ -8,7 +8,7 @@ import { silentLogger, type SwapHooks, type SwapKind, type SwapLogger, type Swap
 import { readNodeMetadata, stageNodeDir, type StageOptions } from './install'
 import { LocalServingStore } from './local-serving'
 import { fsyncDir, writeLivePointer } from './live-pointer'
-import { defaultOpenReader, type OpenReader } from './open-version'
+import { defaultOpenReader } from './open-version'
 import { recoverStoreDir } from './recover'
 import { RetentionScheduler } from './retention'
 import { SerialQueue } from './serial-queue'
@@ -16,75 +16,18 @@ import type { PushRecord } from './push-record'
 import { ServingMarks } from './serving-marks'
 import type { ServingMirror } from './serving-mirror'
 import type { StaleMark } from './stale-mark'
-import {
-  checkStoreName,
-  isValidVersion,
-  previousVersion,
-  retentionVictims,
-  sortVersions,
-  tmpName,
-  trashName,
-  versionDirName,
-} from './versions'
+import { DEFAULT_DRAIN_DEADLINE_MS, DEFAULT_KEEP_VERSIONS, defaultVerify, type StoreVersionsOptions, type VerifyDir } from './store-options'
+import { checkStoreName, isValidVersion, previousVersion, retentionVictims } from './versions'
+import { installResult, VersionShelf, type InstallResult, type VersionInfo } from './version-shelf'
 
-export const DEFAULT_KEEP_VERSIONS = 2
-
-/** How long retention waits for requests still reading a replaced version before cutting them. */
-export const DEFAULT_DRAIN_DEADLINE_MS = 30_000
-
+export { DEFAULT_DRAIN_DEADLINE_MS, DEFAULT_KEEP_VERSIONS, defaultVerify } from './store-options'
+export type { StoreVersionsOptions, VerifyDir } from './store-options'
 export type { OpenReader } from './open-version'
-/** A full verify of a staged directory; `signal` cancels it (RO_ABORTED). */
-export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
-
-/**
- * The real verifier, loaded on first use. It runs in a worker thread: it reads and checks
- * every byte, which on the event loop stalled every read of the node for seconds per
- * install (issue 17, defect 0).
- */
-export const defaultVerify: VerifyDir = async (dir, signal) =>
-  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal })
-
-export interface StoreVersionsOptions {
-  readonly dataDir: string
-  readonly store: string
-  /** When set, versions built for another node are refused. */
-  readonly nodeId?: number
-  /** Backups kept besides the live version (default 2). */
-  readonly keepVersions?: number
-  /** Create the store directory when missing (a store arriving with its first install). */
-  readonly create?: boolean
-  /** Opens readers for the default, in-process serving side (ignored when `serving` is given). */
-  readonly openReader?: OpenReader
-  readonly verify?: VerifyDir
-  readonly log?: SwapLogger
-  readonly hooks?: SwapHooks
-  /** Retention waits this long for requests on a replaced version, then cuts them. Default 30 s. */
-  readonly drainDeadlineMs?: number
-  /**
-   * Serve nothing (reads 503) until `peersChecked()`: a node that restarts asks its peers
-   * whether it missed a push before it serves a store it had (server/peer-check.ts).
-   */
-  readonly holdForPeers?: boolean
-}
-
 export type { StaleMark } from './stale-mark'
 export type { PushRecord } from './push-record'
 
-export interface VersionInfo {
-  readonly version: number
-  readonly live: boolean
-  readonly records: number
-  readonly sizeBytes: number
-  readonly createdAt: string
-}
-
-export interface InstallResult {
-  readonly store: string
-  readonly version: number
-  readonly records: number
-  readonly sizeBytes: number
-  readonly elapsedMs: number
-}
+export type { InstallResult, VersionInfo } from './version-shelf'
+export { installResult, sizeOf } from './version-shelf'
 
 /**
  * The versions of one store on one node: the on-disk directories, the LIVE pointer, the
@@ -102,12 +45,10 @@ export interface InstallResult {
 export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   readonly storeDir: string
   private pointer: number | undefined
-  private readonly present = new Set<number>()
-  private readonly metaCache = new Map<number, StoreMetadata>()
+  /** The version directories on disk and their metadata. */
+  private readonly shelf: VersionShelf
   /** STALE mark, startup hold, last push record: why reads may be refused. */
   private readonly marks: ServingMarks
-  /** The refusal last sent to the serving side, to send only changes. */
-  private publishedStale: StaleMark | undefined
   /** Versions this object asked the serving side to prepare and not yet activate. */
   private preparedAhead = new Set<number>()
   private readonly queue = new SerialQueue()
@@ -126,6 +67,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     readonly serving: M,
   ) {
     this.storeDir = join(opts.dataDir, opts.store)
+    this.shelf = new VersionShelf(this.storeDir, opts.store)
     this.keepVersions = opts.keepVersions ?? DEFAULT_KEEP_VERSIONS
     if (!Number.isSafeInteger(this.keepVersions) || this.keepVersions < 0) {
       throw new RangeError(`keepVersions must be a non-negative integer, got ${this.keepVersions}`)
@@ -166,10 +108,10 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     if (rec.incomplete.length > 0) {
       sv.log.warn('incomplete-versions', { store: sv.store, versions: rec.incomplete, reason: 'no metadata.json; ignored' })
     }
-    for (const v of rec.versions) sv.present.add(v)
+    sv.shelf.load(rec.versions)
     sv.pointer = rec.live
     await sv.marks.load(opts.holdForPeers ?? false)
-    await sv.publishStale()
+    await sv.marks.publish(sv.pointer, sv.serving)
     if (rec.live !== undefined) {
       try {
         await mirror.activate(rec.live, sv.versionDir(rec.live))
@@ -196,7 +138,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
 
   /** Metadata of the live version (according to LIVE), once known. */
   get liveMetadata(): StoreMetadata | undefined {
-    return this.pointer === undefined ? undefined : this.metaCache.get(this.pointer)
+    return this.pointer === undefined ? undefined : this.shelf.cachedMetadata(this.pointer)
   }
 
   /** Why the live version could not be opened at startup, if it could not. */
@@ -226,7 +168,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     return this.exclusive(async () => {
       this.checkOpen()
       const applied = await this.marks.setPushRecord(record)
-      await this.publishStale()
+      await this.marks.publish(this.pointer, this.serving)
       if (applied) this.log.info('push-record', { store: this.store, ...record, behind: this.behind ?? null })
       return applied
     })
@@ -236,56 +178,26 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   peersChecked(): Promise<void> {
     return this.exclusive(async () => {
       this.marks.peersChecked()
-      await this.publishStale()
+      await this.marks.publish(this.pointer, this.serving)
     })
-  }
-
-  /** Tell the serving side why reads are refused now (marks and live version), when it changed. */
-  private async publishStale(): Promise<void> {
-    const stale = this.marks.stale(this.pointer)
-    if (JSON.stringify(stale) === JSON.stringify(this.publishedStale)) return
-    await this.serving.setStale(stale)
-    this.publishedStale = stale
   }
 
   /** Versions on disk, ascending (kept in memory: only this object changes the directory). */
   versions(): number[] {
-    return sortVersions(this.present)
+    return this.shelf.versions()
   }
 
   /** Metadata of a present version, read once (version directories are immutable). */
-  async versionMetadata(version: number): Promise<StoreMetadata> {
-    const cached = this.metaCache.get(version)
-    if (cached) return cached
-    if (!this.present.has(version)) throw this.noSuchVersion(version)
-    const meta = await readNodeMetadata(this.versionDir(version))
-    this.metaCache.set(version, meta)
-    return meta
+  versionMetadata(version: number): Promise<StoreMetadata> {
+    return this.shelf.metadata(version)
   }
 
-  async listVersions(): Promise<VersionInfo[]> {
-    const out: VersionInfo[] = []
-    for (const v of this.versions()) {
-      try {
-        const meta = await this.versionMetadata(v)
-        const st = await stat(this.versionDir(v))
-        out.push({
-          version: v,
-          live: v === this.pointer,
-          records: meta.records,
-          sizeBytes: sizeOf(meta),
-          createdAt: st.mtime.toISOString(),
-        })
-      } catch (err) {
-        // Deleted meanwhile by retention: not listed.
-        if (this.present.has(v)) throw err
-      }
-    }
-    return out
+  listVersions(): Promise<VersionInfo[]> {
+    return this.shelf.list(this.pointer)
   }
 
   versionDir(version: number): string {
-    return join(this.storeDir, versionDirName(version))
+    return this.shelf.dir(version)
   }
 
   /**
@@ -299,10 +211,8 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     if (!isAbsolute(src)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
     const srcMeta = await readNodeMetadata(src)
     this.checkBelongs(srcMeta, src)
-    if (this.present.has(srcMeta.version)) {
-      throw new StoreError('RO_CONFLICT', `store ${this.store} already has version ${srcMeta.version}`)
-    }
-    const staging = join(this.storeDir, tmpName('install'))
+    if (this.shelf.has(srcMeta.version)) throw this.shelf.exists(srcMeta.version)
+    const staging = this.shelf.stagingPath('install')
     try {
       await stageNodeDir(src, staging, opts)
       crashPoint('install:staged')
@@ -314,7 +224,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
 
   /** A fresh staging directory path inside the store directory (for fetches). */
   stagingPath(kind: string): string {
-    return join(this.storeDir, tmpName(kind))
+    return this.shelf.stagingPath(kind)
   }
 
   /**
@@ -332,21 +242,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     crashPoint('install:verified')
     await this.exclusive(async () => {
       if (opts.signal?.aborted) throw new StoreError('RO_ABORTED', 'cancelled')
-      if (this.present.has(meta.version)) {
-        throw new StoreError('RO_CONFLICT', `store ${this.store} already has version ${meta.version}`)
-      }
-      try {
-        await rename(staging, this.versionDir(meta.version))
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code
-        if (code === 'ENOTEMPTY' || code === 'EEXIST') {
-          throw new StoreError('RO_CONFLICT', `store ${this.store} already has version ${meta.version}`)
-        }
-        throw new StoreError('RO_IO', `cannot rename ${staging}: ${errorMessage(err)}`, { cause: err })
-      }
-      await fsyncDir(this.storeDir)
-      this.present.add(meta.version)
-      this.metaCache.set(meta.version, meta)
+      await this.shelf.place(staging, meta)
     })
     crashPoint('install:renamed')
     await this.prepare(meta.version)
@@ -384,13 +280,13 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   /** Delete a version that is not live (rename to .trash-*, then remove). */
   deleteVersion(version: number): Promise<void> {
     return this.exclusive(async () => {
-      if (!this.present.has(version)) throw this.noSuchVersion(version)
+      if (!this.shelf.has(version)) throw this.shelf.noSuchVersion(version)
       if (version === this.pointer) {
         throw new StoreError('RO_CONFLICT', `version ${version} of store ${this.store} is live; swap or roll back first`)
       }
       await this.serving.discard(version)
       this.preparedAhead.delete(version)
-      const trash = await this.trashVersion(version)
+      const trash = await this.shelf.trash(version)
       crashPoint('delete:trashed')
       await fsyncDir(this.storeDir)
       await rm(trash, { recursive: true, force: true })
@@ -403,7 +299,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   setStale(reason: string | undefined): Promise<StaleMark | undefined> {
     return this.exclusive(async () => {
       const mark = await this.marks.setStale(reason)
-      await this.publishStale()
+      await this.marks.publish(this.pointer, this.serving)
       this.log.info(reason === undefined ? 'stale-cleared' : 'stale-set', { store: this.store, reason })
       return mark
     })
@@ -433,7 +329,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
    */
   private async prepare(version: number): Promise<void> {
     await this.exclusive(async () => {
-      if (this.closed || !this.present.has(version) || this.pointer === version) return
+      if (this.closed || !this.shelf.has(version) || this.pointer === version) return
       try {
         await this.serving.prepare(version, this.versionDir(version))
       } catch (err) {
@@ -451,7 +347,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     this.checkOpen()
     const t0 = performance.now()
     const from = this.pointer
-    if (!this.present.has(version)) throw this.noSuchVersion(version)
+    if (!this.shelf.has(version)) throw this.shelf.noSuchVersion(version)
     if (version === from && this.serving.activeVersion === version) {
       return { store: this.store, kind, from, to: version, changed: false, elapsedMs: 0, flipMs: 0 }
     }
@@ -471,9 +367,9 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     // A version this node should not serve (behind a push) is refused before it serves; a
     // refusal the swap ends is lifted only once the right version serves.
     const refused = this.marks.stale(version) !== undefined
-    if (refused) await this.publishStale()
+    if (refused) await this.marks.publish(this.pointer, this.serving)
     await this.serving.activate(version, this.versionDir(version))
-    if (!refused) await this.publishStale()
+    if (!refused) await this.marks.publish(this.pointer, this.serving)
     this.preparedAhead.delete(version)
     const t2 = performance.now()
     const result: SwapResult = { store: this.store, kind, from, to: version, changed: true, elapsedMs: t2 - t0, flipMs: t2 - t1 }
@@ -492,14 +388,6 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     }
   }
 
-  private async trashVersion(version: number): Promise<string> {
-    const trash = join(this.storeDir, trashName(versionDirName(version)))
-    await rename(this.versionDir(version), trash)
-    this.present.delete(version)
-    this.metaCache.delete(version)
-    return trash
-  }
-
   private async applyRetention(): Promise<void> {
     const live = this.pointer
     if (live === undefined) return
@@ -509,7 +397,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     for (const v of victims) {
       await this.serving.discard(v)
       this.preparedAhead.delete(v)
-      trashes.push(await this.trashVersion(v))
+      trashes.push(await this.shelf.trash(v))
       crashPoint('retention:trashed')
     }
     await fsyncDir(this.storeDir)
@@ -526,25 +414,6 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   private checkOpen(): void {
     if (this.closed) throw new StoreError('RO_UNAVAILABLE', `store ${this.store} is shutting down`)
   }
-
-  private noSuchVersion(version: number): StoreError {
-    return new StoreError('RO_NOT_FOUND', `store ${this.store} has no version ${version}`)
-  }
-}
-
-/** What an install or a fetch reports: the version it added and how long it took. */
-export function installResult(meta: StoreMetadata, startedAt: number): InstallResult {
-  return {
-    store: meta.store,
-    version: meta.version,
-    records: meta.records,
-    sizeBytes: sizeOf(meta),
-    elapsedMs: performance.now() - startedAt,
-  }
-}
-
-export function sizeOf(meta: StoreMetadata): number {
-  return meta.files.reduce((n, f) => n + f.size, 0)
 }
 
 function round(ms: number): number {
