@@ -33,7 +33,9 @@ test('opening a 200k-record store grows heap + ArrayBuffers by < 1 MiB in mmap m
   const pread = grownBy(dir, small, 'pread')
   expect(pread.accessMode).toBe('pread')
   expect(pread.probe).toBe(2)
-  expect(pread.grown).toBeGreaterThan(RECORDS * 16)
+  // 16 bytes per record held, less whatever unrelated garbage the measurement's GC freed
+  // (a few tens of KB): clearly per-record, where mmap stays under 5 bytes per record.
+  expect(pread.grown).toBeGreaterThan(RECORDS * 12)
   if (!nativeFunctions()) return
   const mmap = grownBy(dir, small, 'mmap')
   expect(mmap.accessMode).toBe('mmap')
