@@ -1,6 +1,6 @@
 import type { Cluster } from '../cluster/cluster'
 import type { DataDir } from '../swapper/data-dir'
-import type { AdminAuth } from './auth'
+import type { AdminAuth, ReadAuth } from './auth'
 import type { FetchRunner } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
@@ -17,6 +17,8 @@ export interface AppContext {
   /** The stores on disk: versions, install, swap (admin routes, status). */
   readonly dataDir: DataDir
   readonly auth: AdminAuth
+  /** Checked on routes with access 'read' (off when no read token is configured). */
+  readonly readAuth: ReadAuth
   readonly metrics: NodeMetrics
   readonly jobs: Jobs
   readonly log: Logger

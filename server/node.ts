@@ -6,13 +6,15 @@ import { DataDir } from '../swapper/data-dir'
 import type { OpenReader, VerifyDir } from '../swapper/store-versions'
 import { DEFAULT_KEEP_VERSIONS } from '../swapper/store-versions'
 import { createRequestHandler } from './request-handler'
-import { AdminAuth } from './auth'
+import { AdminAuth, ReadAuth } from './auth'
 import { createFetchRunner } from './fetch-route'
 import { MAX_URL_BYTES } from './http-util'
 import { Jobs } from './jobs'
 import { PushLocks } from './push-lock'
 import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
+import type { RespServer, RespServerOptions } from './resp/resp-context'
+import { startRespServer } from './resp/resp-server'
 
 export interface NodeTimeouts {
   /** Time to receive the request headers; slow-loris connections die after it. Default 10 s. */
@@ -33,6 +35,13 @@ export interface NodeOptions {
   readonly dataDir: string
   /** Admin bearer token; without one every admin route answers 403. */
   readonly adminToken?: string
+  /** Read token: HTTP reads need it as a bearer token, RESP connections with AUTH. Off when unset. */
+  readonly readToken?: string
+  /**
+   * The RESP (Redis protocol) listener, on `bind` like HTTP. It starts when `resp.port` is
+   * given (0: any free port) or cluster.json has a `respPort` for this node.
+   */
+  readonly resp?: Omit<RespServerOptions, 'host' | 'port'> & { readonly port?: number }
   /** Backups kept besides the live version (default 2). */
   readonly keepVersions?: number
   /** Host to listen on; default the node's host in cluster.json. */
@@ -66,6 +75,8 @@ export interface RunningNode {
   readonly dataDir: DataDir
   readonly jobs: Jobs
   readonly metrics: NodeMetrics
+  /** The RESP listener, when the node runs one. */
+  readonly resp?: RespServer
   /**
    * Graceful stop: stop accepting, let in-flight requests finish (up to drainTimeoutMs),
    * cancel running jobs, close the readers. Resolves true when everything drained in
@@ -86,6 +97,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     throw new StoreError('RO_BAD_OPTION', `--keep-versions must be a non-negative integer, got ${keepVersions}`)
   }
   const auth = new AdminAuth(opts.adminToken)
+  const readAuth = new ReadAuth(opts.readToken, auth)
   if (!auth.enabled) log.warn('admin-disabled', { reason: 'no admin token configured; admin routes answer 403' })
   else if ((opts.adminToken ?? '').length < 16) log.warn('admin-token-short', { reason: 'use at least 16 random characters' })
 
@@ -133,6 +145,7 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     stores: dd,
     dataDir: dd,
     auth,
+    readAuth,
     metrics,
     jobs,
     pushLocks: new PushLocks(),
@@ -170,6 +183,17 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
   })
   const addr = server.address() as AddressInfo
   bound = { host: addr.address, port: addr.port }
+  // RESP: a few lines on purpose, so a multi-process node can run the same call in each worker.
+  const respPort = opts.resp?.port ?? me.respPort
+  let resp: RespServer | undefined
+  if (respPort !== undefined) {
+    const respCtx = { nodeId: opts.nodeId, cluster, stores: dd, log, readAuth, readToken: opts.readToken, registry: metrics.registry }
+    resp = await startRespServer(respCtx, { ...opts.resp, host, port: respPort }).catch(async (err: unknown) => {
+      server.close()
+      await dd.close()
+      throw err
+    })
+  }
   const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
   log.info('listening', {
     nodeId: opts.nodeId,
@@ -181,6 +205,8 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
     stores: dd.all().map((s) => ({ store: s.store, version: s.live.version ?? null })),
     keepVersions,
     admin: auth.enabled,
+    readAuth: readAuth.enabled,
+    ...(resp ? { respPort: resp.port, respDefaultStore: opts.resp?.defaultStore ?? null } : {}),
   })
 
   let closing: Promise<boolean> | undefined
@@ -200,8 +226,9 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
       })
       // Running jobs are cancelled; one stuck in a long file copy is not waited for past the
       // drain timeout (its staging directory is removed at the next start).
-      const [inTime] = await Promise.all([
+      const [inTime, respInTime] = await Promise.all([
         Promise.race([drained.then(() => true), timedOut]),
+        resp ? resp.close(opts.drainTimeoutMs ?? 30_000) : Promise.resolve(true),
         Promise.race([jobs.cancelAll().catch(() => undefined), timedOut]),
       ])
       clearInterval(sweep)
@@ -211,11 +238,11 @@ export async function startNode(opts: NodeOptions): Promise<RunningNode> {
         server.closeAllConnections()
       }
       await dd.close()
-      log.info('shutdown-complete', { drained: inTime })
-      return inTime
+      log.info('shutdown-complete', { drained: inTime && respInTime })
+      return inTime && respInTime
     })()
     return closing
   }
 
-  return { nodeId: opts.nodeId, host: bound.host, port: bound.port, url, server, dataDir: dd, jobs, metrics, close }
+  return { nodeId: opts.nodeId, host: bound.host, port: bound.port, url, server, dataDir: dd, jobs, metrics, resp, close }
 }

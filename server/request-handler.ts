@@ -109,6 +109,7 @@ function dispatch(ctx: AppContext, req: IncomingMessage, res: ServerResponse, in
     return
   }
   info.op = match.route.op
+  if (match.route.access === 'read') ctx.readAuth.check(req)
   return match.route.handle(ctx, req, res, match.params)
 }
 
@@ -136,7 +137,7 @@ function fail(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info: 
     return
   }
   const headers: Record<string, string> = {}
-  if (status === 401) headers['WWW-Authenticate'] = 'Bearer realm="rostore-admin"'
+  if (status === 401) headers['WWW-Authenticate'] = `Bearer realm="${req.url?.startsWith('/admin') ? 'rostore-admin' : 'rostore-read'}"`
   // The request body may still be arriving (413, early 401): do not keep the connection.
   if (!req.complete) headers['Connection'] = 'close'
   sendJson(res, status, body, headers)

@@ -18,6 +18,12 @@ interface ServeArgs {
   'allowed-source'?: string[]
   'access-log': boolean
   'drain-timeout-ms': number
+  'read-token'?: string
+  'read-token-file'?: string
+  'resp-port'?: number
+  'resp-default-store'?: string
+  'resp-max-clients'?: number
+  'resp-idle-timeout-ms'?: number
 }
 
 export const command = 'serve'
@@ -41,6 +47,19 @@ export function builder(y: Argv): Argv<ServeArgs> {
     .option('allowed-source', { type: 'string', array: true, describe: 'fetch sources must lie under one of these (repeatable)' })
     .option('access-log', { type: 'boolean', default: false, describe: 'log one line per request' })
     .option('drain-timeout-ms', { type: 'number', default: 30_000, describe: 'on SIGTERM, wait this long for in-flight requests' })
+    .option('read-token', {
+      type: 'string',
+      describe: 'token reads need: HTTP bearer, RESP AUTH (prefer env ROSTORE_READ_TOKEN or --read-token-file); off by default',
+    })
+    .option('read-token-file', { type: 'string', describe: 'file whose first line is the read token' })
+    .option('resp-port', {
+      type: 'number',
+      describe:
+        "serve reads over RESP (the Redis protocol) on this port, 0 for any (default: the node's respPort in cluster.json, else none)",
+    })
+    .option('resp-default-store', { type: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' })
+    .option('resp-max-clients', { type: 'number', describe: 'open RESP connections at most (default 10000)' })
+    .option('resp-idle-timeout-ms', { type: 'number', describe: 'close RESP connections idle this long, 0 for never (default 300000)' })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0) throw new Error('--node-id must be a non-negative integer')
       if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0)
@@ -50,8 +69,23 @@ export function builder(y: Argv): Argv<ServeArgs> {
       if (a['admin-token'] !== undefined && a['admin-token-file'] !== undefined) {
         throw new Error('give --admin-token or --admin-token-file, not both')
       }
+      if (a['read-token'] !== undefined && a['read-token-file'] !== undefined)
+        throw new Error('give --read-token or --read-token-file, not both')
+      if (a['resp-port'] !== undefined && (!Number.isSafeInteger(a['resp-port']) || a['resp-port'] < 0 || a['resp-port'] > 65535))
+        throw new Error('--resp-port must be 0..65535')
+      if (a['resp-max-clients'] !== undefined && (!Number.isSafeInteger(a['resp-max-clients']) || a['resp-max-clients'] < 1))
+        throw new Error('--resp-max-clients must be a positive integer')
+      if (a['resp-idle-timeout-ms'] !== undefined && (!Number.isSafeInteger(a['resp-idle-timeout-ms']) || a['resp-idle-timeout-ms'] < 0))
+        throw new Error('--resp-idle-timeout-ms must be a non-negative integer')
       return true
     }) as unknown as Argv<ServeArgs>
+}
+
+function readToken(a: ServeArgs): string | undefined {
+  if (a['read-token-file'] !== undefined) {
+    return readFileSync(a['read-token-file'], 'utf8').split(/\r?\n/)[0]?.trim() || undefined
+  }
+  return a['read-token'] ?? (process.env.ROSTORE_READ_TOKEN || undefined)
 }
 
 function adminToken(a: ServeArgs): string | undefined {
@@ -88,6 +122,13 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       nodeId: argv['node-id'],
       dataDir: argv['data-dir'],
       adminToken: adminToken(argv),
+      readToken: readToken(argv),
+      resp: {
+        port: argv['resp-port'],
+        defaultStore: argv['resp-default-store'],
+        maxClients: argv['resp-max-clients'],
+        idleTimeoutMs: argv['resp-idle-timeout-ms'],
+      },
       keepVersions: argv['keep-versions'],
       bind: argv.bind,
       port: argv.port,
