@@ -42,6 +42,16 @@ export interface RemoteJob {
 export interface NodeClientOptions {
   readonly timeoutMs?: number
   readonly adminToken?: string
+  /** Sent as the bearer token of read requests, when the nodes require one. */
+  readonly readToken?: string
+}
+
+/** The reads the routing client makes of one node, over HTTP (NodeClient) or RESP (RespNodeClient). */
+export interface NodeReads {
+  readonly endpoint: string
+  get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }>
+  getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }>
+  close(): void
 }
 
 /**
@@ -49,7 +59,7 @@ export interface NodeClientOptions {
  * every failure is a StoreError: RO_UNAVAILABLE for connection errors, timeouts and 5xx,
  * the node's own code otherwise.
  */
-export class NodeClient {
+export class NodeClient implements NodeReads {
   readonly endpoint: string
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 16 })
   private readonly timeoutMs: number
@@ -64,7 +74,7 @@ export class NodeClient {
 
   /** The value (undefined when absent) and the store version that answered. */
   async get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }> {
-    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`)
+    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`, undefined, this.readHeaders())
     if (res.status === 404 && res.body.length === 0 && res.headers[VERSION_HEADER] !== undefined)
       return { value: undefined, version: versionOf(res) }
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
@@ -74,6 +84,7 @@ export class NodeClient {
   async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
     const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), {
       'Content-Type': 'application/octet-stream',
+      ...this.readHeaders(),
     })
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
     return { values: decodeValues(res.body, keys.length), version: versionOf(res) }
@@ -128,8 +139,12 @@ export class NodeClient {
     this.agent.destroy()
   }
 
+  private readHeaders(): Record<string, string> {
+    return this.opts.readToken === undefined ? {} : { Authorization: `Bearer ${this.opts.readToken}` }
+  }
+
   private async json<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, admin = false): Promise<T> {
-    const headers: Record<string, string> = {}
+    const headers: Record<string, string> = admin ? {} : this.readHeaders()
     if (admin) {
       if (!this.opts.adminToken)
         throw new StoreError('RO_UNAUTHORIZED', `${this.endpoint}: no admin token (give --admin-token or set ROSTORE_ADMIN_TOKEN)`)
