@@ -1,6 +1,5 @@
 import { CR, LF, type RespProto } from './resp'
 
-const CRLF_LEN = 2
 /** `$`, up to 16 digits, CRLF, and the CRLF after the payload. */
 const BULK_OVERHEAD = 21
 
@@ -207,4 +206,3 @@ export function encodeCommand(args: readonly (Uint8Array | string)[]): Buffer {
   return Buffer.from(w.take())
 }
 
-export const CRLF_BYTES = CRLF_LEN

@@ -50,8 +50,12 @@ export class RespConnection {
   readonly parser: RespRequestParser
   readonly remote: string
   readonly local: string
-  /** No more commands are read; the socket ends once the queued replies are out. */
+  /** No more commands are run; the socket ends once the queued replies are out (QUIT, protocol error). */
   closing = false
+  /** Shutdown: no more bytes are read; the commands already received run, then the socket ends. */
+  private draining = false
+  /** The last run() found no complete command left in the parser. */
+  private parserEmpty = true
   private readonly queue: Deferred[] = []
   private running = false
   private paused = false
@@ -114,24 +118,25 @@ export class RespConnection {
     }
   }
 
-  /** Ends the connection once the replies queued so far are sent (QUIT, shutdown). */
+  /** Ends the connection once the replies queued so far are sent (QUIT). */
   closeAfterReplies(): void {
     this.closing = true
     if (!this.running && this.queue.length === 0) this.socket.end()
   }
 
+  /**
+   * Shutdown: reads no more, answers the commands already received, then ends the
+   * connection (a command cut in half by the stop is dropped).
+   */
+  drain(): void {
+    this.draining = true
+    this.socket.pause()
+    if (!this.running) this.run()
+  }
+
   /** Cuts the connection now (shutdown past its drain time). */
   destroy(): void {
     this.socket.destroy()
-  }
-
-  /** Nothing sent and unanswered, nothing half-received: safe to close on shutdown. */
-  get idle(): boolean {
-    return this.queue.length === 0 && this.parser.buffered === 0
-  }
-
-  get queuedReplies(): number {
-    return this.queue.length
   }
 
   private onData(chunk: Buffer): void {
@@ -154,6 +159,7 @@ export class RespConnection {
   private run(): void {
     if (this.running || this.socket.destroyed) return
     this.running = true
+    this.parserEmpty = false
     try {
       for (;;) {
         let full = false
@@ -171,7 +177,10 @@ export class RespConnection {
             this.closing = true
             break
           }
-          if (!more) break
+          if (!more) {
+            this.parserEmpty = true
+            break
+          }
           this.host.dispatch(this)
         }
         this.flush()
@@ -180,7 +189,7 @@ export class RespConnection {
     } finally {
       this.running = false
     }
-    if (this.closing && this.queue.length === 0) {
+    if ((this.closing || (this.draining && this.parserEmpty)) && this.queue.length === 0) {
       this.socket.end()
       return
     }
@@ -224,7 +233,7 @@ export class RespConnection {
     if (stop && !this.paused) {
       this.paused = true
       this.socket.pause()
-    } else if (!stop && this.paused) {
+    } else if (!stop && this.paused && !this.draining) {
       this.paused = false
       this.socket.resume()
     }

@@ -174,7 +174,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
         if (this.connections.size === 0) resolve()
       })
       // Idle connections close now; busy ones once their queued replies are out.
-      for (const c of this.connections) c.closeAfterReplies()
+      for (const c of this.connections) c.drain()
       let timer: NodeJS.Timeout | undefined
       const inTime = await Promise.race([
         drained.then(() => true),

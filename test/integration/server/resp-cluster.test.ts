@@ -1,9 +1,11 @@
+import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import Redis from 'ioredis'
 import { createClient, RESP_TYPES } from 'redis'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { StoreClient } from '../../../client/store-client'
+import { cliPath } from '../../../common/paths'
 import { writeInput } from '../../../testkit/input-files'
 import { startCluster, type TestCluster } from '../../../testkit/node-process'
 import { redisCli } from '../../../testkit/redis-cli'
@@ -53,6 +55,14 @@ afterAll(async () => {
   await nodes?.killAll()
   tmp.cleanup()
 })
+
+function runCli(args: readonly string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cliPath(), ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    )
+  })
+}
 
 async function info(node: number, section: string): Promise<Record<string, string>> {
   const r = await redisCli(nodes.nodes[node]!.respPort!, ['INFO', section], { raw: true, flags: ['-a', READ, '--no-auth-warning'] })
@@ -140,6 +150,24 @@ test('the routing client over RESP reads every key from its replicas directly', 
   await expect(StoreClient.connect({ cluster, store: 'st', transport: 'resp', readToken: 'wrong' })).rejects.toMatchObject({
     code: 'RO_UNAUTHORIZED',
   })
+})
+
+test('rostore get --transport resp reads through the routing client with the read token from the environment', async () => {
+  const keys = [keyOf(remote[0]!), keyOf(1), 'absent']
+  const r = await runCli(['get', '--cluster', nodes.clusterFile, '--store', 'st', '--transport', 'resp', '--json', ...keys], {
+    ROSTORE_READ_TOKEN: READ,
+  })
+  expect(r.code).toBe(0)
+  expect(
+    r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as unknown),
+  ).toEqual([
+    { key: keys[0], found: true, value: valueOf(remote[0]!) },
+    { key: keys[1], found: true, value: valueOf(1) },
+    { key: 'absent', found: false },
+  ])
 })
 
 test('staleness: node 0 marked stale forwards even the keys it holds; a stale peer is passed over', async () => {

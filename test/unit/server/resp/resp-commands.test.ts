@@ -199,6 +199,33 @@ test('redis-cli --pipe: many commands in one stream, answered in order, errors c
   expect(out.stdout.trim().split('\n')).toEqual(Array.from({ length: 50 }, (_, i) => `value-${i}`))
 })
 
+test('--resp-default-store: every key is a bare key of that store, colons included; other stores are out of reach', async () => {
+  const other = await startNode({
+    cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
+    nodeId: 0,
+    dataDir: join(tmp.dir, 'data'),
+    bind: '127.0.0.1',
+    port: 0,
+    log: nullLogger,
+    defaultMetrics: false,
+    resp: { port: 0, defaultStore: 'users' },
+  })
+  try {
+    const p = other.resp!.port
+    expect(await cli(p, 'GET', 'key-7')).toBe('"value-7"')
+    expect(await cli(p, 'GET', 'with:colon')).toBe('"colon-value"')
+    expect(await cli(p, 'GET', 'users:key-7')).toBe('(nil)')
+    expect(await cli(p, 'GET', 'items:a')).toBe('(nil)')
+    expect((await cli(p, 'MGET', 'key-1', 'nope')).split('\n')).toEqual(['1) "value-1"', '2) (nil)'])
+    expect(await cli(p, 'DBSIZE')).toBe('(integer) 104')
+    const ks = (await redisCli(p, ['INFO', 'keyspace'], { raw: true })).stdout
+    expect(ks).toMatch(/store_users:/)
+    expect(ks).not.toMatch(/store_items:/)
+  } finally {
+    await other.close()
+  }
+})
+
 test('pipelined commands in one write get their replies in order', async () => {
   const raw = await RawConnection.open(port)
   let req = ''

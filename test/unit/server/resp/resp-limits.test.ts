@@ -187,3 +187,16 @@ test('a client that stops reading is cut after the send timeout; others are serv
   other.close()
   slow.close()
 })
+
+test('shutdown: commands already received are answered, then connections close and new ones are refused', async () => {
+  const c = await RawConnection.open(port)
+  // 20 replies of 100 KiB: more than the high water, so some commands still wait in the node when it stops.
+  c.send(AUTH + 'GET users:big\r\n'.repeat(20))
+  await c.until((t) => t.length > 0)
+  const closed = node.close()
+  await c.closedPromise
+  const reply = `$${BIG}\r\n${'b'.repeat(BIG)}\r\n`
+  expect(c.text).toBe(`+OK\r\n${reply.repeat(20)}`)
+  expect(await closed).toBe(true)
+  await expect(RawConnection.open(port)).rejects.toThrow(/ECONNREFUSED/)
+})
