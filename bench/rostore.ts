@@ -29,6 +29,8 @@ export interface RostoreBuildOptions {
   readonly compression?: Compression
   readonly memoryMb?: number
   readonly version?: number
+  /** Another cluster file (default: the one-node benchCluster). */
+  readonly cluster?: string
 }
 
 /** `rostore build` of a data set into `output` (which must not exist), timed from here. */
@@ -42,7 +44,7 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
     '--format',
     'tsv',
     '--cluster',
-    benchCluster(tmp),
+    o.cluster ?? benchCluster(tmp),
     '--store',
     STORE,
     '--output',
