@@ -205,4 +205,3 @@ export function encodeCommand(args: readonly (Uint8Array | string)[]): Buffer {
   w.command(args)
   return Buffer.from(w.take())
 }
-

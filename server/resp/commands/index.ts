@@ -22,6 +22,6 @@ export const WRITE_COMMANDS: ReadonlySet<string> = new Set(
     'zunionstore zinterstore zdiffstore zrangestore ' +
     'hset hsetnx hmset hdel hincrby hincrbyfloat ' +
     'pfadd pfmerge geoadd georadius georadiusbymember geosearchstore xadd xdel xtrim xgroup xack xclaim xautoclaim xsetid ' +
-    'flushdb flushall swapdb sort eval evalsha fcall function script publish spublish'
+    'flushdb flushall swapdb sort'
   ).split(' '),
 )
