@@ -95,8 +95,10 @@ class PeerConnection {
     })
     this.socket.on('error', (err) => this.destroy(err))
     this.socket.on('close', () => {
-      const err = this.failure ?? new StoreError('RO_UNAVAILABLE', 'connection closed')
-      this.pipeline.fail(err)
+      // Closed by the node with commands in flight counts as a failure (the node is skipped
+      // for a while); closed while idle does not.
+      if (!this.failure && this.pipeline.pending > 0) this.failure = new StoreError('RO_UNAVAILABLE', 'connection closed by the node')
+      this.pipeline.fail(this.failure ?? new StoreError('RO_UNAVAILABLE', 'connection closed'))
       this.onGone(this, this.failure)
     })
     this.socket.setTimeout(opts.timeoutMs, () => {
