@@ -16,76 +16,21 @@
  *   so the RESP layer's own cost and the store lookup's share can be told apart
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { RespClientConnection } from '../client/resp-connection'
 import { freePort } from '../common/net'
-import { ABSENT_FRACTION, datasetId, ensureDir, keyOf, valueOf, workRoot, type Dataset } from './data'
+import { ABSENT_FRACTION, ensureDir, workRoot, type Dataset } from './data'
 import type { LoadResult } from './load-client'
 import type { PacedJob } from './paced-client'
 import { ensureRedis, ensureRespInput, redisBenchmark, RedisServer, type RedisBenchResult, type RespTarget } from './peers/redis'
 import { goal, type BenchContext, type GoalRow } from './report'
-import { rostoreBuild, STORE } from './rostore'
-import { linkVersion, serveDataDir, ServeProcess } from './serve-bench'
-import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from './stats'
+import { forwardCost } from './resp-forward'
+import { BATCH, CLIENT_CPU, CONNECTIONS, HEAD, PIPELINE, cells, push, row, target, verifyResp, type Row } from './resp-rows'
+import { STORE } from './rostore'
+import { serveDataDir, ServeProcess } from './serve-bench'
+import { fmt, fmtRatio, mdTable, summarize } from './stats'
 import { cpuSecondsOf, log, pinArgs, runTimed } from './system'
 
-const CONNECTIONS = 50
-const PIPELINE = 16
-const BATCH = 100
 const PACED_CONNECTIONS = 16
-const CLIENT_CPU = 1
-
-interface Row {
-  readonly label: string
-  readonly rps: number[]
-  readonly keysPerSec: number[]
-  readonly p50: number[]
-  readonly p99: number[]
-  readonly cpu: number[]
-  /** Server CPU µs per request (per key for the forwarding rows). */
-  readonly usPerReq: number[]
-  readonly clientCpu: number[]
-}
-
-const row = (label: string): Row => ({ label, rps: [], keysPerSec: [], p50: [], p99: [], cpu: [], usPerReq: [], clientCpu: [] })
-
-function push(r: Row, b: RedisBenchResult, keysPerRequest: number): void {
-  r.rps.push(b.rps)
-  r.keysPerSec.push(b.rps * keysPerRequest)
-  r.p50.push(b.p50Ms)
-  r.p99.push(b.p99Ms)
-  r.cpu.push(b.serverCpu)
-  r.usPerReq.push((b.cpuSecs / b.requests) * 1e6)
-  r.clientCpu.push(b.clientCpu)
-  log(
-    `resp ${r.label}: ${b.rps.toFixed(0)} req/s, p50 ${b.p50Ms} ms, p99 ${b.p99Ms} ms, server ${((b.cpuSecs / b.requests) * 1e6).toFixed(1)} µs/req, client CPU ${b.clientCpu.toFixed(2)}`,
-  )
-}
-
-function cells(r: Row): string[] {
-  if (r.rps.length === 0) return [r.label, 'not run', '', '', '', '', '', '', '']
-  const rps = summarize(r.rps)
-  const m = (xs: number[], d = 1): string => fmt(summarize(xs).median, d)
-  return [
-    r.label,
-    fmt(rps.median),
-    fmtSpread(rps),
-    fmt(summarize(r.keysPerSec).median),
-    m(r.p50, 3),
-    m(r.p99, 3),
-    m(r.cpu, 2),
-    m(r.usPerReq),
-    m(r.clientCpu, 2),
-  ]
-}
-
-const HEAD = ['system / request', 'requests/s', 'spread', 'keys/s', 'p50 ms', 'p99 ms', 'server CPU', 'server µs/req', 'client CPU']
-
-/** A rostore node process as a redis-benchmark target (CPU of one or more node processes). */
-function target(port: number, procs: readonly ServeProcess[]): RespTarget {
-  return { port, cpuSeconds: () => procs.reduce((n, p) => n + p.cpuSeconds(), 0) }
-}
 
 /** The diagnostic listener (resp-memory-node.ts) on the server core; resolves once it listens. */
 async function startMemoryNode(port: number, ds: Dataset): Promise<RespTarget & { stop(): void }> {
@@ -116,31 +61,6 @@ async function startMemoryNode(port: number, ds: Dataset): Promise<RespTarget & 
     })
   })
   return { port, cpuSeconds: () => cpuSecondsOf(child.pid ?? -1), stop: () => void child.kill('SIGKILL') }
-}
-
-/** Checks the RESP answers of a node before loading it: present and absent keys, MGET. */
-async function verifyResp(port: number, ds: Dataset): Promise<void> {
-  const c = new RespClientConnection({ host: '127.0.0.1', port, timeoutMs: 10_000 })
-  try {
-    const n = ds.shape.records
-    const ids = [0, n - 1, Math.floor(n / 2)]
-    for (const id of ids) {
-      const v = await c.command(['GET', keyOf(id)])
-      if (!Buffer.isBuffer(v) || !v.equals(valueOf(id, ds.shape.valueBytes, ds.seed)))
-        throw new Error(`RESP GET ${keyOf(id)}: wrong or missing value`)
-    }
-    if ((await c.command(['GET', keyOf(n + 3)])) !== null) throw new Error('RESP GET of an absent key answered a value')
-    const many = await c.command(['MGET', ...ids.map(keyOf), keyOf(n + 4)])
-    if (
-      !Array.isArray(many) ||
-      many.length !== 4 ||
-      many[3] !== null ||
-      !ids.every((id, j) => Buffer.isBuffer(many[j]) && (many[j] as Buffer).equals(valueOf(id, ds.shape.valueBytes, ds.seed)))
-    )
-      throw new Error('RESP MGET: wrong answer')
-  } finally {
-    c.close()
-  }
 }
 
 async function paced(job: PacedJob): Promise<LoadResult> {
@@ -355,87 +275,4 @@ function respGoals(name: string, rows?: Record<'get' | 'rget' | 'pipe' | 'rpipe'
       Number.isFinite(p99) ? p99 < 1 : undefined,
     ),
   ]
-}
-
-/**
- * The cost of a forwarded key: a 2-node cluster where node 0 owns 1 partition of 64
- * (about 1.6% of the keys) and node 1 the rest, both nodes pinned to the server core. The
- * same load goes to node 1 (keys local) and to node 0 (keys forwarded to node 1); the
- * server CPU of both nodes per request is compared.
- */
-async function forwardCost(ctx: BenchContext, ds: Dataset, duration: number): Promise<{ markdown: string }> {
-  const local = row('GET, client on the node holding the keys (local)')
-  const fwd = row('GET, client on the other node (forwarded)')
-  const mlocal = row(`MGET of ${BATCH}, local`)
-  const mfwd = row(`MGET of ${BATCH}, forwarded`)
-  const nodes: ServeProcess[] = []
-  let note = ''
-  try {
-    const layout = [
-      { id: 0, partitions: [0] },
-      { id: 1, partitions: Array.from({ length: 63 }, (_, i) => i + 1) },
-    ]
-    const art = join(workRoot(), 'stores', datasetId(ds.shape, ds.seed), 'rostore-2node')
-    if (!existsSync(join(art, '.done'))) {
-      log(`preparing the 2-node rostore build for ${ds.shape.name}`)
-      rmSync(art, { recursive: true, force: true })
-      mkdirSync(`${art}.tmp`, { recursive: true })
-      const buildCluster = join(`${art}.tmp`, 'cluster.json')
-      writeFileSync(
-        buildCluster,
-        JSON.stringify({ name: 'bench', nodes: layout.map((n) => ({ ...n, host: '127.0.0.1', port: 7000 + n.id })) }),
-      )
-      await rostoreBuild(ds, join(`${art}.tmp`, 'out'), { chunks: 1, cluster: buildCluster })
-      writeFileSync(join(`${art}.tmp`, '.done'), new Date().toISOString())
-      renameSync(`${art}.tmp`, art)
-    }
-    const root = ensureDir(join(workRoot(), 'serve-forward'))
-    const ports = await Promise.all(layout.map(async () => ({ port: await freePort(), respPort: await freePort() })))
-    const cluster = join(root, 'cluster.json')
-    writeFileSync(cluster, JSON.stringify({ name: 'bench', nodes: layout.map((n, i) => ({ ...n, host: '127.0.0.1', ...ports[i] })) }))
-    for (const n of layout) {
-      const dataDir = linkVersion(join(art, 'out', `node-${n.id}`), join(root, `data-${n.id}`))
-      nodes.push(await ServeProcess.start(dataDir, cluster, { nodeId: n.id, extraArgs: ['--resp-default-store', STORE] }))
-    }
-    for (const n of layout) await verifyResp(ports[n.id]!.respPort, ds)
-    const both = (port: number): RespTarget => target(port, nodes)
-    const keyspace = Math.round(ds.shape.records / (1 - ABSENT_FRACTION))
-    const bench = (port: number, cmd: readonly string[], requests: number): Promise<RedisBenchResult> =>
-      redisBenchmark(both(port), cmd, {
-        requests,
-        clients: CONNECTIONS,
-        keyspace,
-        cpu: CLIENT_CPU,
-        timeoutMs: (duration * 10 + 120) * 1000,
-      })
-    const getCmd = ['GET', '__rand_int__']
-    const mgetCmd = ['MGET', ...Array.from({ length: BATCH }, () => '__rand_int__')]
-    await bench(ports[0]!.respPort, getCmd, 2_000)
-    const nGet = Math.max(5_000, Math.round((await bench(ports[0]!.respPort, getCmd, 5_000)).rps * duration))
-    const nMget = Math.max(300, Math.round((await bench(ports[0]!.respPort, mgetCmd, 300)).rps * duration))
-    for (let i = 0; i < ctx.runs; i++) {
-      push(local, await bench(ports[1]!.respPort, getCmd, nGet), 1)
-      push(fwd, await bench(ports[0]!.respPort, getCmd, nGet), 1)
-      push(mlocal, await bench(ports[1]!.respPort, mgetCmd, nMget), BATCH)
-      push(mfwd, await bench(ports[0]!.respPort, mgetCmd, nMget), BATCH)
-    }
-  } catch (err) {
-    note = `Forwarding rows stopped early: ${(err as Error).message.split('\n').slice(0, 4).join(' / ').slice(0, 400)}`
-    log(note)
-  } finally {
-    for (const n of nodes) await n.stop()
-  }
-  const us = (r: Row): number => summarize(r.usPerReq).median
-  const text = [
-    `#### Cost of a forwarded key (${ds.shape.name})`,
-    '',
-    'Two nodes pinned to the server core: node 0 owns 1 partition of 64, node 1 the rest; replication 1. "server µs/req" is the CPU of both node processes per request.',
-    '',
-    mdTable(HEAD, [local, fwd, mlocal, mfwd].map(cells)),
-    '',
-    `Forwarded ÷ local server CPU per request: GET ${fmt(us(fwd) / us(local), 2)}×, MGET of ${BATCH} ${fmt(us(mfwd) / us(mlocal), 2)}× ` +
-      `(throughput ${fmtRatio(summarize(fwd.rps).median, summarize(local.rps).median)} and ${fmtRatio(summarize(mfwd.keysPerSec).median, summarize(mlocal.keysPerSec).median)}).`,
-    ...(note ? [note] : []),
-  ]
-  return { markdown: text.join('\n') }
 }

@@ -10,14 +10,14 @@ import {
   type Handler,
   type RespService,
 } from '../command-table'
-import { clientInfoLine, REDIS_COMPAT_VERSION } from './info'
+import { BAD_NAME, CLIENT_COMMAND, validName } from './client'
+import { REDIS_COMPAT_VERSION } from './info'
 
 const WRONGPASS = 'WRONGPASS invalid username-password pair or user is disabled.'
 const NO_PASSWORD =
   'ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?'
 const HELLO_NOAUTH =
   'NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time'
-const BAD_NAME = 'ERR Client names cannot contain spaces, newlines or special characters.'
 
 /**
  * Checks a password (and user name: only "default" exists) against the read token.
@@ -50,12 +50,6 @@ const auth: Handler = (s, c) => {
   } else {
     c.out().error(WRONGPASS)
   }
-}
-
-/** Client names and library names: printable ASCII without spaces, as Redis requires. */
-function validName(b: Buffer): boolean {
-  for (const x of b) if (x < 0x21 || x > 0x7e) return false
-  return true
 }
 
 const hello: Handler = (s, c) => {
@@ -122,81 +116,6 @@ const hello: Handler = (s, c) => {
   out.array(0)
 }
 
-const CLIENT_HELP = [
-  'CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:',
-  'GETNAME',
-  '    Return the name of the current connection.',
-  'ID',
-  '    Return the ID of the current connection.',
-  'INFO',
-  '    Return information about the current client connection.',
-  'SETINFO <option> <value>',
-  '    Set client meta attr. Options are:',
-  '    * LIB-NAME: the client lib name.',
-  '    * LIB-VER: the client lib version.',
-  'SETNAME <name>',
-  '    Assign the name <name> to the current connection.',
-  'HELP',
-  '    Print this help.',
-]
-
-const client: Handler = (_s, c) => {
-  const argc = c.parser.argc
-  const sub = argText(c, 1).toLowerCase()
-  const arity = (n: number): boolean => {
-    if (argc === n) return true
-    c.out().error(`ERR wrong number of arguments for 'client|${sub}' command`)
-    return false
-  }
-  switch (sub) {
-    case 'setname': {
-      if (!arity(3)) return
-      const b = argBytes(c, 2)
-      if (!validName(b)) {
-        c.out().error(BAD_NAME)
-        return
-      }
-      c.name = b.toString('latin1')
-      c.out().simple('OK')
-      return
-    }
-    case 'getname':
-      if (!arity(2)) return
-      if (c.name === '') c.out().nil(c.proto)
-      else c.out().bulkText(c.name)
-      return
-    case 'id':
-      if (arity(2)) c.out().integer(c.id)
-      return
-    case 'info':
-      if (arity(2)) c.out().verbatim(`${clientInfoLine(c)}\n`, c.proto)
-      return
-    case 'setinfo': {
-      if (!arity(4)) return
-      const opt = argText(c, 2).toLowerCase()
-      const b = argBytes(c, 3)
-      if (opt !== 'lib-name' && opt !== 'lib-ver') {
-        c.out().error(`ERR Unrecognized option '${quoteArg(argBytes(c, 2))}'`)
-        return
-      }
-      if (!validName(b)) {
-        c.out().error(`ERR ${opt} cannot contain spaces, newlines or special characters.`)
-        return
-      }
-      if (opt === 'lib-name') c.libName = b.toString('latin1')
-      else c.libVer = b.toString('latin1')
-      c.out().simple('OK')
-      return
-    }
-    case 'help':
-      c.out().array(CLIENT_HELP.length)
-      for (const line of CLIENT_HELP) c.out().simple(line)
-      return
-    default:
-      c.out().error(`ERR unknown subcommand '${quoteArg(argBytes(c, 1))}'. Try CLIENT HELP.`)
-  }
-}
-
 const ping: Handler = (_s, c) => {
   if (c.parser.argc > 2) c.out().error(wrongArity('ping'))
   else if (c.parser.argc === 2) c.out().bulk(argBytes(c, 1))
@@ -219,17 +138,6 @@ const reset: Handler = (s, c) => {
 
 const conn = { group: 'connection', complexity: 'O(1)', firstKey: 0, lastKey: 0, step: 0 } as const
 const fastConn = ['noscript', 'loading', 'stale', 'fast', 'no_auth', 'allow_busy']
-
-const sub = (name: string, arity: number, summary: string): Omit<CommandSpec, 'run' | 'subcommands'> => ({
-  ...conn,
-  name: `client|${name}`,
-  arity,
-  flags: ['noscript', 'loading', 'stale'],
-  categories: ['@slow', '@connection'],
-  summary,
-  since: '2.6.9',
-  args: [],
-})
 
 export const CONNECTION_COMMANDS: readonly CommandSpec[] = [
   {
@@ -285,25 +193,7 @@ export const CONNECTION_COMMANDS: readonly CommandSpec[] = [
     noAuth: true,
     run: auth,
   },
-  {
-    ...conn,
-    name: 'client',
-    arity: -2,
-    flags: [],
-    categories: ['@slow'],
-    summary: 'A container for client connection commands.',
-    since: '2.4.0',
-    args: [],
-    subcommands: [
-      sub('setname', 3, 'Sets the connection name.'),
-      sub('getname', 2, 'Returns the name of the connection.'),
-      sub('id', 2, 'Returns the unique client ID of the connection.'),
-      sub('info', 2, 'Returns information about the connection.'),
-      sub('setinfo', 4, 'Sets information specific to the client or connection.'),
-      sub('help', 2, 'Returns helpful text about the different subcommands.'),
-    ],
-    run: client,
-  },
+  CLIENT_COMMAND,
   {
     ...conn,
     name: 'select',
