@@ -174,6 +174,13 @@ test('CLIENT SETNAME, GETNAME, ID, INFO, SETINFO; RESET', async () => {
   expect(text).toContain('-ERR Client names cannot contain spaces, newlines or special characters.\r\n')
   expect(text).toContain("-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n")
   raw.close()
+  // The same through redis-cli, one connection per command.
+  expect(await cli(port, 'CLIENT', 'ID')).toMatch(/^\(integer\) \d+$/)
+  expect(await cli(port, 'CLIENT', 'GETNAME')).toBe('(nil)')
+  expect(await cli(port, 'CLIENT', 'SETNAME', 'x')).toBe('OK')
+  expect(await cli(port, 'CLIENT', 'INFO')).toMatch(/^"id=\d+ addr=127\.0\.0\.1:\d+ /)
+  expect(await cli(port, 'RESET')).toBe('RESET')
+  expect((await cli(port, 'ROSTORE.GETS', 'users', 'key-2', 'nope')).split('\n')).toEqual(['1) (integer) 3', '2) "value-2"', '3) (nil)'])
 })
 
 test('writes answer READONLY, unknown commands ERR unknown command; CONFIG GET shows nothing settable', async () => {
