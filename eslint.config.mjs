@@ -4,8 +4,39 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
+// What each folder may import (the folder READMEs say why): a layer never imports one above it.
+const ALL = ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit', 'bench', 'test']
+const MAY_IMPORT = {
+  common: [],
+  cluster: ['common'],
+  formats: ['common', 'cluster'],
+  builder: ['common', 'cluster', 'formats'],
+  fetcher: ['common', 'formats'],
+  swapper: ['common', 'formats'],
+  server: ['common', 'cluster', 'formats', 'fetcher', 'swapper'],
+  client: ['common', 'cluster', 'formats', 'fetcher'],
+  demo: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client'],
+  bin: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'demo'],
+  testkit: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo'],
+  bench: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit'],
+}
+const layerRules = Object.entries(MAY_IMPORT).map(([folder, allowed]) => ({
+  files: [`${folder}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: ALL.filter((f) => f !== folder && !allowed.includes(f)).map((f) => ({
+          group: [`**/${f}/**`, `**/${f}`],
+          message: `${folder}/ may import only ${allowed.join(', ') || 'Node built-ins and npm libraries'} (see ${folder}/README.md)`,
+        })),
+      },
+    ],
+  },
+}))
+
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/work/**', '.build/**', 'build/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  { ignores: ['dist/**', 'lib/**', 'node_modules/**', 'bench/work/**', '.build/**', 'build/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -20,7 +51,8 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
       // Untyped or optional modules (a peer that may be missing is reported, not fatal).
-      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^parquetjs-lite$'] }],
+      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
     },
   },
+  ...layerRules,
 )

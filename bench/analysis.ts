@@ -57,17 +57,22 @@ record (MD5 routing and index key, external sort, CRC32 per record, index + data
 third of cdb's rate here. 0.5× needs the per-record cost down by 2–6×: the builder changes listed under LMDB, plus moving the
 sort and record encoding into fewer, larger operations (or a native/wasm inner loop).`,
 
-  'lookup-lmdb': `Profile (\`--cpu-prof\` of \`openStore(…).get\` in a loop, 1M × 100 B, one chunk): ~52% of the time is the \`pread\` system call
-that reads the record (a 4 KiB read-ahead per lookup), ~14% \`get\` itself, ~5% CRC32 of the record (\`zlib.crc32\`, checked on
-every hit), ~5% MD5 of the key (hash-wasm), the rest Buffer allocation and GC. Index search is not the cost: ~2 probes per
-lookup. LMDB reads through a memory map — no system call and no copy until the value is returned — which is why it leads
-by the most on small values, where the system call is most of a lookup's cost. Trying the reader with a 256-byte read-ahead instead of 4 KiB (set on a
-reader instance, not committed) gave +20–30% on 100-byte values; the system call remains.
+  'lookup-lmdb': `Since issue 19 the default reader memory-maps the files through the addon (native/) and does a lookup in one
+call into C: no system call, no copy, the value a view of the mapping. Profile (\`perf record\` of the mmap reader in a loop,
+1M × 100 B, one chunk): ~31% the index search and ~28% the record check, both mostly waiting for memory (an index line and a
+record line, each on its own page: one TLB and one cache miss apiece), ~7% MD5, ~2% CRC-32 (carry-less multiply), ~2% the
+JavaScript around the call, the rest the kernel. LMDB also pays about one cold page per get (its leaf holds key and value);
+rostore pays two, so its lead comes from doing less around them (no B-tree descent, no copy of the value, no transaction).
 
-Done since: the reader sizes the read-ahead from the chunk's mean record size (256 B to 4 KiB; a pread here costs 0.84 µs for
-256 B, 1.3 µs for 4 KiB), measured in the rerun above. What would still move it: skip the per-lookup CRC when the data file was verified at open (or verify per page once); and, the real fix, serve values from
-memory: either a memory map (needs a native addon) or an opt-in preload of the \`.data\` files into a Buffer when they fit a
-budget, which turns a lookup into hash + index search + memcmp + copy with no system call.`,
+On this 2-core machine shared with other work, runs in separate processes move a lot with the load (see the spread columns
+and the load average of the section). Interleaved runs in one process (each engine in turn on slices of the same key stream;
+CPU time per get, so time spent descheduled does not count), at a load average of 11-16, gave mmap ÷ LMDB: 1M × 100 B
+1.3-2.1× uniform, 1.4-1.9× zipf; 1M × 1024 B 1.1-1.6× uniform, 1.2-2.1× zipf; the data files preloaded (preload all) gave
+the upper ends. Rerun \`npm run bench -- --only lookup --update\` on a quiet machine.
+Tried and not kept (no difference beyond ±3% in interleaved A/B runs here): prefetching the next keys' index lines and
+records in getMany, prefetching the predicted record with the first index probe, MADV_HUGEPAGE on the mappings (the files
+were then mapped with 2 MiB pages, the lookups no faster). What is left: fewer memory accesses per lookup, e.g. values
+small enough to sit in the index (a format change), or a CPU without nested paging.`,
 
   probes: `The measured mean is over the uniform stream; with fewer than 1M keys per chunk the goal is checked against the run's size.`,
 

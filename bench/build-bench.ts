@@ -9,6 +9,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { ensureDataset, ensureDir, workRoot, type Dataset } from './data'
+import { runInputBench } from './input-bench'
 import { buildCdb, cdbTooLarge, ensureCdb, ensureCdbInput } from './peers/cdb'
 import { lmdbModule } from './peers/lmdb'
 import { sqliteModule } from './peers/sqlite'
@@ -203,6 +204,16 @@ export async function runBuildBench(ctx: BenchContext): Promise<Section> {
       ),
     )
     goals.push(goal('build-cdb', `Build (all cores) vs tinycdb, ${shape.name}`, '≥ 0.5×', show(cdb), ok(cdb, 0.5)))
+  }
+  const first = ctx.shapes[0]
+  if (first !== undefined) {
+    try {
+      const inputs = await runInputBench(ctx, first)
+      parts.push(inputs.markdown)
+      goals.push(...inputs.goals)
+    } catch (err) {
+      parts.push(`### Input formats\n\nNot run: ${(err as Error).message.split('\n')[0] ?? ''}`)
+    }
   }
   return { title: '1. Build', markdown: parts.join('\n\n') + '\n', goals }
 }

@@ -7,18 +7,29 @@
  *   node child.js lookup '<json LookupJob[]>'
  *       in-process lookups on one thread, the jobs one after the other (one engine, its
  *       streams); prints the LookupResult[] as JSON
+ *   node child.js micro <quick:0|1>                 CRC/MD5 building blocks (lookup-micro.ts)
+ *   node child.js batch <dir> <records> <seed> <quick:0|1>   100-key batches (lookup-micro.ts)
+ *   node --expose-gc child.js memory <dir> <mmap|pread> <records>   reader memory (reader-memory.ts)
+ *   node child.js cold '<json ColdOpenJob>'         first second after a cold open (cold-open.ts)
  */
 import { keyOf, streamIds, valueOf, type StreamKind } from './data'
 import { loadLmdb, openLmdbGetter } from './peers/lmdb'
 import { loadSqlite, openSqliteGetter } from './peers/sqlite'
 import type { Getter } from './peers/getter'
 import { openRostoreGetter } from './rostore'
+import { runColdOpen, type ColdOpenJob } from './cold-open'
+import { runBatch, runMicro } from './lookup-micro'
+import { runMemory } from './reader-memory'
 
 export interface LookupJob {
   readonly engine: 'rostore' | 'lmdb' | 'sqlite'
   /** rostore: node directory; lmdb/sqlite: artifact directory. */
   readonly path: string
   readonly search?: 'interpolation' | 'binary'
+  /** rostore: the reader's access mode (default: mmap when the addon loads). */
+  readonly access?: 'mmap' | 'pread'
+  /** rostore: per-record CRC check (default on). */
+  readonly verifyRecords?: boolean
   readonly stream: StreamKind
   readonly records: number
   readonly valueBytes: number
@@ -44,7 +55,7 @@ export interface LookupResult {
 async function openGetter(job: LookupJob): Promise<Getter> {
   switch (job.engine) {
     case 'rostore':
-      return openRostoreGetter(job.path, job.search ?? 'interpolation')
+      return openRostoreGetter(job.path, job.search ?? 'interpolation', { access: job.access, verifyRecords: job.verifyRecords })
     case 'lmdb':
       return openLmdbGetter(job.path)
     case 'sqlite':
@@ -133,6 +144,17 @@ async function main(): Promise<void> {
     const results: LookupResult[] = []
     for (const job of jobs) results.push(await lookup(job))
     process.stdout.write(`${JSON.stringify(results)}\n`)
+  } else if (task === 'micro') {
+    process.stdout.write(`${JSON.stringify(await runMicro(rest[0] === '1'))}\n`)
+  } else if (task === 'batch') {
+    const [dir, records, seed, quick] = rest
+    process.stdout.write(`${JSON.stringify(await runBatch(dir ?? '', Number(records), Number(seed), quick === '1'))}\n`)
+  } else if (task === 'memory') {
+    const [dir, access, records] = rest
+    if (access !== 'mmap' && access !== 'pread') throw new Error('usage: child.js memory <dir> <mmap|pread> <records>')
+    process.stdout.write(`${JSON.stringify(await runMemory(dir ?? '', access, Number(records)))}\n`)
+  } else if (task === 'cold') {
+    process.stdout.write(`${JSON.stringify(await runColdOpen(JSON.parse(rest[0] ?? '{}') as ColdOpenJob))}\n`)
   } else {
     throw new Error(`unknown task ${task}`)
   }

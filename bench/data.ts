@@ -19,6 +19,7 @@ import { mulberry32 } from '../common/prng'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../common/paths'
+import type { InputFormat } from '../formats/input/types'
 
 export const KEY_DIGITS = 12
 export const DEFAULT_SEED = 20240607
@@ -342,4 +343,60 @@ export function zipfIds(n: number, count: number, s: number, seed: number): Floa
     out[j] = perm[lo] as number
   }
   return out
+}
+
+// ---------------------------------------------------------------------------------------
+// the same records in other input formats
+
+/** Input formats the build benchmark derives from a data set's TSV. */
+export const DERIVED_INPUTS = ['parquet-snappy', 'parquet-zstd', 'csv', 'jsonl', 'arrow'] as const
+/** Also: Parquet as Spark and pyarrow lay it out (1 MiB pages, 128 MiB row groups), written by pyarrow. */
+export type DerivedInput = (typeof DERIVED_INPUTS)[number] | 'parquet-pyarrow'
+
+/**
+ * The data set's records (same order) as `kind`, written once under work/data by
+ * independent writers: DuckDB for Parquet (its default row groups of 122,880 rows), CSV
+ * and JSON lines; pyarrow (from the Parquet file) for an Arrow IPC file in batches of
+ * 65,536 rows. Reused while its .params.json matches.
+ */
+export async function ensureDerivedInput(ds: Dataset, kind: DerivedInput): Promise<{ path: string; format: InputFormat; bytes: number }> {
+  const ext = kind === 'arrow' ? 'arrow' : kind.startsWith('parquet') ? 'parquet' : (kind as string)
+  const path = join(ensureDir(join(workRoot(), 'data')), `${datasetId(ds.shape, ds.seed)}-${kind}.${ext}`)
+  const format: InputFormat = kind.startsWith('parquet') ? 'parquet' : (kind as InputFormat)
+  const paramFile = `${path}.params.json`
+  const want = JSON.stringify({ kind, records: ds.shape.records, valueBytes: ds.shape.valueBytes, seed: ds.seed, v: 1 })
+  if (existsSync(path) && existsSync(paramFile) && readFileSync(paramFile, 'utf8') === want)
+    return { path, format, bytes: statSync(path).size }
+  const tmp = `${path}.tmp-${process.pid}`
+  const { duckdb, sqlString } = await import('../testkit/duckdb')
+  const source = `read_csv(${sqlString(ds.tsv)}, delim = '\t', header = false, quote = '', escape = '', columns = {'key': 'VARCHAR', 'value': 'VARCHAR'})`
+  // Keep the file order: DuckDB would otherwise be free to reorder a parallel scan.
+  await duckdb('SET preserve_insertion_order = true')
+  if (kind === 'parquet-snappy' || kind === 'parquet-zstd') {
+    await duckdb(
+      `COPY (SELECT * FROM ${source}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION ${kind === 'parquet-snappy' ? 'snappy' : 'zstd'})`,
+    )
+  } else if (kind === 'csv') {
+    await duckdb(`COPY (SELECT * FROM ${source}) TO ${sqlString(tmp)} (FORMAT csv, HEADER true)`)
+  } else if (kind === 'jsonl') {
+    await duckdb(`COPY (SELECT * FROM ${source}) TO ${sqlString(tmp)} (FORMAT json)`)
+  } else {
+    const parquet = await ensureDerivedInput(ds, 'parquet-snappy')
+    const { ensurePython, runPython } = await import('../testkit/python')
+    const script = [
+      'import sys, pyarrow.parquet as pq, pyarrow.ipc as ipc',
+      'f = pq.ParquetFile(sys.argv[1])',
+      'if sys.argv[3] == "arrow":',
+      '    w = ipc.new_file(sys.argv[2], f.schema_arrow)',
+      'else:',
+      '    w = pq.ParquetWriter(sys.argv[2], f.schema_arrow, compression="snappy", data_page_size=1 << 20)',
+      'for b in f.iter_batches(batch_size=65536):',
+      '    w.write_batch(b, row_group_size=128 << 20) if sys.argv[3] != "arrow" else w.write_batch(b)',
+      'w.close()',
+    ].join('\n')
+    runPython(ensurePython(['pyarrow']), script, [parquet.path, tmp, kind])
+  }
+  renameSync(tmp, path)
+  writeFileSync(paramFile, want)
+  return { path, format, bytes: statSync(path).size }
 }

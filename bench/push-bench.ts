@@ -4,9 +4,14 @@
  * checksums them, the node verifies the copy) and the swap phase (all nodes flip).
  *
  *   node dist/bench/push-bench.js [--gb 1] [--quick] [--runs 3] [--dir /tmp]
+ *                                 [--reads-records 10M] [--skip-reads | --only-reads]
  *
  * Real `rostore serve` child processes and a real nginx on loopback. Markdown on stdout,
  * progress on stderr. --quick pushes ~100 MB.
+ *
+ * Then (push-reads.ts) reads during a push: the largest gap between answers and the p99
+ * of reads on a node while it fetches and installs a 10M-record version (1M with
+ * --quick), against the same reads without a push.
  */
 import { createWriteStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -17,6 +22,8 @@ import { loadCluster } from '../cluster/cluster'
 import { pushStore, type PushResult } from '../client/push'
 import { Nginx } from '../testkit/nginx'
 import { startCluster } from '../testkit/node-process'
+import { parseCount } from './data'
+import { runPushReads } from './push-reads'
 
 const TOKEN = 'push-bench-token-0123456789'
 const log = (m: string): void => void process.stderr.write(`${m}\n`)
@@ -46,6 +53,15 @@ async function writeInput(path: string, records: number, valueBytes: number): Pr
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick')
+  if (!process.argv.includes('--only-reads')) await fullPush(quick)
+  if (!process.argv.includes('--skip-reads')) {
+    const records = arg('--reads-records')
+    const r = await runPushReads({ quick, ...(records === undefined ? {} : { records: parseCount(records) }) })
+    process.stdout.write(`\n${r.markdown}`)
+  }
+}
+
+async function fullPush(quick: boolean): Promise<void> {
   const gb = Number(arg('--gb') ?? (quick ? 0.1 : 1))
   const runs = Number(arg('--runs') ?? (quick ? 1 : 3))
   const valueBytes = 1000

@@ -12,10 +12,11 @@
 import type { Cluster } from '../cluster/cluster'
 import type { StoreMetadata } from '../formats/store/metadata'
 import type { StoreReader } from '../formats/store/store-reader-api'
+import { writeFramed } from '../formats/store/value-framing'
 import { ReadAuth } from '../server/auth'
 import { nullLogger } from '../server/log'
 import { startRespServer } from '../server/resp/resp-server'
-import type { ServedStore } from '../server/served-stores'
+import type { ServedStore } from '../swapper/served-store'
 import { LiveStore } from '../swapper/live-store'
 import { STORE } from './rostore'
 
@@ -39,10 +40,19 @@ async function main(): Promise<void> {
     replication: 1,
     records,
   } as unknown as StoreMetadata
-  const reader: StoreReader = { dir: '', metadata, lastProbes: 0, get, getMany: (keys) => keys.map(get), close: () => undefined }
+  const reader: StoreReader = {
+    dir: '',
+    metadata,
+    accessMode: 'pread',
+    lastProbes: 0,
+    get,
+    getMany: (keys) => keys.map(get),
+    getManyFramed: (keys, framing) => writeFramed(framing, keys.length, keys.map(get)),
+    close: () => undefined,
+  }
   const live = new LiveStore(STORE)
   void live.replace(reader)
-  const sv: ServedStore = { store: STORE, live, stale: undefined, loadError: undefined }
+  const sv: ServedStore = { store: STORE, live, stale: undefined, loadError: undefined, noteReadFault: () => undefined }
   const cluster: Cluster = { name: 'bench', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] }
   const server = await startRespServer(
     {

@@ -6,8 +6,9 @@
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../common/paths'
+import type { InputFormat } from '../formats/input/types'
 import type { Compression } from '../formats/store/metadata'
-import { openStore } from '../formats/store/store-reader'
+import { openStore, type OpenOptions } from '../formats/store/store-reader'
 import type { SearchStrategy } from '../formats/store/search'
 import { datasetId, ensureDir, workRoot, type Dataset } from './data'
 import type { Getter } from './peers/getter'
@@ -31,6 +32,8 @@ export interface RostoreBuildOptions {
   readonly version?: number
   /** Another cluster file (default: the one-node benchCluster). */
   readonly cluster?: string
+  /** Build from this file instead of the data set's TSV (the same records in another format). */
+  readonly input?: { readonly path: string; readonly format: InputFormat }
 }
 
 /** `rostore build` of a data set into `output` (which must not exist), timed from here. */
@@ -40,9 +43,9 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
     cliPath(),
     'build',
     '--input',
-    ds.tsv,
+    o.input?.path ?? ds.tsv,
     '--format',
-    'tsv',
+    o.input?.format ?? 'tsv',
     '--cluster',
     o.cluster ?? benchCluster(tmp),
     '--store',
@@ -62,8 +65,8 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
   return runTimed(process.execPath, args, { timeoutMs: 4 * 3_600_000 })
 }
 
-export async function openRostoreGetter(nodeDir: string, search: SearchStrategy): Promise<Getter> {
-  const reader = await openStore(nodeDir, { search })
+export async function openRostoreGetter(nodeDir: string, search: SearchStrategy, opts: OpenOptions = {}): Promise<Getter> {
+  const reader = await openStore(nodeDir, { ...opts, search })
   return {
     get: (key: string) => reader.get(key),
     probes: () => reader.lastProbes,

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
+import { StoreError } from '../common/errors'
 import { reportFailure } from './report-failure'
 
 /** Thin CLI: every command lives in bin/commands/ as parse -> options -> library call. */
@@ -15,6 +16,8 @@ void yargs(hideBin(process.argv))
   .help()
   .wrap(Math.min(110, process.stdout.columns || 100))
   .fail((msg, err) => {
+    // yargs wraps what an option's coerce throws (integer-option.ts) in a YError: a usage error.
+    if (err?.name === 'YError') return reportFailure(new StoreError('RO_BAD_OPTION', err.message))
     if (err) return reportFailure(err)
     process.stderr.write(`rostore: ${msg}\n(see rostore --help)\n`)
     process.exit(2)

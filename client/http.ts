@@ -1,5 +1,7 @@
-import { Agent, request } from 'node:http'
-import { StoreError, ERROR_CODES, type ErrorCode } from '../common/errors'
+import http, { type Agent } from 'node:http'
+import https from 'node:https'
+import { StoreError, ERROR_CODES, errorMessage, type ErrorCode } from '../common/errors'
+import type { Cluster, NodeTls } from '../cluster/cluster'
 
 /** One HTTP exchange with a node, bounded in time and in response size. */
 export interface HttpResponse {
@@ -17,7 +19,39 @@ export interface HttpRequest {
   readonly headers?: Record<string, string>
   readonly timeoutMs: number
   readonly maxResponseBytes?: number
+  /** An https.Agent when `tls` is set. */
   readonly agent?: Agent
+  /** Speak HTTPS, checking the node's certificate with these settings. */
+  readonly tls?: NodeTls
+  /**
+   * The request may be sent twice with the same effect (reads, job polls, setting a mark):
+   * it is then retried, up to twice, when the connection is reset before an answer.
+   */
+  readonly idempotent?: boolean
+}
+
+/** Every node of `cluster` reached over HTTPS with `tls` (the CLI's --tls / --ca-file). */
+export function clusterWithTls(cluster: Cluster, tls: NodeTls): Cluster {
+  return { ...cluster, nodes: cluster.nodes.map((n) => ({ ...n, tls })) }
+}
+
+/** A keep-alive agent for one node: https with its trust settings when it speaks TLS. */
+export function nodeAgent(tls: NodeTls | undefined, maxSockets: number): Agent {
+  if (tls === undefined) return new http.Agent({ keepAlive: true, maxSockets })
+  return new https.Agent({ keepAlive: true, maxSockets, ...tlsRequestOptions(tls) })
+}
+
+export function tlsRequestOptions(tls: NodeTls): { ca?: string | Buffer; servername?: string } {
+  return { ...(tls.ca === undefined ? {} : { ca: tls.ca }), ...(tls.servername === undefined ? {} : { servername: tls.servername }) }
+}
+
+/** A TLS error, with the likely cause when plain HTTP met HTTPS or the other way round. */
+function hint(err: NodeJS.ErrnoException, tls: boolean): string {
+  if (tls && (err.code === 'EPROTO' || /wrong version number|packet length too long/i.test(err.message)))
+    return `${err.message} (does the node serve TLS? drop --tls / --ca-file if not)`
+  if (!tls && (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_CONSTANT' || /socket hang up/.test(err.message)))
+    return `${err.message} (if the node serves TLS, give --tls or --ca-file)`
+  return err.message
 }
 
 /** Connection failures and timeouts: the node did not answer; another replica may. */
@@ -32,17 +66,50 @@ export class NodeUnreachableError extends StoreError {
 }
 
 const DEFAULT_MAX_RESPONSE = 64 << 20
+const RESET_RETRIES = 2
 
-export function httpRequest(r: HttpRequest): Promise<HttpResponse> {
+/**
+ * A connection reset before any answer. On a reused keep-alive connection it is most often
+ * the race where the node closed the idle connection just as the request went out (a node
+ * whose event loop was busy closes many at once when it catches up): the node never saw
+ * the request.
+ */
+function isReset(err: unknown): boolean {
+  const code = (err as { cause?: NodeJS.ErrnoException }).cause?.code
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED' || /socket hang up/.test(errorMessage(err))
+}
+
+export async function httpRequest(r: HttpRequest): Promise<HttpResponse> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await exchange(r)
+    } catch (err) {
+      if (!r.idempotent || attempt >= RESET_RETRIES || !isReset(err)) throw err
+      // A fresh connection for the retry; a short pause when it was no keep-alive race.
+      if (!(err as ExchangeError).reusedSocket) await new Promise((res) => setTimeout(res, 50 * (attempt + 1)))
+    }
+  }
+}
+
+type ExchangeError = StoreError & { reusedSocket?: boolean }
+
+/** Nothing listens at the node's address: the process is down (not busy, not slow). */
+export function isConnectionRefused(err: unknown): boolean {
+  return (err as { cause?: NodeJS.ErrnoException } | undefined)?.cause?.code === 'ECONNREFUSED'
+}
+
+function exchange(r: HttpRequest): Promise<HttpResponse> {
   const endpoint = `${r.host}:${r.port}`
+  const send = r.tls === undefined ? http.request : https.request
   return new Promise((resolve, reject) => {
-    const req = request(
+    const req = send(
       {
         host: r.host,
         port: r.port,
         method: r.method,
         path: r.path,
         agent: r.agent,
+        ...(r.tls === undefined ? {} : tlsRequestOptions(r.tls)),
         headers: { ...r.headers, ...(r.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(r.body)) } : {}) },
       },
       (res) => {
@@ -61,7 +128,12 @@ export function httpRequest(r: HttpRequest): Promise<HttpResponse> {
       },
     )
     req.setTimeout(r.timeoutMs, () => req.destroy(new NodeUnreachableError(endpoint, `no answer within ${r.timeoutMs} ms`)))
-    req.on('error', (err) => reject(err instanceof StoreError ? err : new NodeUnreachableError(endpoint, err.message, { cause: err })))
+    req.on('error', (err) => {
+      const e: ExchangeError =
+        err instanceof StoreError ? err : new NodeUnreachableError(endpoint, hint(err, r.tls !== undefined), { cause: err })
+      e.reusedSocket = req.reusedSocket
+      reject(e)
+    })
     req.end(r.body)
   })
 }

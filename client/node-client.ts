@@ -1,8 +1,8 @@
-import { Agent } from 'node:http'
+import type { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
 import type { ClusterNode } from '../cluster/cluster'
-import { decodeValues, encodeKeys } from '../formats/wire/multiget'
-import { errorFromResponse, httpRequest, type HttpResponse } from './http'
+import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
+import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
 export interface RemoteStoreInfo {
@@ -39,9 +39,20 @@ export interface RemoteJob {
   readonly error?: { readonly code: string; readonly message: string }
 }
 
+/** What a push (or rollback) decided, as each node keeps it (docs/API.md, push records). */
+export interface RemotePushRecord {
+  readonly version: number
+  readonly missed: readonly number[]
+  readonly source?: string
+  readonly seq: number
+  readonly at: string
+}
+
 export interface NodeClientOptions {
   readonly timeoutMs?: number
   readonly adminToken?: string
+  /** Largest response taken; default 64 MiB (a node's default --max-response-bytes). */
+  readonly maxResponseBytes?: number
   /** Sent as the bearer token of read requests, when the nodes require one. */
   readonly readToken?: string
 }
@@ -61,13 +72,15 @@ export interface NodeReads {
  */
 export class NodeClient implements NodeReads {
   readonly endpoint: string
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 16 })
+  private readonly agent: Agent
   private readonly timeoutMs: number
 
+  /** Speaks HTTPS when `node.tls` is set (clusterWithTls). */
   constructor(
     readonly node: ClusterNode,
     private readonly opts: NodeClientOptions = {},
   ) {
+    this.agent = nodeAgent(node.tls, 16)
     this.endpoint = `node ${node.id} (${node.host}:${node.port})`
     this.timeoutMs = opts.timeoutMs ?? 5000
   }
@@ -81,13 +94,45 @@ export class NodeClient implements NodeReads {
     return { value: res.body, version: versionOf(res) }
   }
 
+  /**
+   * Values in key order and the version that answered. A node stops a response at its
+   * byte limit (docs/API.md, multi-get); the keys it did not answer are asked for again,
+   * and if a swap came in between the whole list is read again from one version.
+   */
   async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
-    const res = await this.call('POST', `/stores/${encodeURIComponent(store)}/multi-get`, encodeKeys(keys), {
-      'Content-Type': 'application/octet-stream',
-      ...this.readHeaders(),
-    })
+    for (let attempt = 1; ; attempt++) {
+      const values: (Buffer | undefined)[] = []
+      let version: number | undefined
+      for (let at = 0; ;) {
+        const page = await this.multiGet(store, at === 0 ? keys : keys.slice(at))
+        if (version !== undefined && page.version !== version) break
+        version = page.version
+        values.push(...page.values)
+        at += page.values.length
+        if (!page.truncated) return { values, version }
+        if (page.values.length === 0) {
+          throw new StoreError('RO_TOO_LARGE', `${this.endpoint}: a value is larger than the node's response limit`)
+        }
+      }
+      if (attempt >= 3)
+        throw new StoreError('RO_UNAVAILABLE', `${this.endpoint}: the store version changed during every attempt of a long multi-get`)
+    }
+  }
+
+  private async multiGet(
+    store: string,
+    keys: readonly (Uint8Array | string)[],
+  ): Promise<{ values: (Buffer | undefined)[]; truncated: boolean; version: number }> {
+    // A read: safe to send again when the connection was reset.
+    const res = await this.call(
+      'POST',
+      `/stores/${encodeURIComponent(store)}/multi-get`,
+      encodeKeys(keys),
+      { 'Content-Type': 'application/octet-stream', ...this.readHeaders() },
+      true,
+    )
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
-    return { values: decodeValues(res.body, keys.length), version: versionOf(res) }
+    return { ...decodeValuesPartial(res.body, keys.length), version: versionOf(res) }
   }
 
   async storeInfo(store: string): Promise<RemoteStoreInfo> {
@@ -127,6 +172,16 @@ export class NodeClient implements NodeReads {
     else await this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/stale`, { reason }, true)
   }
 
+  /** Every store's last push record on this node (swapper/push-record.ts). */
+  async pushRecords(): Promise<{ node: number; stores: Record<string, { live: number | null; record: RemotePushRecord | null }> }> {
+    return this.json('GET', '/admin/push-records', undefined, true)
+  }
+
+  /** Keep `record` as the store's last push record when it is newer than the node's. */
+  async putPushRecord(store: string, record: RemotePushRecord): Promise<{ applied: boolean; behind: number | null }> {
+    return this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/push-record`, record, true)
+  }
+
   async lock(store: string, owner: string, ttlMs: number): Promise<void> {
     await this.json('POST', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner, ttlMs }, true)
   }
@@ -160,13 +215,16 @@ export class NodeClient implements NodeReads {
     }
   }
 
+  /** GET, PUT and DELETE are idempotent (HTTP semantics, and so are this API's); POSTs only when said. */
   private call(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     body?: Buffer | string,
     headers: Record<string, string> = {},
+    idempotent = method !== 'POST',
   ): Promise<HttpResponse> {
     return httpRequest({
+      idempotent,
       host: this.node.host,
       port: this.node.port,
       method,
@@ -175,6 +233,8 @@ export class NodeClient implements NodeReads {
       headers,
       timeoutMs: this.timeoutMs,
       agent: this.agent,
+      ...(this.node.tls === undefined ? {} : { tls: this.node.tls }),
+      maxResponseBytes: this.opts.maxResponseBytes,
     })
   }
 }

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto'
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import type { RemoteJob } from './node-client'
+import type { NodeClient, RemoteJob } from './node-client'
+import { isConnectionRefused } from './http'
+import { writePushRecords } from './push-records'
 import { normalizeSource, readBuildManifests } from './source-manifests'
 
 export interface PushOptions {
@@ -139,6 +141,9 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
         return true
       } catch (err) {
+        // The node may have got the version meanwhile by itself (self-repair of a node that
+        // missed the last push fetches the same version): then it is ready for the swap.
+        if (!giveUp.signal.aborted && (await holdsVersion(admin, id, o.store, version))) return true
         if (++fetchFailed > allowFailed) giveUp.abort()
         throw err
       }
@@ -216,15 +221,19 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds }
     }
 
-    // A node that was stale (a failed high-availability push) is current again.
+    // Every node that took the push keeps its record, naming the nodes that missed it: a
+    // missed node refuses reads of the store until it holds the version (it fetches it
+    // itself), now if it is up, or when it restarts and asks its peers.
+    const unrecorded = await writePushRecords(admin, {
+      store: o.store,
+      version,
+      missed: [...fetchFailures.keys()],
+      source: from,
+      nodes: swapTargets,
+    })
+    for (const [id, why] of unrecorded) emit({ type: 'step', message: `node ${id} did not keep the push record: ${why}` })
+    // A node that was stale (marked by hand, or by an older rostore's push) is current again.
     await onEveryNode(swapTargets, (id) => admin.node(id).setStale(o.store, undefined))
-    // High availability: nodes that failed their fetch refuse reads until repaired.
-    for (const [id] of fetchFailures) {
-      await admin
-        .node(id)
-        .setStale(o.store, `push of version ${version} failed here; run rostore repair or push again`)
-        .catch(() => undefined)
-    }
     const nodes: NodeOutcome[] = o.cluster.nodes.map((n) =>
       fetchFailures.has(n.id)
         ? { nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }
@@ -266,6 +275,14 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
   }
 }
 
+async function holdsVersion(admin: ClusterAdmin, id: number, store: string, version: number): Promise<boolean> {
+  try {
+    return (await admin.node(id).versions(store)).versions.some((v) => v.version === version)
+  } catch {
+    return false
+  }
+}
+
 /** Polls a node's fetch job until it ends; past the deadline, cancels it. */
 async function waitForJob(
   admin: ClusterAdmin,
@@ -294,11 +311,33 @@ async function waitForJob(
       )
     }
     await new Promise((r) => setTimeout(r, pollMs))
-    j = await node.job(j.id)
+    j = await pollJob(node, j, deadline)
     const p = j.progress
     if (p && typeof p.bytesDone === 'number')
       emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
   }
   if (j.state !== 'succeeded')
     throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
+}
+
+/** How long a push keeps polling a job that the node does not answer about. */
+const POLL_FAILURE_GRACE_MS = 60_000
+
+/**
+ * One poll of a running job. A poll is idempotent: a node that is slow to answer, or
+ * resets the connection (a node busy for seconds closes its idle keep-alive connections
+ * as it catches up), is asked again with a growing pause, for up to a minute, instead of
+ * failing a push whose fetch is going fine (issue 17, defect 0). A node that refuses the
+ * connection is down, and its job with it: that fails at once.
+ */
+async function pollJob(node: NodeClient, j: RemoteJob, deadline: number): Promise<RemoteJob> {
+  const giveUp = Math.min(Date.now() + POLL_FAILURE_GRACE_MS, deadline)
+  for (let pause = 100; ; pause = Math.min(pause * 2, 5000)) {
+    try {
+      return await node.job(j.id)
+    } catch (err) {
+      if (!isStoreError(err, 'RO_UNAVAILABLE') || isConnectionRefused(err) || Date.now() + pause > giveUp) throw err
+      await new Promise((r) => setTimeout(r, pause))
+    }
+  }
 }

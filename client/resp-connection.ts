@@ -1,15 +1,19 @@
 import { connect, type Socket } from 'node:net'
+import { connect as connectTls } from 'node:tls'
+import type { NodeTls } from '../cluster/cluster'
 import { errorMessage } from '../common/errors'
 import { RespErrorReply, type RespValue } from '../formats/wire/resp'
 import { RespPipeline } from '../formats/wire/resp-pipeline'
 import { encodeCommand } from '../formats/wire/resp-writer'
-import { NodeUnreachableError } from './http'
+import { NodeUnreachableError, tlsRequestOptions } from './http'
 
 export interface RespConnectionOptions {
   readonly host: string
   readonly port: number
   /** Sent with AUTH when the connection opens (the node's read token). */
   readonly password?: string
+  /** Speak TLS (a node that serves HTTPS serves RESP over TLS), checking its certificate with these. */
+  readonly tls?: NodeTls
   /** A command in flight with no byte from the node for this long fails the connection. Default 2000 ms. */
   readonly timeoutMs?: number
 }
@@ -56,7 +60,9 @@ export class RespClientConnection {
   private open(): RespPipeline {
     if (this.pipeline && this.socket && !this.socket.destroyed) return this.pipeline
     const pipeline = new RespPipeline()
-    const socket = connect({ host: this.o.host, port: this.o.port, noDelay: true })
+    const socket = this.o.tls
+      ? connectTls({ host: this.o.host, port: this.o.port, minVersion: 'TLSv1.2', ...tlsRequestOptions(this.o.tls) }).setNoDelay(true)
+      : connect({ host: this.o.host, port: this.o.port, noDelay: true })
     this.socket = socket
     this.pipeline = pipeline
     const fail = (err: Error): void => {

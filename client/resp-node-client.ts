@@ -24,7 +24,13 @@ export class RespNodeClient implements NodeReads {
   constructor(node: ClusterNode, opts: RespNodeClientOptions = {}) {
     if (node.respPort === undefined) throw new StoreError('RO_BAD_CLUSTER', `node ${node.id} has no respPort in cluster.json`)
     this.endpoint = `node ${node.id} (${node.host}:${node.respPort})`
-    this.conn = new RespClientConnection({ host: node.host, port: node.respPort, password: opts.readToken, timeoutMs: opts.timeoutMs })
+    this.conn = new RespClientConnection({
+      host: node.host,
+      port: node.respPort,
+      password: opts.readToken,
+      timeoutMs: opts.timeoutMs,
+      tls: node.tls,
+    })
   }
 
   async get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }> {

@@ -1,6 +1,7 @@
 import { StoreError, errorMessage } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
+import { writePushRecords } from './push-records'
 
 export interface RollbackOptions {
   readonly cluster: Cluster
@@ -68,6 +69,9 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
         `rollback failed on ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}; the other nodes were swapped back`,
       )
     }
+    // The rollback is the cluster's last decision: it replaces the last push's record, so
+    // no node takes itself for behind a push that was rolled back.
+    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: admin.ids })
     return { store: o.store, to, nodes: admin.ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })) }
   } finally {
     admin.close()

@@ -1,4 +1,4 @@
-import { StoreError, errorMessage, isStoreError } from '../common/errors'
+import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { buildRing, routeHash, type Ring } from '../cluster/routing'
 import { createKeyHasher, keyBytes, type KeyHasher } from '../formats/store/key-hash'
@@ -20,13 +20,38 @@ export interface StoreClientOptions {
   readonly transport?: 'http' | 'resp'
   /** The read token, when the nodes require one. */
   readonly readToken?: string
+  /**
+   * Called each time a replica's answer is not used and the next replica is asked: the
+   * node was unreachable, failing, stale, or answered that its copy is damaged. For an
+   * application's own metrics; `stats()` counts the same events.
+   */
+  readonly onFailover?: (event: FailoverEvent) => void
+}
+
+export interface FailoverEvent {
+  readonly nodeId: number
+  /** RO_UNAVAILABLE (unreachable, 5xx, stale) or a corruption code (damaged files on that node). */
+  readonly code: ErrorCode
+  readonly message: string
+}
+
+/** What the client has counted since it connected. */
+export interface StoreClientStats {
+  /** Replica answers not used: the next replica was asked instead. */
+  readonly failovers: number
+  /** Of those, answers saying the node's copy is damaged (RO_CORRUPT, RO_CHECKSUM_MISMATCH, RO_BAD_FORMAT). */
+  readonly corruptAnswers: number
+  /** Corrupt answers per node id. */
+  readonly corruptByNode: Readonly<Record<number, number>>
 }
 
 /**
  * The routing client. It learns the store's replication, layout, key hash and
  * serializers from the nodes, computes each key's replica list with the builder's routing
  * function, asks the master first and fails over to the next replica on connection
- * errors, timeouts, 5xx and stale stores (503). Absent keys are `undefined`.
+ * errors, timeouts, 5xx, stale stores (503) and a replica's damaged files (422
+ * RO_CORRUPT, RO_CHECKSUM_MISMATCH, RO_BAD_FORMAT: the other replicas hold their own
+ * copy). Failovers are counted (`stats()`, `onFailover`). Absent keys are `undefined`.
  *
  * It also refuses answers from a version older than the newest it has seen: a node that
  * was down during a high-availability push comes back serving the previous version
@@ -34,6 +59,9 @@ export interface StoreClientOptions {
  */
 export class StoreClient {
   private newest: number
+  private failovers = 0
+  private corruptAnswers = 0
+  private readonly corruptByNode: Record<number, number> = {}
 
   private constructor(
     readonly store: string,
@@ -42,8 +70,25 @@ export class StoreClient {
     private readonly ring: Ring,
     private readonly hasher: KeyHasher,
     private readonly batchSize: number,
+    private readonly onFailover: ((e: FailoverEvent) => void) | undefined,
   ) {
     this.newest = info.version
+  }
+
+  stats(): StoreClientStats {
+    return { failovers: this.failovers, corruptAnswers: this.corruptAnswers, corruptByNode: { ...this.corruptByNode } }
+  }
+
+  /** Counts a replica's failure that sends the request to the next one; rethrows any other error. */
+  private failedOver(nodeId: number, err: unknown): string {
+    if (!isFailover(err)) throw err
+    this.failovers++
+    if (CORRUPTION_CODES.includes(err.code)) {
+      this.corruptAnswers++
+      this.corruptByNode[nodeId] = (this.corruptByNode[nodeId] ?? 0) + 1
+    }
+    this.onFailover?.({ nodeId, code: err.code, message: err.message })
+    return `${errorMessage(err)} [${err.code}]`
   }
 
   /** The newest store version seen; answers from older versions are not used. */
@@ -88,6 +133,7 @@ export class StoreClient {
       buildRing(newest.layout),
       await createKeyHasher(newest.keyHash),
       opts.batchSize ?? 1000,
+      opts.onFailover,
     )
   }
 
@@ -108,8 +154,7 @@ export class StoreClient {
         }
         if (!older || r.version > older.version) older = r
       } catch (err) {
-        if (!isFailover(err)) throw err
-        failures.push(errorMessage(err))
+        failures.push(this.failedOver(id, err))
       }
     }
     if (older) return this.settleOlder(older.version, older.value)
@@ -149,8 +194,7 @@ export class StoreClient {
                 if ((older.get(i)?.version ?? 0) < r.version) older.set(i, { value: r.values[j], version: r.version })
               })
             } catch (err) {
-              if (!isFailover(err)) throw err
-              failures.push(errorMessage(err))
+              failures.push(this.failedOver(node, err))
             }
             retry.push(...batch)
           }),
@@ -203,9 +247,12 @@ export class StoreClient {
   }
 }
 
-/** Errors another replica may not have: the node is unreachable, failing or stale. */
-function isFailover(err: unknown): boolean {
-  return isStoreError(err, 'RO_UNAVAILABLE')
+/** Answers of a node whose own files are damaged: another replica holds its own copy. */
+const CORRUPTION_CODES: readonly ErrorCode[] = ['RO_CORRUPT', 'RO_CHECKSUM_MISMATCH', 'RO_BAD_FORMAT']
+
+/** Errors another replica may not have: the node is unreachable, failing, stale, or its copy is damaged. */
+function isFailover(err: unknown): err is StoreError {
+  return isStoreError(err) && (err.code === 'RO_UNAVAILABLE' || CORRUPTION_CODES.includes(err.code))
 }
 
 function batches<T>(items: readonly T[], size: number): T[][] {

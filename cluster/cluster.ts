@@ -10,6 +10,19 @@ export interface ClusterNode {
   /** The node's RESP (Redis protocol) port, when it serves one; nodes forward keys to it. */
   readonly respPort?: number
   readonly partitions: readonly number[]
+  /**
+   * Reach the node over HTTPS, trusting these settings. Not read from cluster.json: the
+   * caller adds it (`rostore ... --tls / --ca-file`, or `clusterWithTls` in client/http.ts).
+   */
+  readonly tls?: NodeTls
+}
+
+/** How clients check a node's TLS certificate. */
+export interface NodeTls {
+  /** PEM CA certificate(s) trusted instead of the system's (a private CA, a self-signed node). */
+  readonly ca?: string | Buffer
+  /** The name the certificate must carry, when it is not the node's host in cluster.json. */
+  readonly servername?: string
 }
 
 export interface Cluster {

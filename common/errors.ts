@@ -17,11 +17,13 @@ export const ERROR_CODES = [
   'RO_FETCH_FAILED', // a fetch gave up after its retries
   'RO_NO_SPACE', // not enough free disk space for a fetch
   'RO_ABORTED', // the operation was cancelled
-  'RO_UNAUTHORIZED', // missing or wrong admin token
+  'RO_UNAUTHORIZED', // missing or wrong token
+  'RO_FORBIDDEN', // the operation is disabled on this node (admin without a configured token)
   'RO_BAD_REQUEST', // a request is malformed or names something invalid
   'RO_TOO_LARGE', // a request or key exceeds its bound
   'RO_UNAVAILABLE', // no replica could answer
   'RO_PUSH_FAILED', // a cluster push did not go live
+  'RO_INTERNAL', // an unexpected failure (a bug): the node's log has the details
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -6,10 +6,11 @@ import { createFileHasher, type FileHasher } from '../formats/store/checksum'
 import type { ChecksumAlgorithm, FileEntry } from '../formats/store/metadata'
 import { backoffDelay, sleep, type BackoffPolicy } from './backoff'
 import { checksumStream } from './checksum-stream'
+import { failureReason, FetchFailure } from './failure-reason'
 import { local } from './local-io'
 import { PartWriter } from './part-writer'
 import type { ProgressTracker } from './progress'
-import { RestartFromZeroError, type FetchSource } from './sources/source'
+import { discardReadResult, RestartFromZeroError, type FetchSource } from './sources/source'
 import { guardPromise, StallError, stallGuard } from './stall-guard'
 import { throttle } from './throttle'
 import type { TokenBucket } from './token-bucket'
@@ -34,7 +35,7 @@ export interface DownloadContext {
 }
 
 /** The bytes on disk are not the file of the manifest: start over from byte 0. */
-class ChecksumFailure extends Error {
+class ChecksumFailure extends FetchFailure {
   override readonly name = 'ChecksumFailure'
 }
 
@@ -74,7 +75,10 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
   try {
     await local(`truncating ${part}`, () => fh.truncate(start))
     if (start < entry.size) {
-      const res = await guardPromise(ctx.source.read(remote, { start, signal }), ctx.stallTimeoutMs, where, onStall)
+      const res = await guardPromise(ctx.source.read(remote, { start, signal }), ctx.stallTimeoutMs, where, onStall, {
+        signal,
+        onLate: discardReadResult,
+      })
       if (res.start !== start) {
         if (res.start !== 0) throw new RestartFromZeroError(`${where}: asked from byte ${start}, source answered from ${res.start}`)
         // The source ignored the range (HTTP 200): take the whole file from this answer.
@@ -155,7 +159,7 @@ export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Prom
         ctx.progress.setState(entry.name, 'failed')
         const code = checksum ? 'RO_CHECKSUM_MISMATCH' : 'RO_FETCH_FAILED'
         const tries = checksum ? checksumFailures : inARow
-        throw new StoreError(code, `${ctx.source.describe(remote)}: gave up after ${tries - 1} retries: ${(err as Error).message}`, {
+        throw new StoreError(code, `${ctx.source.describe(remote)}: gave up after ${tries - 1} retries: ${failureReason(err)}`, {
           cause: err,
         })
       }

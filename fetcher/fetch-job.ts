@@ -8,10 +8,13 @@ import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff'
 import { ensureFreeSpace, freeBytesOf } from './disk-space'
 import { downloadFile, type DownloadContext } from './download-file'
 import type { FetchMetrics } from './fetch-metrics'
+import { failureReason } from './failure-reason'
+import type { FsGate } from './fs-gate'
 import { local } from './local-io'
 import { parseManifest } from './manifest'
 import { ProgressTracker, type FetchProgress } from './progress'
 import { readSmall } from './read-small'
+import type { FileSourceCalls } from './sources/file'
 import { openSource } from './sources/open-source'
 import type { FetchSource } from './sources/source'
 import { TokenBucket } from './token-bucket'
@@ -48,6 +51,13 @@ export interface FetchOptions {
   readonly expect?: { readonly store?: string; readonly version?: number }
   readonly onProgress?: (p: FetchProgress) => void
   readonly metrics?: FetchMetrics
+  /**
+   * Node-wide bound on the blocking file-system calls of local sources (fs-gate.ts); this
+   * fetch makes one at a time under it. Default: a gate of the fetch's own.
+   */
+  readonly fsGate?: FsGate
+  /** Test seam: the file-system calls of a local source (a blocking open stands for a hung mount). */
+  readonly fileCalls?: FileSourceCalls
 }
 
 const DEFAULT_MARGIN = 64 << 20
@@ -142,7 +152,12 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
   let progress: ProgressTracker | undefined
   try {
     if (opts.signal?.aborted) throw new StoreError('RO_ABORTED', 'aborted before start')
-    source = await openSource(opts.source, opts.allowedSources === undefined ? {} : { allowedSources: opts.allowedSources })
+    source = await openSource(opts.source, {
+      signal,
+      ...(opts.allowedSources === undefined ? {} : { allowedSources: opts.allowedSources }),
+      ...(opts.fsGate === undefined ? {} : { gate: opts.fsGate }),
+      ...(opts.fileCalls === undefined ? {} : { fileCalls: opts.fileCalls }),
+    })
     const sourceDir = nodeDirName(opts.nodeId)
     const metaName = `${sourceDir}/${METADATA_FILE}`
     const metaBytes = await readSmall(source, metaName, {
@@ -220,7 +235,5 @@ function toStoreError(err: unknown, signal: AbortSignal | undefined, source: str
   // Whatever the abort broke on its way (a socket, a throttle wait), the cause is the abort.
   if (signal?.aborted) return new StoreError('RO_ABORTED', `fetch from ${source} aborted`, { cause: err })
   if (err instanceof StoreError) return err
-  return new StoreError('RO_FETCH_FAILED', `fetch from ${source} failed: ${err instanceof Error ? err.message : String(err)}`, {
-    cause: err,
-  })
+  return new StoreError('RO_FETCH_FAILED', `fetch from ${source} failed: ${failureReason(err)}`, { cause: err })
 }

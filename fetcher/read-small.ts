@@ -1,6 +1,7 @@
 import { StoreError } from '../common/errors'
 import { backoffDelay, sleep, type BackoffPolicy } from './backoff'
-import type { FetchSource } from './sources/source'
+import { failureReason } from './failure-reason'
+import { discardReadResult, type FetchSource } from './sources/source'
 import { guardPromise, stallGuard } from './stall-guard'
 
 export interface ReadSmallOptions {
@@ -23,7 +24,10 @@ export async function readSmall(source: FetchSource, name: string, opts: ReadSma
     const signal = AbortSignal.any([opts.signal, attempt.signal])
     const onStall = (err: Error): void => attempt.abort(err)
     try {
-      const res = await guardPromise(source.read(name, { start: 0, signal }), opts.stallTimeoutMs, where, onStall)
+      const res = await guardPromise(source.read(name, { start: 0, signal }), opts.stallTimeoutMs, where, onStall, {
+        signal,
+        onLate: discardReadResult,
+      })
       if (res.size !== undefined && res.size > opts.maxBytes)
         throw new StoreError('RO_FETCH_FAILED', `${where}: ${res.size} bytes, more than the ${opts.maxBytes} a manifest may have`)
       const parts: Buffer[] = []
@@ -39,7 +43,7 @@ export async function readSmall(source: FetchSource, name: string, opts: ReadSma
       attempt.abort()
       if (opts.signal.aborted || err instanceof StoreError) throw err
       if (retry >= opts.retries) {
-        throw new StoreError('RO_FETCH_FAILED', `${where}: gave up after ${retry} retries: ${(err as Error).message}`, { cause: err })
+        throw new StoreError('RO_FETCH_FAILED', `${where}: gave up after ${retry} retries: ${failureReason(err)}`, { cause: err })
       }
       opts.onRetry?.(err)
       await sleep(backoffDelay(retry + 1, opts.backoff), opts.signal)

@@ -5,22 +5,49 @@ export class StallError extends Error {
 
 /**
  * Rejects with a StallError when `p` has not settled within `timeoutMs`, after calling
- * `onStall` (which aborts the attempt, so the source tears its connection down).
+ * `onStall` (which aborts the attempt, so the source tears its connection down). With
+ * `signal`, also rejects as soon as it aborts. A value `p` brings after either is handed to
+ * `onLate` (release it: a stream nobody will read must still be destroyed).
  */
-export function guardPromise<T>(p: Promise<T>, timeoutMs: number, what: string, onStall: (err: StallError) => void): Promise<T> {
+export function guardPromise<T>(
+  p: Promise<T>,
+  timeoutMs: number,
+  what: string,
+  onStall: (err: StallError) => void,
+  opts: { readonly signal?: AbortSignal; readonly onLate?: (value: T) => void } = {},
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    let settled = false
+    const giveUp = (err: unknown): void => {
+      settled = true
+      clearTimeout(timer)
+      opts.signal?.removeEventListener('abort', onAbort)
+      reject(err)
+    }
+    const onAbort = (): void => giveUp(opts.signal?.reason)
     const timer = setTimeout(() => {
       const err = new StallError(`${what}: no data for ${timeoutMs} ms`)
       onStall(err)
-      reject(err)
+      if (!settled) giveUp(err)
     }, timeoutMs)
+    if (opts.signal?.aborted) onAbort()
+    else opts.signal?.addEventListener('abort', onAbort, { once: true })
     p.then(
       (v) => {
+        if (settled) {
+          opts.onLate?.(v)
+          return
+        }
+        settled = true
         clearTimeout(timer)
+        opts.signal?.removeEventListener('abort', onAbort)
         resolve(v)
       },
       (e: unknown) => {
+        if (settled) return
+        settled = true
         clearTimeout(timer)
+        opts.signal?.removeEventListener('abort', onAbort)
         reject(e)
       },
     )

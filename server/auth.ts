@@ -11,8 +11,9 @@ import { StoreError } from '../common/errors'
 export class AdminAuth {
   private readonly digest: Buffer | undefined
 
+  /** Throws RO_BAD_OPTION for a token that could never authenticate (checkToken). */
   constructor(token: string | undefined) {
-    this.digest = token === undefined || token === '' ? undefined : sha256(token)
+    this.digest = token === undefined || token === '' ? undefined : sha256(checkToken('the admin token', token))
   }
 
   get enabled(): boolean {
@@ -34,6 +35,39 @@ export class AdminAuth {
   }
 }
 
+/** Longest token accepted: far more than any random token needs, far less than a header may carry. */
+export const MAX_TOKEN_LENGTH = 4096
+
+/**
+ * The rule for every bearer token a node is configured with (the admin token, the read
+ * token): 1 to 4096 visible ASCII characters (0x21-0x7E). A token travels in an
+ * `Authorization: Bearer <token>` header, where whitespace separates words and control or
+ * non-ASCII characters do not arrive intact, so a token holding any of them could never
+ * match: it is refused when the node starts, with an error naming the position (never the
+ * token). Returns the token.
+ */
+export function checkToken(what: string, token: string): string {
+  if (token.length > MAX_TOKEN_LENGTH) {
+    throw new StoreError('RO_BAD_OPTION', `${what} is longer than ${MAX_TOKEN_LENGTH} characters`)
+  }
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i)
+    if (c < 0x21 || c > 0x7e) {
+      const kind =
+        c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d
+          ? 'whitespace'
+          : c < 0x20 || c === 0x7f
+            ? 'a control character'
+            : 'a non-ASCII character'
+      throw new StoreError(
+        'RO_BAD_OPTION',
+        `${what} has ${kind} at character ${i + 1} of ${token.length}: a bearer token must be visible ASCII (letters, digits, punctuation) with no spaces, or it can never authenticate`,
+      )
+    }
+  }
+  return token
+}
+
 /** Admin routes are disabled on this node (no token configured): HTTP 403. */
 export class AdminDisabledError extends Error {
   constructor() {
@@ -52,11 +86,12 @@ export class AdminDisabledError extends Error {
 export class ReadAuth {
   private readonly digest: Buffer | undefined
 
+  /** Throws RO_BAD_OPTION for a token that could never authenticate (checkToken). */
   constructor(
     token: string | undefined,
     private readonly admin?: AdminAuth,
   ) {
-    this.digest = token === undefined || token === '' ? undefined : sha256(token)
+    this.digest = token === undefined || token === '' ? undefined : sha256(checkToken('the read token', token))
   }
 
   get enabled(): boolean {

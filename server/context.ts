@@ -1,32 +1,67 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Cluster } from '../cluster/cluster'
 import type { DataDir } from '../swapper/data-dir'
+import type { ServedStores } from '../swapper/served-store'
+import type { ServingMirror } from '../swapper/serving-mirror'
 import type { AdminAuth, ReadAuth } from './auth'
-import type { FetchRunner } from './fetch-route'
+import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
+import type { PeerCheck } from './peer-check'
 import type { PushLocks } from './push-lock'
-import type { ServedStores } from './served-stores'
+import type { ReadLimits } from './read-limits'
+import type { StoreCreation } from './store-creation'
 
-/** What every route handler may use: the node's state and services. */
-export interface AppContext {
+/** What the read routes use: the stores as served in this process. Every serving loop has one. */
+export interface ReadContext {
   readonly nodeId: number
   readonly cluster: Cluster
   /** The stores as the read routes see them (live readers, stale marks). */
   readonly stores: ServedStores
-  /** The stores on disk: versions, install, swap (admin routes, status). */
-  readonly dataDir: DataDir
-  readonly auth: AdminAuth
-  /** Checked on routes with access 'read' (off when no read token is configured). */
+  /** Checked on routes with access 'read' in every serving loop (off when no read token is configured). */
   readonly readAuth: ReadAuth
   readonly metrics: NodeMetrics
-  readonly jobs: Jobs
   readonly log: Logger
   readonly accessLog: boolean
+  readonly shuttingDown: () => boolean
+  /** Bounds of read responses (read-limits.ts); defaults when absent. */
+  readonly readLimits?: ReadLimits
+}
+
+/**
+ * What the control routes (admin, status, metrics) use: the node's versions on disk, jobs
+ * and services. They run where that state lives: the only process of a single-process
+ * node, or the supervisor of a multi-process one.
+ */
+export interface AppContext extends ReadContext {
+  readonly dataDir: DataDir<ServingMirror>
+  readonly auth: AdminAuth
+  readonly jobs: Jobs
   readonly startedAt: number
   readonly keepVersions: number
   readonly fetch?: FetchRunner
+  /** The allow-list and the bound on source file-system calls, for every admin path or URL. */
+  readonly sources: SourceAccess
+  /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */
+  readonly storeCreation: StoreCreation
   readonly pushLocks: PushLocks
-  readonly shuttingDown: () => boolean
+  /** The startup check with the peers and self-repair of missed pushes (peer-check.ts). */
+  readonly peers?: PeerCheck
   readonly address: () => { host: string; port: number }
+  /** Serving event loops of the node, for /status. */
+  readonly workers?: () => WorkersStatus
+  /** The node's metrics as one text (a supervisor sums its workers'); default: this process's registry. */
+  readonly renderMetrics?: () => Promise<{ contentType: string; body: string }>
 }
+
+export interface WorkersStatus {
+  readonly configured: number
+  readonly serving: number
+  readonly restarts: number
+}
+
+/** Where a serving loop sends the control routes: handled here, or forwarded to the supervisor. */
+export type ControlTarget =
+  | { readonly kind: 'local'; readonly ctx: AppContext }
+  | { readonly kind: 'forward'; readonly forward: (req: IncomingMessage, res: ServerResponse) => Promise<void> }

@@ -1,13 +1,17 @@
 import { rm } from 'node:fs/promises'
 import { performance } from 'node:perf_hooks'
-import type { Registry } from 'prom-client'
+import { Gauge, type Registry } from 'prom-client'
+import { StoreError } from '../common/errors'
 import { fetchVersion, type FetchProgress } from '../fetcher/fetch-job'
 import { registerFetchMetrics } from '../fetcher/fetch-metrics'
+import { defaultFsCallLimit, FsGate } from '../fetcher/fs-gate'
+import { checkSource } from '../fetcher/sources/open-source'
 import { TokenBucket } from '../fetcher/token-bucket'
 import { installResult, type InstallResult, type StoreVersions } from '../swapper/store-versions'
+import type { ServingMirror } from '../swapper/serving-mirror'
 
 export interface FetchRequest {
-  readonly sv: StoreVersions
+  readonly sv: StoreVersions<ServingMirror>
   readonly source: string
   readonly version?: number
   readonly maxBytesPerSec?: number
@@ -24,9 +28,62 @@ export interface FetchRunnerOptions {
   readonly nodeId: number
   /** Node-wide byte rate shared by every fetch (protects live serving). */
   readonly maxBytesPerSec?: number
-  /** When given, fetch sources must lie under one of these. */
-  readonly allowedSources?: readonly string[]
+  readonly sources: SourceAccess
   readonly registry: Registry
+  /** A download with no byte for this long is cut and retried; default the fetcher's (30 s). */
+  readonly stallTimeoutMs?: number
+}
+
+/**
+ * What an admin operation may read: the `--allowed-source` list, applied to every path
+ * and URL an admin request names (fetch sources, install paths), and the node-wide bound
+ * on the blocking file-system calls made on sources (fetcher/fs-gate.ts).
+ */
+export class SourceAccess {
+  readonly gate: FsGate
+
+  constructor(
+    /** Prefixes (paths, file://, http(s)://); undefined: anything the node can reach. */
+    readonly allowedSources: readonly string[] | undefined,
+    fsCallLimit = defaultFsCallLimit(),
+  ) {
+    this.gate = new FsGate(fsCallLimit)
+  }
+
+  /** A fetch source: RO_BAD_REQUEST when malformed, of an unknown scheme, or not allowed. */
+  async checkFetchSource(source: string, signal: AbortSignal): Promise<void> {
+    await checkSource(source, this.options(signal))
+  }
+
+  /**
+   * An install's node directory, with its symlinks resolved (what is then copied from):
+   * RO_BAD_REQUEST unless it lies under an allowed path. With an allow-list of URLs only,
+   * no local path is allowed.
+   */
+  async resolveInstallPath(path: string, signal: AbortSignal): Promise<string> {
+    const c = await checkSource(path, this.options(signal))
+    if (c.kind !== 'file') throw new StoreError('RO_BAD_REQUEST', 'path must be the absolute path of a node directory')
+    return c.key
+  }
+
+  private options(signal: AbortSignal): { allowedSources?: readonly string[]; gate: FsGate; signal: AbortSignal } {
+    return { gate: this.gate, signal, ...(this.allowedSources === undefined ? {} : { allowedSources: this.allowedSources }) }
+  }
+}
+
+function registerGateGauges(registry: Registry, gate: FsGate): void {
+  if (registry.getSingleMetric('rostore_fetch_source_fs_calls') !== undefined) return
+  new Gauge({
+    name: 'rostore_fetch_source_fs_calls',
+    help: 'File-system calls on fetch sources holding a pool thread now, by state (running, or abandoned: their fetch gave up, the call is still stuck)',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const s = gate.stats
+      this.set({ state: 'running' }, s.inFlight - s.abandoned)
+      this.set({ state: 'abandoned' }, s.abandoned)
+    },
+  })
 }
 
 /**
@@ -37,6 +94,7 @@ export interface FetchRunnerOptions {
 export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
   const bucket = opts.maxBytesPerSec === undefined ? undefined : new TokenBucket(opts.maxBytesPerSec)
   const metrics = registerFetchMetrics(opts.registry)
+  registerGateGauges(opts.registry, opts.sources.gate)
   return async (r) => {
     const t0 = performance.now()
     const staging = r.sv.stagingPath('fetch')
@@ -48,7 +106,9 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
         maxBytesPerSec: r.maxBytesPerSec,
         bucket,
         signal: r.signal,
-        allowedSources: opts.allowedSources,
+        allowedSources: opts.sources.allowedSources,
+        fsGate: opts.sources.gate,
+        ...(opts.stallTimeoutMs === undefined ? {} : { stallTimeoutMs: opts.stallTimeoutMs }),
         expect: { store: r.sv.store, ...(r.version === undefined ? {} : { version: r.version }) },
         metrics,
         onProgress: (p: FetchProgress) =>

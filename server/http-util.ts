@@ -22,13 +22,15 @@ const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   RO_NO_SPACE: 507,
   RO_ABORTED: 409,
   RO_UNAUTHORIZED: 401,
+  RO_FORBIDDEN: 403,
   RO_TOO_LARGE: 413,
   RO_UNAVAILABLE: 503,
   RO_PUSH_FAILED: 502,
+  RO_INTERNAL: 500,
 }
 
 export function httpStatusFor(code: ErrorCode): number {
-  return HTTP_STATUS[code] ?? 500
+  return HTTP_STATUS[code]
 }
 
 /** A StoreError answered with a specific HTTP status (for example 414 for a long key). */
@@ -94,7 +96,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 export interface ErrorBody {
-  readonly error: { readonly code: ErrorCode | 'RO_INTERNAL' | 'RO_METHOD'; readonly message: string }
+  readonly error: { readonly code: ErrorCode; readonly message: string }
 }
 
 /** Status and body for anything thrown while handling a request. */
@@ -102,6 +104,34 @@ export function errorResponse(err: unknown): { status: number; body: ErrorBody }
   if (err instanceof HttpStatusError) return { status: err.status, body: { error: { code: err.code, message: err.message } } }
   if (isStoreError(err)) return { status: httpStatusFor(err.code), body: { error: { code: err.code, message: err.message } } }
   return { status: 500, body: { error: { code: 'RO_INTERNAL', message: errorMessage(err) } } }
+}
+
+/**
+ * What a public (non-admin) route may say about a failure. Codes that describe the
+ * request itself (a bad name, an absent store, a body too large) keep their message: it is
+ * built from what the client sent. Every other code gets a fixed message, because the
+ * errors behind them come from the swapper, the reader or the file system and name data
+ * directory paths, file names or internals; those go to the node's log (request-failed)
+ * and to admin routes only.
+ */
+export function publicErrorResponse(err: unknown): { status: number; body: ErrorBody } {
+  const r = errorResponse(err)
+  const code = r.body.error.code
+  if (REQUEST_CODES.has(code)) return r
+  return { status: r.status, body: { error: { code, message: PUBLIC_MESSAGES[code] ?? 'the node could not answer' } } }
+}
+
+/** Codes whose messages are about the request, not the node. */
+const REQUEST_CODES: ReadonlySet<string> = new Set(['RO_BAD_REQUEST', 'RO_NOT_FOUND', 'RO_TOO_LARGE', 'RO_UNAUTHORIZED', 'RO_FORBIDDEN'])
+
+const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {
+  RO_UNAVAILABLE: 'the store cannot be read on this node now (stale, no live version, or shutting down); ask another replica',
+  RO_CORRUPT: "the store's files on this node failed a check; ask another replica",
+  RO_CHECKSUM_MISMATCH: "the store's files on this node failed a check; ask another replica",
+  RO_BAD_FORMAT: "the store's files on this node are of an unknown format; ask another replica",
+  RO_IO: 'a storage error on this node',
+  RO_INTERNAL: 'an internal error on this node',
+  RO_CONFLICT: 'the request conflicts with the state of this node',
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
-import { nullLogger, type Logger } from './log'
+import { errorDetail, nullLogger, type Logger } from './log'
 
 export type JobState = 'running' | 'succeeded' | 'failed' | 'cancelled'
 
@@ -13,7 +13,7 @@ export interface JobView {
   readonly finishedAt?: string
   readonly progress?: unknown
   readonly result?: unknown
-  readonly error?: { readonly code: ErrorCode | 'RO_INTERNAL'; readonly message: string }
+  readonly error?: { readonly code: ErrorCode; readonly message: string }
 }
 
 export interface JobContext {
@@ -76,12 +76,17 @@ export class Jobs {
       (result) => this.finish(job, controller.signal.aborted ? 'cancelled' : 'succeeded', { result }),
       (err) => {
         const cancelled = controller.signal.aborted || isStoreError(err, 'RO_ABORTED')
-        this.finish(job, cancelled ? 'cancelled' : 'failed', {
-          error: {
-            code: isStoreError(err) ? err.code : 'RO_INTERNAL',
-            message: cancelled ? 'cancelled' : errorMessage(err),
+        this.finish(
+          job,
+          cancelled ? 'cancelled' : 'failed',
+          {
+            error: {
+              code: isStoreError(err) ? err.code : 'RO_INTERNAL',
+              message: cancelled ? 'cancelled' : errorMessage(err),
+            },
           },
-        })
+          err,
+        )
       },
     )
     return job.view
@@ -124,7 +129,7 @@ export class Jobs {
     await Promise.all(running.map((j) => j.done))
   }
 
-  private finish(job: Job, state: JobState, extra: { result?: unknown; error?: JobView['error'] }): void {
+  private finish(job: Job, state: JobState, extra: { result?: unknown; error?: JobView['error'] }, err?: unknown): void {
     job.view = { ...job.view, state, finishedAt: new Date().toISOString(), ...extra }
     this.log[state === 'failed' ? 'warn' : 'info']('job-finished', {
       job: job.view.id,
@@ -132,6 +137,8 @@ export class Jobs {
       store: job.view.store,
       state,
       error: extra.error?.message,
+      // The job's message leaves out what a source sent; the log keeps it (errorDetail).
+      ...(state === 'failed' ? { detail: errorDetail(err) } : {}),
     })
     this.onFinish(job.view)
     const finished = [...this.jobs.values()].filter((j) => j.view.state !== 'running')

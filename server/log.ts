@@ -47,6 +47,22 @@ export function createLogger(opts: { level?: LogLevel; write?: (line: string) =>
   }
 }
 
+/**
+ * An error with its chain of causes, for the log only: public and job messages leave out
+ * what a source sent or where a path leads (fetcher/failure-reason.ts); the causes keep
+ * it, so the operator can still see it. Bounded, so a huge message cannot flood the log.
+ */
+export function errorDetail(err: unknown, maxChars = 4000): string {
+  const parts: string[] = []
+  let e: unknown = err
+  for (let depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    parts.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+    e = e instanceof Error ? e.cause : undefined
+  }
+  const text = parts.join(' <- caused by ')
+  return text.length > maxChars ? `${text.slice(0, maxChars)}…` : text
+}
+
 export const nullLogger: Logger = {
   debug: () => undefined,
   info: () => undefined,

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { SwapResult } from '../swapper/events'
 import type { DataDir } from '../swapper/data-dir'
+import type { ServingMirror } from '../swapper/serving-mirror'
 
 /** Label for requests naming a store this node does not have (keeps label sets bounded). */
 export const UNKNOWN_STORE = '_unknown'
@@ -20,8 +21,9 @@ export class NodeMetrics {
   readonly errors: Counter<'store' | 'code'>
   readonly versionsDeleted: Counter<'store'>
   readonly jobs: Counter<'kind' | 'state'>
+  readonly connectionsDropped: Counter
 
-  constructor(dataDir: () => DataDir | undefined, defaults = true) {
+  constructor(dataDir: () => DataDir<ServingMirror> | undefined, defaults = true) {
     const registers = [this.registry]
     if (defaults) collectDefaultMetrics({ register: this.registry })
     this.requests = new Counter({
@@ -70,6 +72,11 @@ export class NodeMetrics {
       labelNames: ['kind', 'state'],
       registers,
     })
+    this.connectionsDropped = new Counter({
+      name: 'rostore_connections_dropped_total',
+      help: 'Connections closed on arrival because --max-connections were open',
+      registers,
+    })
     new Gauge({
       name: 'rostore_store_live_version',
       help: 'Live version of each store (0 when none)',
@@ -77,7 +84,7 @@ export class NodeMetrics {
       registers,
       collect() {
         this.reset()
-        for (const s of dataDir()?.all() ?? []) this.set({ store: s.store }, s.live.version ?? 0)
+        for (const s of dataDir()?.all() ?? []) this.set({ store: s.store }, s.liveVersion ?? 0)
       },
     })
     new Gauge({
@@ -87,7 +94,7 @@ export class NodeMetrics {
       registers,
       collect() {
         this.reset()
-        for (const s of dataDir()?.all() ?? []) this.set({ store: s.store }, s.live.metadata?.records ?? 0)
+        for (const s of dataDir()?.all() ?? []) this.set({ store: s.store }, s.liveMetadata?.records ?? 0)
       },
     })
     new Gauge({

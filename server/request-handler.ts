@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { errorMessage } from '../common/errors'
 import { AdminDisabledError } from './auth'
-import type { AppContext } from './context'
-import { badRequest, errorResponse, MAX_URL_BYTES, sendJson } from './http-util'
+import type { ControlTarget, ReadContext } from './context'
+import { badRequest, errorResponse, MAX_URL_BYTES, publicErrorResponse, sendJson } from './http-util'
 import { UNKNOWN_STORE } from './metrics'
 import { findRoutes, noRoute } from './routes/route'
 import { ROUTES } from './routes/table'
@@ -11,6 +11,8 @@ import { ROUTES } from './routes/table'
 interface RequestInfo {
   op: string
   store: string
+  /** The admin token was checked: errors may name paths and internals. */
+  admin: boolean
 }
 
 const MAX_PATH_LENGTH = 4096
@@ -26,17 +28,25 @@ export interface RequestHandler {
   closeConnectionsAfterResponse(): void
 }
 
-export function createRequestHandler(ctx: AppContext): RequestHandler {
+/**
+ * `ctx` serves the read routes in this process; `control` says where the control routes
+ * (admin, status, metrics) run: here, or forwarded to the node's supervisor.
+ */
+export function createRequestHandler(ctx: ReadContext, control: ControlTarget): RequestHandler {
   const inFlight = new Set<ServerResponse>()
+  const known = (store: string): boolean =>
+    ctx.stores.get(store) !== undefined || (control.kind === 'local' && control.ctx.dataDir.get(store) !== undefined)
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const started = process.hrtime.bigint()
-    const info: RequestInfo = { op: 'unknown', store: '' }
+    const info: RequestInfo = { op: 'unknown', store: '', admin: false }
     if (ctx.shuttingDown()) res.setHeader('Connection', 'close')
     inFlight.add(res)
     res.once('close', () => {
       inFlight.delete(res)
+      // The supervisor counts the requests it answers for a worker.
+      if (info.op === FORWARDED) return
       const seconds = Number(process.hrtime.bigint() - started) / 1e9
-      const store = metricStore(ctx, info.store)
+      const store = metricStore(known, info.store)
       const status = res.headersSent ? res.statusCode : 499
       ctx.metrics.requests.inc({ store, op: info.op, status: String(status) })
       ctx.metrics.latency.observe({ store, op: info.op }, seconds)
@@ -46,11 +56,11 @@ export function createRequestHandler(ctx: AppContext): RequestHandler {
     })
     let handled: Promise<void> | void
     try {
-      handled = dispatch(ctx, req, res, info)
+      handled = dispatch(ctx, control, req, res, info)
     } catch (err) {
       handled = Promise.reject(err)
     }
-    Promise.resolve(handled).catch((err: unknown) => fail(ctx, req, res, info, err))
+    Promise.resolve(handled).catch((err: unknown) => fail(ctx, known, req, res, info, err))
   }
   return Object.assign(handler, {
     closeConnectionsAfterResponse: () => {
@@ -59,12 +69,25 @@ export function createRequestHandler(ctx: AppContext): RequestHandler {
   })
 }
 
+const FORWARDED = 'forwarded'
+
 /** Store label of a request: bounded to the stores this node has. */
-function metricStore(ctx: AppContext, store: string): string {
-  return store === '' ? '' : ctx.stores.get(store) ? store : UNKNOWN_STORE
+function metricStore(known: (store: string) => boolean, store: string): string {
+  return store === '' ? '' : known(store) ? store : UNKNOWN_STORE
 }
 
-function dispatch(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> | void {
+/** Paths of the control routes: admin (any, so even unknown ones are authenticated there), status, metrics. */
+function isControlPath(segments: readonly string[]): boolean {
+  return segments[0] === 'admin' || (segments.length === 1 && (segments[0] === 'status' || segments[0] === 'metrics'))
+}
+
+function dispatch(
+  ctx: ReadContext,
+  control: ControlTarget,
+  req: IncomingMessage,
+  res: ServerResponse,
+  info: RequestInfo,
+): Promise<void> | void {
   const url = req.url ?? '/'
   if (url.length > MAX_URL_BYTES) {
     info.op = 'too_long'
@@ -82,10 +105,15 @@ function dispatch(ctx: AppContext, req: IncomingMessage, res: ServerResponse, in
   const segments = path.slice(1).split('/')
   const method = req.method ?? 'GET'
   if (path.length > MAX_PATH_LENGTH && segments[0] !== 'stores') throw badRequest('path too long')
-  if (segments[0] === 'admin') {
+  if (control.kind === 'forward' && isControlPath(segments)) {
+    info.op = FORWARDED
+    return control.forward(req, res)
+  }
+  if (segments[0] === 'admin' && control.kind === 'local') {
     // Authenticate before looking at anything else: an unknown admin path is a 401 too.
     info.op = 'admin'
-    ctx.auth.check(req)
+    control.ctx.auth.check(req)
+    info.admin = true
   } else if (segments[0] === 'stores') {
     info.op = 'store'
   }
@@ -109,23 +137,36 @@ function dispatch(ctx: AppContext, req: IncomingMessage, res: ServerResponse, in
     return
   }
   info.op = match.route.op
-  if (match.route.access === 'read') ctx.readAuth.check(req)
-  return match.route.handle(ctx, req, res, match.params)
+  const route = match.route
+  // Read routes run in every serving loop (a worker, or the only process), so each checks
+  // the read token itself; supervisors only ever see forwarded control routes.
+  if (route.access === 'read') ctx.readAuth.check(req)
+  if (route.scope === 'read') return route.handle(ctx, req, res, match.params)
+  if (control.kind === 'local') return route.handle(control.ctx, req, res, match.params)
+  throw new RangeError(`control route ${route.path} outside the control paths`)
 }
 
-function fail(ctx: AppContext, req: IncomingMessage, res: ServerResponse, info: RequestInfo, err: unknown): void {
+function fail(
+  ctx: ReadContext,
+  known: (store: string) => boolean,
+  req: IncomingMessage,
+  res: ServerResponse,
+  info: RequestInfo,
+  err: unknown,
+): void {
   let status: number
   let body: unknown
   if (err instanceof AdminDisabledError) {
     status = 403
-    body = { error: { code: 'RO_UNAUTHORIZED', message: err.message } }
+    body = { error: { code: 'RO_FORBIDDEN', message: err.message } }
   } else {
-    const r = errorResponse(err)
+    // Admin callers may see paths and internals; everyone else gets codes and short messages.
+    const r = info.admin ? errorResponse(err) : publicErrorResponse(err)
     status = r.status
     body = r.body
   }
   const code = (body as { error: { code: string } }).error.code
-  const store = metricStore(ctx, info.store)
+  const store = metricStore(known, info.store)
   // Client mistakes and absent keys are not server errors; everything else is counted and logged.
   if ((status >= 500 && status !== 503) || code === 'RO_CORRUPT' || code === 'RO_CHECKSUM_MISMATCH' || code === 'RO_INTERNAL') {
     ctx.metrics.errors.inc({ store, code })

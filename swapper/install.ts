@@ -1,5 +1,5 @@
 import { constants } from 'node:fs'
-import { copyFile, link, lstat, mkdir, open } from 'node:fs/promises'
+import { copyFile, link, lstat, mkdir, open, realpath } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import { METADATA_FILE, type StoreMetadata } from '../formats/store/metadata'
@@ -55,12 +55,22 @@ async function fsyncFile(path: string): Promise<void> {
 /**
  * Copy (or hard-link) the node directory `src` into the new directory `dest`: every
  * file listed in its metadata, then metadata.json, each fsynced, then `dest` itself.
- * Only regular files named in the metadata are taken (no symlinks, no other files).
+ * Only regular files named in the metadata are taken (no symlinks, no other files), read
+ * through `src` with its symlinks resolved once at the start, so a symlink on the way that
+ * changes during the copy cannot switch the source under it.
  * Copies use copy-on-write clones where the file system has them. Cancellable between
  * files. Returns the metadata read from `src`.
  */
-export async function stageNodeDir(src: string, dest: string, opts: StageOptions = {}): Promise<StoreMetadata> {
-  if (!isAbsolute(src)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
+export async function stageNodeDir(given: string, dest: string, opts: StageOptions = {}): Promise<StoreMetadata> {
+  if (!isAbsolute(given)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
+  let src: string
+  try {
+    src = await realpath(given)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new StoreError('RO_NOT_FOUND', `${given} is not a node directory: it does not exist`)
+    throw ioError(`cannot read ${given}`, err)
+  }
   const meta = await readNodeMetadata(src)
   const bytesTotal = meta.files.reduce((n, f) => n + f.size, 0)
   let bytesDone = 0

@@ -8,6 +8,10 @@ import type { StoreReader } from '../formats/store/store-reader-api'
  * old one finish on the old files, and the old reader closes when its last lease is
  * released. Acquire and replace are synchronous, so no request ever sees a mix of two
  * versions or a closed reader, and nothing on the read path takes a lock.
+ *
+ * A lease may carry a revoke callback (close the request's connection). `drained()` with
+ * a deadline calls it for requests still reading a replaced version past the deadline:
+ * a client that stops reading its response cannot hold old versions open forever.
  */
 export interface ReaderLease {
   readonly reader: StoreReader
@@ -20,6 +24,8 @@ class CountedReader {
   /** One reference belongs to the LiveStore while this reader is current. */
   private refs = 1
   private closed = false
+  /** Revoke callbacks of the leases out that have one. */
+  private readonly revocable = new Set<() => void>()
   readonly drained: Promise<void>
   private resolveDrained!: () => void
 
@@ -34,34 +40,65 @@ class CountedReader {
     return this.reader.metadata.version
   }
 
-  get inUse(): number {
-    return this.refs
-  }
-
-  acquire(): void {
+  lease(onRevoke: (() => void) | undefined): ReaderLease {
     this.refs++
+    if (onRevoke) this.revocable.add(onRevoke)
+    let released = false
+    return {
+      reader: this.reader,
+      version: this.version,
+      release: () => {
+        if (released) return
+        released = true
+        if (onRevoke) this.revocable.delete(onRevoke)
+        this.release()
+      },
+    }
   }
 
   release(): void {
     if (this.refs <= 0) throw new Error('reader released more often than acquired')
     this.refs--
-    if (this.refs === 0 && !this.closed) {
-      this.closed = true
-      let error: unknown
+    if (this.refs === 0) this.close()
+  }
+
+  /** Cut every request still reading this (replaced) reader, then close it. */
+  revoke(): number {
+    const cut = [...this.revocable]
+    this.revocable.clear()
+    for (const fn of cut) {
       try {
-        this.reader.close()
-      } catch (err) {
-        error = err
+        fn()
+      } catch {
+        // a connection that is already gone
       }
-      this.onClose(this.reader, error)
-      this.resolveDrained()
     }
+    // Leases without a callback (in-process readers) cannot be cut; revoked ones release
+    // themselves when their connection closes. Either way nothing reads after this point
+    // but code that holds the reader object, which stays safe to use (see StoreReader).
+    this.close()
+    return cut.length
+  }
+
+  private close(): void {
+    if (this.closed) return
+    this.closed = true
+    let error: unknown
+    try {
+      this.reader.close()
+    } catch (err) {
+      error = err
+    }
+    this.onClose(this.reader, error)
+    this.resolveDrained()
   }
 }
 
 export interface LiveStoreEvents {
   /** An old reader was closed after its last lease was released. */
   onReaderClosed?: (version: number, err?: unknown) => void
+  /** Requests still reading a replaced version were cut at the drain deadline. */
+  onRevoked?: (version: number, requests: number) => void
 }
 
 export class LiveStore {
@@ -88,21 +125,13 @@ export class LiveStore {
     return this.retiring.size
   }
 
-  /** A lease on the live reader, or undefined when the store has none. Synchronous. */
-  acquire(): ReaderLease | undefined {
-    const counted = this.current
-    if (!counted) return undefined
-    counted.acquire()
-    let released = false
-    return {
-      reader: counted.reader,
-      version: counted.version,
-      release: () => {
-        if (released) return
-        released = true
-        counted.release()
-      },
-    }
+  /**
+   * A lease on the live reader, or undefined when the store has none. Synchronous.
+   * `onRevoke` (close the request's connection) is called if the request still holds the
+   * lease when a drain deadline passes after the version was replaced.
+   */
+  acquire(onRevoke?: () => void): ReaderLease | undefined {
+    return this.current?.lease(onRevoke)
   }
 
   /**
@@ -119,9 +148,26 @@ export class LiveStore {
     return old.drained
   }
 
-  /** Every reader replaced so far has closed. */
-  async drained(): Promise<void> {
-    await Promise.all([...this.retiring].map((r) => r.drained))
+  /**
+   * Every reader replaced so far has closed. With a deadline, requests still reading a
+   * replaced reader when it passes are revoked (cut) and the reader closed.
+   */
+  async drained(deadlineMs?: number): Promise<void> {
+    const all = Promise.all([...this.retiring].map((r) => r.drained)).then(() => undefined)
+    if (deadlineMs === undefined || this.retiring.size === 0) return all
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), deadlineMs)
+      timer.unref()
+    })
+    const outcome = await Promise.race([all, late])
+    clearTimeout(timer)
+    if (outcome !== 'late') return
+    for (const r of [...this.retiring]) {
+      const cut = r.revoke()
+      this.events.onRevoked?.(r.version, cut)
+    }
+    await all
   }
 
   /** Stop serving; the reader closes when in-flight requests are done. */

@@ -3,16 +3,19 @@ import { isAbsolute, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { errorMessage, StoreError } from '../common/errors'
 import type { StoreMetadata } from '../formats/store/metadata'
-import type { StoreReader } from '../formats/store/store-reader-api'
 import { crashPoint } from './crash-points'
 import { silentLogger, type SwapHooks, type SwapKind, type SwapLogger, type SwapResult } from './events'
 import { readNodeMetadata, stageNodeDir, type StageOptions } from './install'
-import { LiveStore } from './live-store'
+import { LocalServingStore } from './local-serving'
 import { fsyncDir, writeLivePointer } from './live-pointer'
+import { defaultOpenReader, type OpenReader } from './open-version'
 import { recoverStoreDir } from './recover'
 import { RetentionScheduler } from './retention'
 import { SerialQueue } from './serial-queue'
-import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './stale-mark'
+import type { PushRecord } from './push-record'
+import { ServingMarks } from './serving-marks'
+import type { ServingMirror } from './serving-mirror'
+import type { StaleMark } from './stale-mark'
 import {
   checkStoreName,
   isValidVersion,
@@ -26,12 +29,20 @@ import {
 
 export const DEFAULT_KEEP_VERSIONS = 2
 
-export type OpenReader = (dir: string) => Promise<StoreReader>
-export type VerifyDir = (dir: string) => Promise<unknown>
+/** How long retention waits for requests still reading a replaced version before cutting them. */
+export const DEFAULT_DRAIN_DEADLINE_MS = 30_000
 
-/** The real reader and verifier, loaded on first use. */
-export const defaultOpenReader: OpenReader = async (dir) => (await import('../formats/store/store-reader')).openStore(dir)
-export const defaultVerify: VerifyDir = async (dir) => (await import('../formats/store/verify')).verifyStore(dir)
+export type { OpenReader } from './open-version'
+/** A full verify of a staged directory; `signal` cancels it (RO_ABORTED). */
+export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
+
+/**
+ * The real verifier, loaded on first use. It runs in a worker thread: it reads and checks
+ * every byte, which on the event loop stalled every read of the node for seconds per
+ * install (issue 17, defect 0).
+ */
+export const defaultVerify: VerifyDir = async (dir, signal) =>
+  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal })
 
 export interface StoreVersionsOptions {
   readonly dataDir: string
@@ -42,13 +53,22 @@ export interface StoreVersionsOptions {
   readonly keepVersions?: number
   /** Create the store directory when missing (a store arriving with its first install). */
   readonly create?: boolean
+  /** Opens readers for the default, in-process serving side (ignored when `serving` is given). */
   readonly openReader?: OpenReader
   readonly verify?: VerifyDir
   readonly log?: SwapLogger
   readonly hooks?: SwapHooks
+  /** Retention waits this long for requests on a replaced version, then cuts them. Default 30 s. */
+  readonly drainDeadlineMs?: number
+  /**
+   * Serve nothing (reads 503) until `peersChecked()`: a node that restarts asks its peers
+   * whether it missed a push before it serves a store it had (server/peer-check.ts).
+   */
+  readonly holdForPeers?: boolean
 }
 
 export type { StaleMark } from './stale-mark'
+export type { PushRecord } from './push-record'
 
 export interface VersionInfo {
   readonly version: number
@@ -68,67 +88,77 @@ export interface InstallResult {
 
 /**
  * The versions of one store on one node: the on-disk directories, the LIVE pointer, the
- * STALE marker and the in-memory `LiveStore`. All changes (install, swap, rollback,
- * delete, retention) run one at a time per store; reads never wait for them.
+ * STALE marker, and the serving side it drives (`serving`: the readers, in this process
+ * or in every serving worker). All changes (install, swap, rollback, delete, retention)
+ * run one at a time per store; reads never wait for them.
  *
- * Swap: open the new version's reader first (which loads and checks its index), flip
- * LIVE (write temp + fsync + rename + fsync dir), then replace the in-memory reader.
- * The old reader closes once its in-flight requests have released it. Old versions
- * beyond the retention are deleted afterwards, off the request path.
+ * A freshly adopted version's reader is opened ahead of its swap (`prepare`): opening is
+ * O(records) with a large index, so doing it first keeps the swap itself O(1). Swap: make
+ * sure the new version is prepared, flip LIVE (write temp + fsync + rename + fsync dir),
+ * then activate it on the serving side. The old reader closes once its in-flight requests
+ * have released it (or the drain deadline cut them). Old versions beyond the retention
+ * are deleted afterwards, off the request path.
  */
-export class StoreVersions {
-  /**
-   * The reader of the newest installed (not yet live) version, opened when it was
-   * adopted: loading and checking an index is O(records), so doing it before the swap
-   * keeps the swap itself O(1) whatever the store size.
-   */
-  private prepared: { readonly version: number; readonly reader: StoreReader } | undefined
-  readonly live: LiveStore
+export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   readonly storeDir: string
   private pointer: number | undefined
   private readonly present = new Set<number>()
   private readonly metaCache = new Map<number, StoreMetadata>()
-  private staleMark: StaleMark | undefined
+  /** STALE mark, startup hold, last push record: why reads may be refused. */
+  private readonly marks: ServingMarks
+  /** The refusal last sent to the serving side, to send only changes. */
+  private publishedStale: StaleMark | undefined
+  /** Versions this object asked the serving side to prepare and not yet activate. */
+  private preparedAhead = new Set<number>()
   private readonly queue = new SerialQueue()
   private readonly retention: RetentionScheduler
   private closed = false
   private loadErrorMessage: string | undefined
   readonly keepVersions: number
-  private readonly openReader: OpenReader
+  private readonly drainDeadlineMs: number
   private readonly verify: VerifyDir
   private readonly log: SwapLogger
   private readonly hooks: SwapHooks
 
-  private constructor(private readonly opts: StoreVersionsOptions) {
+  private constructor(
+    private readonly opts: StoreVersionsOptions,
+    /** The serving side of this store: what reads see. */
+    readonly serving: M,
+  ) {
     this.storeDir = join(opts.dataDir, opts.store)
     this.keepVersions = opts.keepVersions ?? DEFAULT_KEEP_VERSIONS
     if (!Number.isSafeInteger(this.keepVersions) || this.keepVersions < 0) {
       throw new RangeError(`keepVersions must be a non-negative integer, got ${this.keepVersions}`)
     }
-    this.openReader = opts.openReader ?? defaultOpenReader
+    this.drainDeadlineMs = opts.drainDeadlineMs ?? DEFAULT_DRAIN_DEADLINE_MS
     this.verify = opts.verify ?? defaultVerify
     this.log = opts.log ?? silentLogger
     this.hooks = opts.hooks ?? {}
+    this.marks = new ServingMarks(this.storeDir, opts.store, opts.nodeId, this.log)
     this.retention = new RetentionScheduler(
       async () => {
         // Let requests still reading a replaced version finish before its files go.
-        await this.live.drained()
+        await this.serving.drained(this.drainDeadlineMs)
         await this.exclusive(() => this.applyRetention())
       },
       () => this.closed,
       (err) => this.log.error('retention-failed', { store: this.store, error: errorMessage(err) }),
     )
-    this.live = new LiveStore(opts.store, {
-      onReaderClosed: (version, err) => {
-        if (err !== undefined) this.log.warn('reader-close-failed', { store: this.store, version, error: errorMessage(err) })
-      },
-    })
   }
 
-  /** Recover the store directory, then open its live version (if any). */
-  static async open(opts: StoreVersionsOptions): Promise<StoreVersions> {
+  /**
+   * Recover the store directory, then open its live version (if any) on the serving side:
+   * `serving`, or by default a LocalServingStore reading in this process.
+   */
+  static open(opts: StoreVersionsOptions): Promise<StoreVersions<LocalServingStore>>
+  static open<M extends ServingMirror>(opts: StoreVersionsOptions, serving: M): Promise<StoreVersions<M>>
+  static async open(opts: StoreVersionsOptions, serving?: ServingMirror): Promise<StoreVersions<ServingMirror>> {
     checkStoreName(opts.store)
-    const sv = new StoreVersions(opts)
+    const mirror =
+      serving ??
+      new LocalServingStore({ store: opts.store, nodeId: opts.nodeId, openReader: opts.openReader ?? defaultOpenReader, log: opts.log })
+    const sv = new StoreVersions(opts, mirror)
+    await mirror.attach()
     if (opts.create) await mkdir(sv.storeDir, { recursive: true })
     const rec = await recoverStoreDir(sv.storeDir)
     if (rec.removed.length > 0) sv.log.info('recovered', { store: sv.store, removed: rec.removed })
@@ -138,13 +168,15 @@ export class StoreVersions {
     }
     for (const v of rec.versions) sv.present.add(v)
     sv.pointer = rec.live
-    sv.staleMark = await readStaleMark(sv.storeDir)
+    await sv.marks.load(opts.holdForPeers ?? false)
+    await sv.publishStale()
     if (rec.live !== undefined) {
       try {
-        const reader = await sv.openChecked(rec.live)
-        void sv.live.replace(reader)
+        await mirror.activate(rec.live, sv.versionDir(rec.live))
+        await sv.versionMetadata(rec.live)
       } catch (err) {
         sv.loadErrorMessage = errorMessage(err)
+        await mirror.setLoadError(sv.loadErrorMessage)
         sv.log.error('open-live-failed', { store: sv.store, version: rec.live, error: sv.loadErrorMessage })
       }
     }
@@ -162,13 +194,58 @@ export class StoreVersions {
     return this.pointer
   }
 
+  /** Metadata of the live version (according to LIVE), once known. */
+  get liveMetadata(): StoreMetadata | undefined {
+    return this.pointer === undefined ? undefined : this.metaCache.get(this.pointer)
+  }
+
   /** Why the live version could not be opened at startup, if it could not. */
   get loadError(): string | undefined {
     return this.loadErrorMessage
   }
 
+  /** Why reads of this store are refused (503), if they are: see ServingMarks. */
   get stale(): StaleMark | undefined {
-    return this.staleMark
+    return this.marks.stale(this.pointer)
+  }
+
+  /** The version this node should serve by the last push record, when it serves another one. */
+  get behind(): number | undefined {
+    return this.marks.behind(this.pointer)
+  }
+
+  get pushRecord(): PushRecord | undefined {
+    return this.marks.pushRecord
+  }
+
+  /**
+   * Keep `record` (durably) if it is newer (higher seq) than the one kept; returns whether
+   * the store now holds it. Whether the node is behind follows from it at once.
+   */
+  setPushRecord(record: PushRecord): Promise<boolean> {
+    return this.exclusive(async () => {
+      this.checkOpen()
+      const applied = await this.marks.setPushRecord(record)
+      await this.publishStale()
+      if (applied) this.log.info('push-record', { store: this.store, ...record, behind: this.behind ?? null })
+      return applied
+    })
+  }
+
+  /** The peers were asked (or could not be): stop holding reads for that. */
+  peersChecked(): Promise<void> {
+    return this.exclusive(async () => {
+      this.marks.peersChecked()
+      await this.publishStale()
+    })
+  }
+
+  /** Tell the serving side why reads are refused now (marks and live version), when it changed. */
+  private async publishStale(): Promise<void> {
+    const stale = this.marks.stale(this.pointer)
+    if (JSON.stringify(stale) === JSON.stringify(this.publishedStale)) return
+    await this.serving.setStale(stale)
+    this.publishedStale = stale
   }
 
   /** Versions on disk, ascending (kept in memory: only this object changes the directory). */
@@ -246,7 +323,7 @@ export class StoreVersions {
    */
   async adopt(staging: string, opts: { signal?: AbortSignal; expectVersion?: number } = {}): Promise<StoreMetadata> {
     this.checkOpen()
-    await this.verify(staging)
+    await this.verify(staging, opts.signal)
     const meta = await readNodeMetadata(staging)
     this.checkBelongs(meta, staging)
     if (opts.expectVersion !== undefined && meta.version !== opts.expectVersion) {
@@ -311,7 +388,8 @@ export class StoreVersions {
       if (version === this.pointer) {
         throw new StoreError('RO_CONFLICT', `version ${version} of store ${this.store} is live; swap or roll back first`)
       }
-      if (this.prepared?.version === version) closeQuietly(this.takePrepared(version)!)
+      await this.serving.discard(version)
+      this.preparedAhead.delete(version)
       const trash = await this.trashVersion(version)
       crashPoint('delete:trashed')
       await fsyncDir(this.storeDir)
@@ -324,14 +402,10 @@ export class StoreVersions {
   /** Mark the store stale (reads answer 503) or clear the mark; kept on disk as STALE. */
   setStale(reason: string | undefined): Promise<StaleMark | undefined> {
     return this.exclusive(async () => {
-      if (reason === undefined) {
-        await clearStaleMark(this.storeDir)
-        this.staleMark = undefined
-      } else {
-        this.staleMark = await writeStaleMark(this.storeDir, reason)
-      }
+      const mark = await this.marks.setStale(reason)
+      await this.publishStale()
       this.log.info(reason === undefined ? 'stale-cleared' : 'stale-set', { store: this.store, reason })
-      return this.staleMark
+      return mark
     })
   }
 
@@ -350,35 +424,25 @@ export class StoreVersions {
   async close(): Promise<void> {
     this.closed = true
     await this.idle()
-    if (this.prepared) closeQuietly(this.takePrepared(this.prepared.version)!)
-    await this.live.close()
+    await this.serving.close()
   }
 
-  /** Opens a freshly adopted version's reader ahead of its swap; failure only costs speed. */
+  /**
+   * Opens a freshly adopted version's reader ahead of its swap; failure only costs speed.
+   * Only the newest adopted version stays prepared (readers hold memory and descriptors).
+   */
   private async prepare(version: number): Promise<void> {
-    let reader: StoreReader
-    try {
-      reader = await this.openChecked(version)
-    } catch (err) {
-      this.log.warn('prepare-failed', { store: this.store, version, error: errorMessage(err) })
-      return
-    }
     await this.exclusive(async () => {
-      const old = this.prepared
-      if (this.closed || !this.present.has(version) || this.pointer === version) {
-        closeQuietly(reader)
+      if (this.closed || !this.present.has(version) || this.pointer === version) return
+      try {
+        await this.serving.prepare(version, this.versionDir(version))
+      } catch (err) {
+        this.log.warn('prepare-failed', { store: this.store, version, error: errorMessage(err) })
         return
       }
-      this.prepared = { version, reader }
-      if (old) closeQuietly(old.reader)
+      for (const old of this.preparedAhead) if (old !== version) await this.serving.discard(old)
+      this.preparedAhead = new Set([version])
     })
-  }
-
-  private takePrepared(version: number): StoreReader | undefined {
-    const p = this.prepared
-    if (p?.version !== version) return undefined
-    this.prepared = undefined
-    return p.reader
   }
 
   // ---------------------------------------------------------------------------------
@@ -388,43 +452,35 @@ export class StoreVersions {
     const t0 = performance.now()
     const from = this.pointer
     if (!this.present.has(version)) throw this.noSuchVersion(version)
-    if (version === from && this.live.version === version) {
+    if (version === from && this.serving.activeVersion === version) {
       return { store: this.store, kind, from, to: version, changed: false, elapsedMs: 0, flipMs: 0 }
     }
-    const reader = this.takePrepared(version) ?? (await this.openChecked(version))
+    // Opened before the flip: a version that cannot be served never becomes live.
+    await this.serving.prepare(version, this.versionDir(version))
     const t1 = performance.now()
+    crashPoint('swap:opened')
     try {
-      crashPoint('swap:opened')
       await writeLivePointer(this.storeDir, version)
     } catch (err) {
-      closeQuietly(reader)
+      if (!this.preparedAhead.has(version)) await this.serving.discard(version)
       throw err
     }
     crashPoint('swap:flipped')
     this.pointer = version
     this.loadErrorMessage = undefined
-    void this.live.replace(reader)
+    // A version this node should not serve (behind a push) is refused before it serves; a
+    // refusal the swap ends is lifted only once the right version serves.
+    const refused = this.marks.stale(version) !== undefined
+    if (refused) await this.publishStale()
+    await this.serving.activate(version, this.versionDir(version))
+    if (!refused) await this.publishStale()
+    this.preparedAhead.delete(version)
     const t2 = performance.now()
     const result: SwapResult = { store: this.store, kind, from, to: version, changed: true, elapsedMs: t2 - t0, flipMs: t2 - t1 }
     this.log.info(kind, { store: this.store, from, to: version, elapsedMs: round(result.elapsedMs) })
     this.hooks.onSwap?.(result)
     this.retention.schedule()
     return result
-  }
-
-  /** Open a version's reader and check it is the version and store it claims to be. */
-  private async openChecked(version: number): Promise<StoreReader> {
-    const reader = await this.openReader(this.versionDir(version))
-    const m = reader.metadata
-    if (m.store !== this.store || m.version !== version) {
-      closeQuietly(reader)
-      throw new StoreError('RO_CORRUPT', `${this.versionDir(version)} holds store ${JSON.stringify(m.store)} version ${m.version}`)
-    }
-    if (this.opts.nodeId !== undefined && m.nodeId !== this.opts.nodeId) {
-      closeQuietly(reader)
-      throw new StoreError('RO_CONFLICT', `${this.versionDir(version)} was built for node ${m.nodeId}, this is node ${this.opts.nodeId}`)
-    }
-    return reader
   }
 
   private checkBelongs(meta: StoreMetadata, dir: string): void {
@@ -451,6 +507,8 @@ export class StoreVersions {
     if (victims.length === 0) return
     const trashes: string[] = []
     for (const v of victims) {
+      await this.serving.discard(v)
+      this.preparedAhead.delete(v)
       trashes.push(await this.trashVersion(v))
       crashPoint('retention:trashed')
     }
@@ -487,14 +545,6 @@ export function installResult(meta: StoreMetadata, startedAt: number): InstallRe
 
 export function sizeOf(meta: StoreMetadata): number {
   return meta.files.reduce((n, f) => n + f.size, 0)
-}
-
-function closeQuietly(reader: StoreReader): void {
-  try {
-    reader.close()
-  } catch {
-    // already failing; the first error is the one reported
-  }
 }
 
 function round(ms: number): number {

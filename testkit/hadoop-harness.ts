@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, symlinkSync, writeSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { keyFieldPartition } from '../builder/engines/hadoop/partitioner'
 import { isRemote, localPath } from '../builder/engines/hadoop/job-fs'
 import { JOB_FILE_NAME, type HadoopJobSpec } from '../builder/engines/hadoop/job-spec'
@@ -67,7 +67,7 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
   const t0 = Date.now()
 
   // ---- map
-  const splits = makeSplits(o.spec, dir, o.splitBytes ?? 1 << 20, o.localFile ?? localPath)
+  const splits = makeSplits(o.spec, o.specPath, dir, o.splitBytes ?? 1 << 20, o.localFile ?? localPath)
   const mapOutputs: string[] = []
   await pool(splits, o.concurrency ?? 2, async (split, k) => {
     let attempt = 0
@@ -190,12 +190,19 @@ interface Split {
   readonly length: number
 }
 
-function makeSplits(spec: HadoopJobSpec, dir: string, splitBytes: number, localFile: (uri: string) => string): Split[] {
+function makeSplits(spec: HadoopJobSpec, specPath: string, dir: string, splitBytes: number, localFile: (uri: string) => string): Split[] {
   const splits: Split[] = []
   if (spec.format === 'parquet' || spec.format === 'arrow') {
-    // NLineInputFormat, one line per map: the key is the line's offset in the input list.
+    // NLineInputFormat, one line per map: the key is the line's offset in the input list,
+    // the job's inputs.txt (beside the spec) when it wrote one.
+    const list = join(dirname(specPath), 'inputs.txt')
+    const lines = existsSync(list)
+      ? readFileSync(list, 'utf8')
+          .split('\n')
+          .filter((l) => l.length > 0)
+      : spec.inputs
     let offset = 0
-    for (const f of spec.inputs) {
+    for (const f of lines) {
       const input = join(dir, `split-${splits.length}.in`)
       const fd = openSync(input, 'w')
       writeSync(fd, `${offset}\t${f}\n`)

@@ -1,13 +1,7 @@
-import { writeFileSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
 import { tableFromArrays, tableToIPC } from 'apache-arrow'
-// parquetjs-lite ships no types.
-const parquet = require('parquetjs-lite') as {
-  ParquetSchema: new (s: Record<string, { type: string; optional?: boolean }>) => unknown
-  ParquetWriter: {
-    openFile(schema: unknown, path: string): Promise<{ appendRow(r: Record<string, unknown>): Promise<void>; close(): Promise<void> }>
-  }
-}
 import type { InputFormat } from '../formats/input/types'
+import { sqlString, writeParquetWithDuckdb } from './duckdb'
 
 /** Writes `records` as an input file of `format` with fields "key" and "value". */
 export async function writeInput(path: string, format: InputFormat, records: readonly (readonly [string, string])[]): Promise<void> {
@@ -22,10 +16,15 @@ export async function writeInput(path: string, format: InputFormat, records: rea
       writeFileSync(path, records.map(([k, v]) => JSON.stringify({ key: k, value: v, extra: 1 }) + '\n').join(''))
       return
     case 'parquet': {
-      const schema = new parquet.ParquetSchema({ key: { type: 'UTF8' }, value: { type: 'UTF8' } })
-      const w = await parquet.ParquetWriter.openFile(schema, path)
-      for (const [key, value] of records) await w.appendRow({ key, value })
-      await w.close()
+      // Written by DuckDB from JSON lines, row groups of 2048 rows (so larger inputs split).
+      const json = `${path}.input.jsonl`
+      writeFileSync(json, records.map(([key, value]) => JSON.stringify({ key, value }) + '\n').join(''))
+      try {
+        const source = `read_json(${sqlString(json)}, format = 'newline_delimited', columns = {'key': 'VARCHAR', 'value': 'VARCHAR'})`
+        await writeParquetWithDuckdb(path, `SELECT key, value FROM ${source}`, { rowGroupSize: 2048 })
+      } finally {
+        rmSync(json, { force: true })
+      }
       return
     }
     case 'arrow': {

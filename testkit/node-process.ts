@@ -65,6 +65,8 @@ export interface NodeProcessOptions {
   /** Override the port of cluster.json (0 = any free port). */
   readonly port?: number
   readonly bind?: string
+  /** --workers (serving processes); default: the CLI's default (the number of cores). */
+  readonly workers?: number
   /** Extra environment, for example { ROSTORE_CRASH_AT: 'swap:opened' }. */
   readonly env?: Readonly<Record<string, string>>
   readonly extraArgs?: readonly string[]
@@ -150,6 +152,7 @@ export class NodeProcess {
     if (opts.keepVersions !== undefined) args.push('--keep-versions', String(opts.keepVersions))
     if (opts.port !== undefined) args.push('--port', String(opts.port))
     if (opts.bind !== undefined) args.push('--bind', opts.bind)
+    if (opts.workers !== undefined) args.push('--workers', String(opts.workers))
     args.push(...(opts.extraArgs ?? []))
     const env: NodeJS.ProcessEnv = { ...process.env, ...opts.env }
     delete env.ROSTORE_ADMIN_TOKEN
@@ -232,6 +235,13 @@ export class NodeProcess {
 
   logText(last = 200): string {
     return this.lines.slice(-last).join('\n')
+  }
+
+  /** Process ids of the serving workers, by worker index (from their "worker-serving" log events). */
+  workerPids(): Map<number, number> {
+    const out = new Map<number, number>()
+    for (const e of this.events()) if (e['event'] === 'worker-serving') out.set(Number(e['index']), Number(e['pid']))
+    return out
   }
 
   /** Parsed JSON log events so far. */
@@ -402,6 +412,7 @@ export async function startSingleNode(opts: {
   dataDir?: string
   token?: string
   keepVersions?: number
+  workers?: number
   env?: Readonly<Record<string, string>>
   extraArgs?: readonly string[]
 }): Promise<NodeProcess> {
@@ -413,6 +424,7 @@ export async function startSingleNode(opts: {
     token: opts.token,
     keepVersions: opts.keepVersions,
     port: 0,
+    workers: opts.workers,
     env: opts.env,
     extraArgs: opts.extraArgs,
   })

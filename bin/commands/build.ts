@@ -7,6 +7,7 @@ import { INPUT_FORMATS, type InputFormat } from '../../formats/input/types'
 import { COMPRESSIONS, type Compression } from '../../formats/store/metadata'
 import { createBuildProgressBar, printBuildSummary } from '../build-progress'
 import { prepareHadoopJob } from '../../builder/engines/hadoop/print-command'
+import { integerOption } from '../integer-option'
 
 export const command = 'build'
 export const describe = 'Build per-node, per-chunk store files from input files'
@@ -18,17 +19,17 @@ export const builder = (y: Argv) =>
     .option('cluster', { type: 'string', demandOption: true, describe: 'cluster.json' })
     .option('store', { type: 'string', demandOption: true, describe: 'store name' })
     .option('output', { type: 'string', demandOption: true, describe: 'output directory (must not exist)' })
-    .option('replication', { type: 'number', default: 1, describe: 'distinct nodes holding each key' })
+    .option('replication', { ...integerOption('replication'), default: 1, describe: 'distinct nodes holding each key' })
     .option('key-field', { type: 'string', describe: 'key column/field (TSV: 1-based column number; default 1 / "key")' })
     .option('value-field', {
       type: 'string',
       describe: 'value column/field (default: TSV rest of line, else "value" or the whole record as JSON)',
     })
-    .option('chunks', { type: 'number', describe: 'chunks per node (default: grows with the input, at least 2)' })
+    .option('chunks', { ...integerOption('chunks'), describe: 'chunks per node (default: grows with the input, at least 2)' })
     .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
-    .option('version', { type: 'number', describe: 'version number (default: Unix time in seconds)' })
-    .option('workers', { type: 'number', describe: 'worker threads (default: number of cores)' })
-    .option('memory-mb', { type: 'number', default: 1024, describe: 'memory budget of the build' })
+    .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
+    .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
+    .option('memory-mb', { ...integerOption('memory-mb'), default: 1024, describe: 'memory budget of the build' })
     .option('tmpdir', { type: 'string', describe: 'where sorted runs spill (default: OS temp dir)' })
     .option('on-duplicate', { choices: DUPLICATE_POLICIES, default: 'error' as const, describe: 'what to do with a key given twice' })
     .option('progress', { type: 'boolean', describe: 'show a progress bar (default: when stderr is a terminal)' })
@@ -42,7 +43,7 @@ export const builder = (y: Argv) =>
       default: false,
       describe: 'hadoop: write the job spec and print the commands that run the job (docs/HADOOP.md)',
     })
-    .option('reducers', { type: 'number', describe: 'hadoop: reduce tasks (default: one per node and chunk)' })
+    .option('reducers', { ...integerOption('reducers'), describe: 'hadoop: reduce tasks (default: one per node and chunk)' })
     .option('job-dir', {
       type: 'string',
       describe: 'hadoop: local directory for the job spec and script (default ./rostore-job-<store>-<version>)',

@@ -1,8 +1,9 @@
+import { StoreError } from '../../common/errors'
 import { readFile } from 'node:fs/promises'
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../cluster/cluster'
 import { StoreClient } from '../../client/store-client'
-import { clusterOptions } from '../cluster-options'
+import { clusterOptions, loadClusterOption } from '../cluster-options'
+import { integerOption } from '../integer-option'
 
 export const command = 'get [keys..]'
 export const describe = 'Read keys through the routing client (master first, replicas on failure)'
@@ -12,7 +13,7 @@ export const builder = (y: Argv) =>
     .positional('keys', { type: 'string', array: true, describe: 'keys to read' })
     .option('keys-file', { type: 'string', describe: 'file with one key per line' })
     .option('json', { type: 'boolean', default: false, describe: 'one JSON line per key: {"key", "found", "value"}' })
-    .option('timeout', { type: 'number', default: 2000, describe: 'per-request timeout in ms' })
+    .option('timeout', { ...integerOption('timeout'), default: 2000, describe: 'per-request timeout in ms' })
     .option('transport', {
       choices: ['http', 'resp'] as const,
       default: 'http' as const,
@@ -24,9 +25,9 @@ export const builder = (y: Argv) =>
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const keys = [...(a.keys ?? []).map(String)]
   if (a['keys-file']) keys.push(...(await readFile(a['keys-file'], 'utf8')).split(/\r?\n/).filter((k) => k.length > 0))
-  if (keys.length === 0) throw new Error('give keys on the command line or with --keys-file')
+  if (keys.length === 0) throw new StoreError('RO_BAD_OPTION', 'give keys on the command line or with --keys-file')
   const client = await StoreClient.connect({
-    cluster: await loadCluster(a.cluster),
+    cluster: await loadClusterOption(a),
     store: a.store,
     timeoutMs: a.timeout,
     transport: a.transport,

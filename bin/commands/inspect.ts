@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs'
 import { openStore } from '../../formats/store/store-reader'
 import { dumpRecords } from '../../formats/store/dump'
+import { integerOption } from '../integer-option'
 
 export const command = 'inspect <dir>'
 export const describe = "Print a node directory's metadata, optionally its records"
@@ -9,14 +10,16 @@ export const builder = (y: Argv) =>
   y
     .positional('dir', { type: 'string', demandOption: true, describe: 'node-<id>/ directory' })
     .option('records', { type: 'boolean', default: false, describe: 'also dump records as JSON lines' })
-    .option('limit', { type: 'number', describe: 'at most this many records' })
+    .option('limit', { ...integerOption('limit'), describe: 'at most this many records' })
     .option('get', { type: 'string', array: true, describe: 'look these keys up' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const reader = await openStore(a.dir)
   try {
     const { files, ...meta } = reader.metadata
-    process.stdout.write(JSON.stringify({ ...meta, files: files.length, bytes: files.reduce((s, f) => s + f.size, 0) }, null, 2) + '\n')
+    const bytes = files.reduce((s, f) => s + f.size, 0)
+    // accessMode: how this process reads the store ('mmap' through the addon, or 'pread').
+    process.stdout.write(JSON.stringify({ ...meta, files: files.length, bytes, accessMode: reader.accessMode }, null, 2) + '\n')
     for (const key of a.get ?? []) {
       const v = reader.get(key)
       process.stdout.write(JSON.stringify({ key, found: v !== undefined, value: v?.toString('utf8') }) + '\n')

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../cluster/cluster'
 import { pushStore, type PushEvent, type PushResult } from '../../client/push'
-import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
+import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
+import { integerOption } from '../integer-option'
 
 export const command = 'push'
 export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
@@ -9,10 +9,10 @@ export const describe = 'Fetch a build on every node, then swap it live everywhe
 export const builder = (y: Argv) =>
   adminTokenOption(clusterOptions(y))
     .option('from', { type: 'string', demandOption: true, describe: 'build output: a path or http(s) URL the nodes can read' })
-    .option('throttle', { type: 'number', describe: 'fetch rate per node in bytes/s' })
-    .option('timeout', { type: 'number', default: 3600, describe: 'seconds the fetch phase may take' })
+    .option('throttle', { ...integerOption('throttle'), describe: 'fetch rate per node in bytes/s' })
+    .option('timeout', { ...integerOption('timeout'), default: 3600, describe: 'seconds the fetch phase may take' })
     .option('allow-failed-nodes', {
-      type: 'number',
+      ...integerOption('allow-failed-nodes'),
       default: 0,
       describe: 'go live when at most this many nodes failed their fetch (below the replication)',
     })
@@ -21,7 +21,7 @@ export const builder = (y: Argv) =>
 /** Exit codes: 0 live everywhere, 1 failed (nothing changed), 3 live with failed nodes marked stale. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const result = await pushStore({
-    cluster: await loadCluster(a.cluster),
+    cluster: await loadClusterOption(a),
     store: a.store,
     from: a.from,
     adminToken: adminToken(a['admin-token']),

@@ -1,16 +1,17 @@
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../cluster/cluster'
 import { rollbackCluster } from '../../client/rollback'
-import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
+import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
+import { integerOption } from '../integer-option'
 
 export const command = 'rollback'
 export const describe = 'Every node back to the previous version (or --to one all nodes hold)'
 
-export const builder = (y: Argv) => adminTokenOption(clusterOptions(y)).option('to', { type: 'number', describe: 'version to go back to' })
+export const builder = (y: Argv) =>
+  adminTokenOption(clusterOptions(y)).option('to', { ...integerOption('to'), describe: 'version to go back to' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const r = await rollbackCluster({
-    cluster: await loadCluster(a.cluster),
+    cluster: await loadClusterOption(a),
     store: a.store,
     to: a.to,
     adminToken: adminToken(a['admin-token']),

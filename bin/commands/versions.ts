@@ -1,7 +1,6 @@
 import type { Argv } from 'yargs'
-import { loadCluster } from '../../cluster/cluster'
 import { clusterVersions } from '../../client/versions'
-import { adminToken, adminTokenOption, clusterOptions } from '../cluster-options'
+import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
 
 export const command = 'versions'
 export const describe = 'Live version and backups of a store on every node'
@@ -10,7 +9,7 @@ export const builder = (y: Argv) =>
   adminTokenOption(clusterOptions(y)).option('json', { type: 'boolean', default: false, describe: 'one JSON document for scripts' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
-  const nodes = await clusterVersions(await loadCluster(a.cluster), a.store, adminToken(a['admin-token']))
+  const nodes = await clusterVersions(await loadClusterOption(a), a.store, adminToken(a['admin-token']))
   if (a.json) {
     process.stdout.write(JSON.stringify({ store: a.store, nodes }, null, 2) + '\n')
     return

@@ -1,6 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { StoreError } from '../../common/errors'
+import { FetchFailure } from '../failure-reason'
 import { RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './source'
 
 /** Statuses worth asking again for: the server or a proxy in front of it is unwell. */
@@ -19,7 +20,9 @@ function parseContentRange(header: string | undefined): { first: number; last: n
  * Build output served by any static HTTP(S) server (nginx, S3 website, a CDN). Needs no
  * directory listing: the job asks for metadata.json first and for the files it names.
  * Resumes with `Range: bytes=<start>-`; redirects are not followed (a build root should
- * be a stable URL, and following them would step around the allow-list).
+ * be a stable URL, and following them would step around the allow-list). Messages name the
+ * URL asked for and the status code, never what the server sent (status text, Location,
+ * Content-Range): a fetch must not become a way to read what the node can reach.
  */
 export class HttpSource implements FetchSource {
   private readonly base: URL
@@ -72,11 +75,7 @@ export class HttpSource implements FetchSource {
         } else if (status === 206 && req.start > 0) {
           const range = parseContentRange(res.headers['content-range'])
           if (range === undefined || range.first !== req.start || range.last !== range.total - 1) {
-            fail(
-              new RestartFromZeroError(
-                `${shown}: asked for bytes ${req.start}-, got Content-Range ${String(res.headers['content-range'])}`,
-              ),
-            )
+            fail(new RestartFromZeroError(`${shown}: asked for bytes ${req.start}-, got another or no Content-Range`))
           } else {
             resolve({ stream: res, start: req.start, size: range.total })
           }
@@ -86,11 +85,11 @@ export class HttpSource implements FetchSource {
         } else if (status === 404 || status === 410) {
           fail(new StoreError('RO_FETCH_FAILED', `${shown}: not found (HTTP ${status})`))
         } else if (status >= 300 && status < 400) {
-          fail(new StoreError('RO_FETCH_FAILED', `${shown}: HTTP ${status} redirect to ${String(res.headers['location'])} not followed`))
+          fail(new StoreError('RO_FETCH_FAILED', `${shown}: HTTP ${status}, a redirect (not followed)`))
         } else if (isTransientStatus(status)) {
-          fail(new Error(`${shown}: HTTP ${status} ${res.statusMessage ?? ''}`.trim()))
+          fail(new FetchFailure(`${shown}: HTTP ${status}`))
         } else {
-          fail(new StoreError('RO_FETCH_FAILED', `${shown}: HTTP ${status} ${res.statusMessage ?? ''}`.trim()))
+          fail(new StoreError('RO_FETCH_FAILED', `${shown}: HTTP ${status}`))
         }
       })
       request.on('error', reject)

@@ -1,36 +1,45 @@
-import { realpath } from 'node:fs/promises'
 import { resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { StoreError } from '../../common/errors'
-import { FileSource } from './file'
+import { FsGate } from '../fs-gate'
+import { FileSource, type FileSourceCalls } from './file'
 import { HttpSource } from './http'
+import { isInsideDir, resolveLocalPath } from './local-path'
 import type { FetchSource } from './source'
 
 export interface OpenSourceOptions {
   /**
    * Prefixes a source must lie under: paths, file:// or http(s):// URLs. Compared on
    * whole path segments after normalising ("http://h/builds" allows "http://h/builds/x",
-   * not "http://h/builds-old" nor "http://h/builds/../secret"). Absent: anything goes.
+   * not "http://h/builds-old" nor "http://h/builds/../secret"); local paths and entries
+   * are compared with their symlinks resolved. Absent: anything goes. (docs/API.md,
+   * "Allowed sources".)
    */
   readonly allowedSources?: readonly string[]
+  /** Bounds the file-system calls of local sources (node-wide); default: one of their own. */
+  readonly gate?: FsGate
+  readonly signal?: AbortSignal
+  /** Test seam for FileSource. */
+  readonly fileCalls?: FileSourceCalls
 }
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i
+const NEVER = new AbortController().signal
 
-type Canonical = { readonly kind: 'file' | 'http'; readonly key: string }
+/** A source in comparable form: a local path with its symlinks resolved, or a normalised URL. */
+export type Canonical = { readonly kind: 'file' | 'http'; readonly key: string }
 
-/** Path or URL → a comparable form; local paths are resolved through symlinks when they
- *  exist, so a link inside an allowed tree cannot point the fetch elsewhere. */
-async function canonical(source: string): Promise<Canonical> {
+/** Path or URL → a comparable form; local paths with their symlinks resolved. */
+async function canonical(source: string, gate: FsGate, signal: AbortSignal): Promise<Canonical> {
   const scheme = SCHEME.exec(source)?.[1]?.toLowerCase()
   if (scheme === undefined || scheme === 'file') {
     let path: string
     try {
       path = scheme === 'file' ? fileURLToPath(source) : resolve(source)
-    } catch (err) {
-      throw new StoreError('RO_BAD_REQUEST', `bad source ${source}: ${(err as Error).message}`)
+    } catch {
+      throw new StoreError('RO_BAD_REQUEST', `bad source ${source}: not a valid file URL`)
     }
-    path = await realpath(path).catch(() => path)
+    path = await resolveLocalPath(path, gate, signal)
     return { kind: 'file', key: path.endsWith(sep) && path.length > 1 ? path.slice(0, -1) : path }
   }
   if (scheme === 'http' || scheme === 'https') {
@@ -65,20 +74,40 @@ async function canonical(source: string): Promise<Canonical> {
 
 function isUnder(candidate: Canonical, prefix: Canonical): boolean {
   if (candidate.kind !== prefix.kind) return false
+  if (candidate.kind === 'file') return isInsideDir(candidate.key, prefix.key)
   if (candidate.key === prefix.key) return true
   const base = prefix.key.endsWith('/') ? prefix.key : `${prefix.key}/`
   return candidate.key.startsWith(base)
 }
 
-/** Opens the source for a build output root, refusing it unless it is allow-listed. */
-export async function openSource(source: string, opts: OpenSourceOptions = {}): Promise<FetchSource> {
-  if (typeof source !== 'string' || source.length === 0) throw new StoreError('RO_BAD_REQUEST', 'empty fetch source')
-  const c = await canonical(source)
+/**
+ * Checks a source (build output root, or an install's node directory) against the
+ * allow-list without opening it: RO_BAD_REQUEST when it is malformed, of an unknown scheme
+ * or outside every allowed prefix. Resolves with its canonical form (a local path with its
+ * symlinks resolved, or a normalised URL).
+ */
+export async function checkSource(source: string, opts: OpenSourceOptions = {}): Promise<Canonical> {
+  if (typeof source !== 'string' || source.length === 0) throw new StoreError('RO_BAD_REQUEST', 'empty source')
+  const gate = opts.gate ?? new FsGate(1)
+  const signal = opts.signal ?? NEVER
+  const c = await canonical(source, gate, signal)
   if (opts.allowedSources !== undefined) {
-    const allowed = await Promise.all(opts.allowedSources.map(canonical))
+    const allowed: Canonical[] = []
+    for (const a of opts.allowedSources) allowed.push(await canonical(a, gate, signal))
     if (!allowed.some((a) => isUnder(c, a))) {
       throw new StoreError('RO_BAD_REQUEST', `source ${source} is not under an allowed source (${opts.allowedSources.join(', ')})`)
     }
   }
-  return c.kind === 'file' ? new FileSource(c.key) : new HttpSource(source)
+  return c
+}
+
+/** Opens the source for a build output root, refusing it unless it is allow-listed. */
+export async function openSource(source: string, opts: OpenSourceOptions = {}): Promise<FetchSource> {
+  const c = await checkSource(source, opts)
+  if (c.kind === 'http') return new HttpSource(source)
+  return new FileSource(source, {
+    realRoot: c.key,
+    ...(opts.gate === undefined ? {} : { gate: opts.gate }),
+    ...(opts.fileCalls === undefined ? {} : { calls: opts.fileCalls }),
+  })
 }

@@ -42,3 +42,15 @@ export interface FetchSource {
 export class RestartFromZeroError extends Error {
   override readonly name = 'RestartFromZeroError'
 }
+
+/**
+ * Releases a read result nobody will consume (it arrived after the attempt gave up): the
+ * stream is destroyed, and an error it emits later has a listener, so it cannot take the
+ * process down.
+ */
+export function discardReadResult(res: ReadResult): void {
+  const s = res.stream as { on?: (ev: string, fn: () => void) => unknown; destroy?: () => void }
+  if (typeof s.on === 'function') s.on('error', () => undefined)
+  if (typeof s.destroy === 'function') s.destroy()
+  else void Promise.resolve(res.stream[Symbol.asyncIterator]().return?.()).catch(() => undefined)
+}

@@ -67,7 +67,7 @@ export function refuseRange(format: string, opts: { readonly start?: number; rea
 }
 
 /**
- * A parsing library's failure (apache-arrow, parquetjs-lite: some throw strings) as bad
+ * A parsing library's failure (apache-arrow, hyparquet: some throw strings) as bad
  * input saying where and what failed; file system errors and our own errors keep their
  * own classification and wording.
  */

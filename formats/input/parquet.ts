@@ -1,87 +1,181 @@
 /**
- * Parquet input, through parquetjs-lite. The key is the column --key-field (default
- * "key"), the value the column --value-field, else "value", else the whole row as JSON.
- * Text columns (UTF8) give 'string' bytes, plain BYTE_ARRAY columns 'bytes', everything
- * else (numbers, INT64 as bigint, JSON, nested groups) JSON text; see row-value.ts.
+ * Parquet input. The key is the column --key-field (default "key"), the value the column
+ * --value-field, else "value", else the whole row as a JSON object. Each column's bytes
+ * follow its type (parquet/column-type.ts); a NULL value is the empty value of its
+ * column's kind: zero bytes for text and binary columns, JSON `null` for the others. A
+ * NULL key is an error naming the row.
  *
- * Library quirks handled here: it throws strings as often as Errors; its statistics
- * decoding fails on INT64 timestamp columns (so statistics are not decoded, and only the
- * needed columns are read when key and value are plain columns); an empty row group
- * yields `undefined` rather than a row.
+ * Rows are read a row group at a time and, within it, a page at a time per column
+ * (parquet/column-cursor.ts); a split reads row groups [groupStart, groupEnd) and keeps
+ * the rows' numbers in the whole file, so any cut gives the same records as one reader.
  */
-import { stat } from 'node:fs/promises'
-import { atRow, badInput, FieldError, libraryFailure, refuseRange } from './input-error'
-import { fieldKey, fieldValue, toJsonText, type FieldBytes } from './row-value'
+import { atRow, badInput, FieldError, libraryFailure } from './input-error'
+import { isSupportedCodec } from './parquet/codecs'
+import { ColumnCursor } from './parquet/column-cursor'
+import { columnType, type ColumnType, type RawValue } from './parquet/column-type'
+import { openParquet, type ParquetFile } from './parquet/file'
+import type { SchemaTree } from './parquet/hyparquet'
+import { NESTED_TYPE, NestedColumn } from './parquet/nested'
+import { PageReader } from './parquet/pages'
+import { keyProblem } from './row-value'
 import type { InputRecord, KeyKind, ReadOptions, ValueKind } from './types'
 
-/** The part of parquetjs-lite used here (it ships no type declarations). */
-interface ParquetField {
+interface PlannedColumn {
   readonly name: string
-  readonly fields?: Readonly<Record<string, ParquetField>>
+  readonly type: ColumnType
+  /** A top-level primitive column (read page by page), or a nested one (read per row group). */
+  readonly flat: boolean
 }
-interface ParquetCursor {
-  next(): Promise<Record<string, unknown> | null | undefined>
+
+interface OpenColumn {
+  readonly column: PlannedColumn
+  readonly cursor: ColumnCursor | NestedColumn
 }
-interface ParquetReader {
-  getSchema(): { readonly fields: Readonly<Record<string, ParquetField>> }
-  getCursor(columns?: string[]): ParquetCursor
-  close(): Promise<void>
-}
-interface ParquetLib {
-  readonly ParquetReader: { openFile(path: string, options?: { rawStatistics?: boolean }): Promise<ParquetReader> }
-}
-const parquet = require('parquetjs-lite') as ParquetLib
+
+const EMPTY = Buffer.alloc(0)
+const JSON_NULL = Buffer.from('null')
 
 export async function* readParquet(path: string, opts: ReadOptions = {}): AsyncGenerator<InputRecord> {
-  refuseRange('Parquet', opts)
+  if (opts.start !== undefined || opts.end !== undefined) {
+    throw new RangeError('Parquet files cannot be read by byte range; split them by row group')
+  }
   const signal = opts.signal
   signal?.throwIfAborted()
-  const keyField = opts.keyField ?? 'key'
-  let reader: ParquetReader | undefined
+  const file = await openParquet(path)
+  if (file === undefined) return
   try {
-    try {
-      // An empty file is an input with no rows (a job that wrote nothing), not a broken one.
-      if ((await stat(path)).size === 0) return
-      reader = await parquet.ParquetReader.openFile(path, { rawStatistics: true })
-    } catch (err) {
-      throw libraryFailure(path, 'not a readable Parquet file', err)
-    }
-    const fields = reader.getSchema().fields
-    const names = Object.keys(fields)
-    const column = (name: string): string => {
-      if (!Object.hasOwn(fields, name)) throw badInput(path, `no column '${name}'; columns are: ${names.join(', ')}`)
-      return name
-    }
-    column(keyField)
-    const valueField = opts.valueField !== undefined ? column(opts.valueField) : Object.hasOwn(fields, 'value') ? 'value' : undefined
-    // Reading only the needed columns is faster and avoids columns the library cannot
-    // decode; it matches column paths exactly, so it only works for top-level leaves.
-    const wanted = valueField === undefined ? [] : [...new Set([keyField, valueField])]
-    const leaves = wanted.every((name) => fields[name]?.fields === undefined)
-    const cursor = reader.getCursor(leaves ? wanted : [])
-    for (let row = 0; ;) {
-      let record: Record<string, unknown> | null | undefined
-      try {
-        record = await cursor.next()
-      } catch (err) {
-        throw libraryFailure(atRow(path, row), 'cannot read Parquet data', err)
+    const { key, value, row: wholeRow } = planColumns(file, path, opts)
+    const keyKind = key.type.keyKind as KeyKind
+    const valueKind: ValueKind = value?.type.valueKind ?? 'json'
+    const groups = file.metadata.row_groups.length
+    const first = opts.groupStart ?? 0
+    const end = Math.min(opts.groupEnd ?? groups, groups)
+    if (!Number.isSafeInteger(first) || first < 0 || end < first) throw new RangeError(`bad row group range [${first}, ${end})`)
+    const columns = value !== undefined ? (value.name === key.name ? [key] : [key, value]) : [key, ...wholeRow.filter((c) => c !== key)]
+    for (let g = first; g < end; g++) {
+      const rows = file.groupRows[g]!
+      const base = file.groupStarts[g]!
+      const open = columns.map((column) => openColumn(file, path, g, column))
+      const keyCursor = open[0]!.cursor
+      const valueCursor = value === undefined ? undefined : open.find((c) => c.column === value)!.cursor
+      const rowCursors = value === undefined ? wholeRow.map((c) => open.find((o) => o.column === c)!) : []
+      let row = 0
+      while (row < rows) {
+        for (const c of open) {
+          while (c.cursor.available <= row) {
+            let more: boolean
+            try {
+              more = await c.cursor.advance()
+            } catch (err) {
+              throw libraryFailure(atRow(path, base + row), `cannot read Parquet data of column '${c.column.name}'`, err)
+            }
+            if (!more) {
+              throw badInput(
+                atRow(path, base + row),
+                `column '${c.column.name}' ends after ${c.cursor.available} of its row group's ${rows} rows`,
+              )
+            }
+          }
+        }
+        let limit = rows
+        for (const c of open) limit = Math.min(limit, c.cursor.available)
+        for (; row < limit; row++) {
+          if (signal?.aborted) signal.throwIfAborted()
+          const at = base + row
+          let keyBytes: Buffer
+          let valueBytes: Buffer
+          try {
+            if (keyCursor.isNull(row)) throw new FieldError(`key column '${key.name}' is null`)
+            keyBytes = key.type.key(keyCursor.raw(row) as RawValue)
+            const problem = keyProblem(keyBytes)
+            if (problem !== undefined) throw new FieldError(problem)
+            if (valueCursor !== undefined) {
+              valueBytes = valueCursor.isNull(row)
+                ? valueKind === 'json'
+                  ? JSON_NULL
+                  : EMPTY
+                : value!.type.value(valueCursor.raw(row) as RawValue)
+            } else {
+              valueBytes = Buffer.from(rowJson(rowCursors, row), 'utf8')
+            }
+          } catch (err) {
+            if (err instanceof FieldError) throw badInput(atRow(path, at), err.message)
+            throw err
+          }
+          yield { key: keyBytes, value: valueBytes, keyKind, valueKind, source: { path, row: at }, order: at }
+        }
       }
-      if (record === null) break
-      if (record === undefined) continue // an empty row group
-      if (signal?.aborted) signal.throwIfAborted()
-      let key: FieldBytes<KeyKind>
-      let value: FieldBytes<ValueKind>
-      try {
-        key = fieldKey(record[keyField], keyField)
-        value = valueField !== undefined ? fieldValue(record[valueField]) : { bytes: Buffer.from(toJsonText(record), 'utf8'), kind: 'json' }
-      } catch (err) {
-        if (err instanceof FieldError) throw badInput(atRow(path, row), err.message)
-        throw err
-      }
-      yield { key: key.bytes, value: value.bytes, keyKind: key.kind, valueKind: value.kind, source: { path, row }, order: row }
-      row++
     }
   } finally {
-    await reader?.close()
+    await file.handle.close()
   }
+}
+
+function rowJson(columns: readonly OpenColumn[], row: number): string {
+  let out = '{'
+  for (let i = 0; i < columns.length; i++) {
+    const { column, cursor } = columns[i]!
+    const text = cursor.isNull(row) ? 'null' : column.type.json(cursor.raw(row) as RawValue)
+    out += `${i === 0 ? '' : ','}${JSON.stringify(column.name)}:${text}`
+  }
+  return `${out}}`
+}
+
+/** Key column, value column (or undefined for the whole row) and the row's columns. */
+function planColumns(
+  file: ParquetFile,
+  path: string,
+  opts: ReadOptions,
+): { key: PlannedColumn; value: PlannedColumn | undefined; row: PlannedColumn[] } {
+  const fields = file.schema.children
+  const names = fields.map((f) => f.element.name)
+  const plan = (name: string): PlannedColumn => {
+    const field = fields.find((f) => f.element.name === name)
+    if (field === undefined) throw badInput(path, `no column '${name}'; columns are: ${listNames(names)}`)
+    if (!isFlat(field)) return { name, type: NESTED_TYPE, flat: false }
+    const type = columnType(field.element)
+    if (typeof type === 'string') throw badInput(path, `column '${name}' has ${type}`)
+    return { name, type, flat: true }
+  }
+  const keyName = opts.keyField ?? 'key'
+  const key = plan(keyName)
+  if (key.type.keyKind === undefined) {
+    throw badInput(
+      path,
+      `key column '${keyName}' is ${key.flat ? `of type ${key.type.describe}` : 'a nested column'}; a key must be text, a number or bytes`,
+    )
+  }
+  const valueName = opts.valueField ?? (names.includes('value') ? 'value' : undefined)
+  if (valueName !== undefined) return { key, value: valueName === keyName ? key : plan(valueName), row: [] }
+  return { key, value: undefined, row: names.map((name) => (name === keyName ? key : plan(name))) }
+}
+
+function isFlat(field: SchemaTree): boolean {
+  return field.children.length === 0 && field.element.repetition_type !== 'REPEATED'
+}
+
+function openColumn(file: ParquetFile, path: string, group: number, column: PlannedColumn): OpenColumn {
+  const rows = file.groupRows[group]!
+  if (!column.flat) {
+    return { column, cursor: new NestedColumn(file.handle, file.size, file.metadata, column.name, file.groupStarts[group]!, rows) }
+  }
+  const chunk = file.metadata.row_groups[group]!.columns.find((c) => c.meta_data?.path_in_schema.join('.') === column.name)
+  const meta = chunk?.meta_data
+  if (meta === undefined) throw badInput(path, `row group ${group} has no data for column '${column.name}'`)
+  if (!isSupportedCodec(meta.codec))
+    throw badInput(path, `column '${column.name}' is compressed with ${meta.codec}, which rostore does not read`)
+  const dictionary =
+    meta.dictionary_page_offset !== undefined && meta.dictionary_page_offset > 0n ? Number(meta.dictionary_page_offset) : undefined
+  const start = dictionary !== undefined && dictionary < Number(meta.data_page_offset) ? dictionary : Number(meta.data_page_offset)
+  const length = Number(meta.total_compressed_size)
+  if (start + length > file.size)
+    throw badInput(path, `column '${column.name}' of row group ${group} runs past the end of the file (cut short?)`)
+  const element = file.schema.children.find((f) => f.element.name === column.name)!.element
+  return { column, cursor: new ColumnCursor(new PageReader(file.handle, start, length), element, meta, meta.codec) }
+}
+
+/** Column names for messages, cut short for very wide files. */
+function listNames(names: readonly string[]): string {
+  const shown = names.slice(0, 20).join(', ')
+  return names.length > 20 ? `${shown}, … (${names.length} columns)` : shown
 }

@@ -1,11 +1,15 @@
 /**
  * How input files are cut into units of work for the build's map step. TSV and JSON lines
  * files larger than the target are cut into byte ranges of about the target size (their
- * readers then take exactly the lines that start in the range, so a cut may fall anywhere);
- * the other formats cannot be entered in the middle and are one split per file.
+ * readers then take exactly the lines that start in the range, so a cut may fall anywhere).
+ * Parquet files are cut between row groups and Arrow IPC files (file format) between
+ * record batches, consecutive groups of about the target's stored bytes per split. CSV
+ * files and Arrow IPC streams cannot be entered in the middle and are one split per file.
  */
 import { stat } from 'node:fs/promises'
+import { recordBatchRanges } from './arrow'
 import { wrapFileError } from './input-error'
+import { rowGroupRanges } from './parquet/file'
 import type { InputFormat } from './types'
 
 export interface InputSplit {
@@ -15,6 +19,9 @@ export interface InputSplit {
   /** Byte range [start, end); set for TSV and JSON lines files (whole file when small). */
   readonly start?: number
   readonly end?: number
+  /** Row groups (Parquet) or record batches (Arrow IPC file format) [groupStart, groupEnd). */
+  readonly groupStart?: number
+  readonly groupEnd?: number
 }
 
 const BYTE_RANGE_FORMATS: ReadonlySet<InputFormat> = new Set<InputFormat>(['tsv', 'jsonl'])
@@ -26,6 +33,12 @@ export async function planSplits(files: string[], format: InputFormat, targetByt
   const splits: InputSplit[] = []
   for (let fileIndex = 0; fileIndex < files.length; fileIndex++) {
     const path = files[fileIndex]!
+    if (format === 'parquet' || format === 'arrow') {
+      const ranges = format === 'parquet' ? await rowGroupRanges(path, targetBytes) : await recordBatchRanges(path, targetBytes)
+      if (ranges === undefined || ranges.length === 0) splits.push({ path, fileIndex })
+      for (const [groupStart, groupEnd] of ranges ?? []) splits.push({ path, fileIndex, groupStart, groupEnd })
+      continue
+    }
     if (!BYTE_RANGE_FORMATS.has(format)) {
       splits.push({ path, fileIndex })
       continue

@@ -41,6 +41,12 @@ export interface ReadOptions {
   /** Byte range [start, end) of a split, for TSV and JSON lines only. */
   readonly start?: number
   readonly end?: number
+  /**
+   * Units [groupStart, groupEnd) of a split: row groups of a Parquet file, record batches
+   * of an Arrow IPC file (file format). Rows keep their numbers in the whole file.
+   */
+  readonly groupStart?: number
+  readonly groupEnd?: number
   readonly signal?: AbortSignal
 }
 

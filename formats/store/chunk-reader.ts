@@ -1,5 +1,6 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { close, closeSync, fstat, open, read, readSync } from 'node:fs'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { StoreError } from '../../common/errors'
 import { createFileHasher } from './checksum'
 import { chunkFileId } from './chunk-writer'
@@ -8,7 +9,7 @@ import { HEADER_SIZE, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHe
 import { dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE } from './record'
-import { buildRadixTable, type IndexKeys } from './search'
+import { radixTableFor, type IndexKeys, type RadixTable } from './search'
 
 /**
  * One chunk held open: its index decoded into typed arrays (16 bytes per entry, the same
@@ -24,7 +25,13 @@ export interface OpenChunk extends IndexKeys {
   readonly readAhead: number
 }
 
-const INDEX_READ_BLOCK = 4 << 20
+/** Index bytes read and decoded per step: each step is one async read, then ~1 ms of decoding. */
+const INDEX_READ_BLOCK = 1 << 20
+
+const openAsync = promisify(open)
+const closeAsync = promisify(close)
+const fstatAsync = promisify(fstat)
+const readAsync = promisify(read)
 
 export async function openChunk(dir: string, meta: StoreMetadata, chunk: number, codec: ValueCodec, verify: boolean): Promise<OpenChunk> {
   const indexFile = join(dir, indexFileName(chunk))
@@ -33,12 +40,12 @@ export async function openChunk(dir: string, meta: StoreMetadata, chunk: number,
   const listed = meta.files.find((f) => f.name === indexFileName(chunk))
   const hasher = verify ? await createFileHasher(meta.checksumAlgorithm) : undefined
 
-  const indexFd = openFile(indexFile)
-  let keys: { hi: Uint32Array; lo: Uint32Array; offsets: Float64Array; dataSize: number }
+  const indexFd = await openFile(indexFile)
+  let keys: DecodedIndex
   try {
-    const size = fstatSync(indexFd).size
+    const size = (await fstatAsync(indexFd)).size
     const head = Buffer.alloc(HEADER_SIZE)
-    readFully(indexFd, head, 0, indexFile)
+    await readFullyAsync(indexFd, head, 0, indexFile)
     const header = decodeIndexHeader(head, indexFile)
     if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node or chunk`)
     if (header.entryCount !== meta.chunkRecords[chunk])
@@ -46,49 +53,55 @@ export async function openChunk(dir: string, meta: StoreMetadata, chunk: number,
     if (size !== HEADER_SIZE + header.entryCount * INDEX_ENTRY_SIZE)
       corrupt(indexFile, `size ${size} does not match ${header.entryCount} entries`)
     hasher?.update(head)
-    keys = decodeEntries(indexFd, header.entryCount, header.dataSize, indexFile, hasher)
+    keys = await decodeEntries(indexFd, header.entryCount, header.dataSize, indexFile, hasher)
     if (hasher && listed && hasher.digest() !== listed.checksum) {
       throw new StoreError('RO_CHECKSUM_MISMATCH', `${indexFile}: checksum does not match the metadata`)
     }
   } finally {
-    closeSync(indexFd)
+    await closeAsync(indexFd)
   }
 
-  const dataFd = openFile(dataFile)
+  const dataFd = await openFile(dataFile)
   try {
-    const size = fstatSync(dataFd).size
+    const size = (await fstatAsync(dataFd)).size
     if (size !== keys.dataSize) corrupt(dataFile, `size ${size}, the index says ${keys.dataSize}`)
     const head = Buffer.alloc(HEADER_SIZE)
-    readFully(dataFd, head, 0, dataFile)
+    await readFullyAsync(dataFd, head, 0, dataFile)
     const header = decodeDataHeader(head, dataFile)
     if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(dataFile, `belongs to another store, version, node or chunk`)
     if (header.recordCount !== keys.hi.length) corrupt(dataFile, `${header.recordCount} records, the index has ${keys.hi.length}`)
     if (codecById(header.codec) !== codec) corrupt(dataFile, `codec ${header.codec} differs from the metadata's ${codec.name}`)
-    return { ...keys, radix: buildRadixTable(keys.hi), dataFd, dataSize: size, dataFile, readAhead: readAheadFor(keys.hi.length, size) }
+    return { ...keys, dataFd, dataSize: size, dataFile, readAhead: readAheadFor(keys.hi.length, size) }
   } catch (err) {
     closeSync(dataFd)
     throw err
   }
 }
 
-/** Reads all entries once, checking order and offset bounds so lookups can trust them. */
-function decodeEntries(
+/**
+ * Reads all entries once, checking order and offset bounds so lookups can trust them.
+ * Block by block with async reads, so the event loop runs between blocks.
+ */
+async function decodeEntries(
   fd: number,
   count: number,
   dataSize: number,
   file: string,
   hasher: { update(b: Uint8Array): void } | undefined,
-): { hi: Uint32Array; lo: Uint32Array; offsets: Float64Array; dataSize: number } {
+): Promise<DecodedIndex> {
   const hi = new Uint32Array(count)
   const lo = new Uint32Array(count)
   const offsets = new Float64Array(count)
+  const radix = radixTableFor(count)
+  let nextBucket = 0
+  const shift = 32 - (radix?.bits ?? 32)
   const block = Buffer.allocUnsafe(Math.min(INDEX_READ_BLOCK, Math.max(INDEX_ENTRY_SIZE, count * INDEX_ENTRY_SIZE)))
   const perBlock = Math.floor(block.length / INDEX_ENTRY_SIZE)
   let prevOffset = HEADER_SIZE - 1
   for (let first = 0; first < count; first += perBlock) {
     const n = Math.min(perBlock, count - first)
     const bytes = n * INDEX_ENTRY_SIZE
-    readFully(fd, block.subarray(0, bytes), HEADER_SIZE + first * INDEX_ENTRY_SIZE, file)
+    await readFullyAsync(fd, block.subarray(0, bytes), HEADER_SIZE + first * INDEX_ENTRY_SIZE, file)
     hasher?.update(block.subarray(0, bytes))
     for (let j = 0; j < n; j++) {
       const at = j * INDEX_ENTRY_SIZE
@@ -105,17 +118,42 @@ function decodeEntries(
       hi[i] = h
       lo[i] = l
       offsets[i] = off
+      if (radix) while (nextBucket <= h >>> shift) radix.starts[nextBucket++] = i
     }
   }
-  return { hi, lo, offsets, dataSize }
+  if (radix) while (nextBucket < radix.starts.length) radix.starts[nextBucket++] = count
+  return { hi, lo, offsets, dataSize, radix }
 }
 
-function openFile(file: string): number {
+interface DecodedIndex {
+  readonly hi: Uint32Array
+  readonly lo: Uint32Array
+  readonly offsets: Float64Array
+  readonly dataSize: number
+  readonly radix: RadixTable | undefined
+}
+
+async function openFile(file: string): Promise<number> {
   try {
-    return openSync(file, 'r')
+    return await openAsync(file, 'r')
   } catch (err) {
     throw new StoreError('RO_IO', `${file}: cannot open: ${(err as Error).message}`, { cause: err })
   }
+}
+
+async function readFullyAsync(fd: number, buf: Buffer, position: number, file: string): Promise<void> {
+  let done = 0
+  while (done < buf.length) {
+    const { bytesRead: n } = await readAsync(fd, buf, done, buf.length - done, position + done)
+    if (n === 0) corrupt(file, `unexpected end of file at byte ${position + done}`)
+    done += n
+  }
+}
+
+/** Reads a file through once (preload 'all' without the addon): its pages land in the page cache. */
+export async function warmFile(fd: number, size: number): Promise<void> {
+  const block = Buffer.allocUnsafe(INDEX_READ_BLOCK)
+  for (let at = 0; at < size; at += block.length) await readAsync(fd, block, 0, Math.min(block.length, size - at), at)
 }
 
 export function readFully(fd: number, buf: Buffer, position: number, file: string): void {

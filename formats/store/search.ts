@@ -24,13 +24,20 @@ export interface RadixTable {
   readonly starts: Uint32Array
 }
 
-export function buildRadixTable(hi: Uint32Array): RadixTable | undefined {
-  const n = hi.length
+/** An empty table sized for `n` entries (filled by the caller in one pass), or none below 64. */
+export function radixTableFor(n: number): RadixTable | undefined {
   if (n < 64) return undefined
   const bits = Math.min(24, Math.max(1, Math.floor(Math.log2(n)) - 3))
+  return { bits, starts: new Uint32Array(2 ** bits + 1) }
+}
+
+export function buildRadixTable(hi: Uint32Array): RadixTable | undefined {
+  const n = hi.length
+  const table = radixTableFor(n)
+  if (!table) return undefined
+  const { bits, starts } = table
   const buckets = 2 ** bits
   const shift = 32 - bits
-  const starts = new Uint32Array(buckets + 1)
   let j = 0
   for (let b = 0; b < buckets; b++) {
     while (j < n && (hi[j] as number) >>> shift < b) j++

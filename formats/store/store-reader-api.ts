@@ -1,25 +1,96 @@
 import type { StoreMetadata } from './metadata'
 import type { SearchStrategy } from './search'
 
-/** Read side of one node directory of one store version. Lookups are synchronous: a
- *  lookup is an in-memory index search plus one pread of a page-cached file. Measured on
- *  this 2-core machine (256 B reads of a page-cached data file, one at a time): readSync
- *  0.88 us, fs.read through the libuv pool 33 us (thread hand-off and wake-up). A read
- *  that misses the page cache does block the caller; see docs/SERVING.md. */
+/** How a reader reaches the files: memory-mapped through the addon, or pread. */
+export const ACCESS_MODES = ['mmap', 'pread'] as const
+export type AccessMode = (typeof ACCESS_MODES)[number]
+
+export const PRELOADS = ['index', 'all', 'none'] as const
+export type Preload = (typeof PRELOADS)[number]
+
+/**
+ * Read side of one node directory of one store version. Lookups are synchronous: in
+ * 'mmap' mode a lookup is one call into the addon over the mapped files (no system call,
+ * no copy) and the value is a view of the mapping; in 'pread' mode it is an index search
+ * over typed arrays plus one pread of a page-cached file. A read that misses the page
+ * cache blocks the caller in both modes; see docs/SERVING.md.
+ *
+ * Values in 'mmap' mode are views of the mapped data file: treat them as read-only.
+ * (Writing into one does not crash the process, the mapping is private, but it changes
+ * what this process reads for that record, and the record's CRC check then reports it
+ * as RO_CORRUPT.) They stay valid after close(), after a swap retired the version and
+ * after its files were deleted: the mapping lives as long as any view of it.
+ */
 export interface StoreReader {
   readonly dir: string
   readonly metadata: StoreMetadata
+  /** 'mmap' (addon) or 'pread' (fallback). */
+  readonly accessMode: AccessMode
   /** The value's bytes (decompressed), or undefined when the key is absent. */
   get(key: Uint8Array | string): Buffer | undefined
+  /**
+   * The values of `keys`, in request order. The keys are looked up in index order (by
+   * chunk and hash), so a batch walks each file forward.
+   */
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[]
+  /**
+   * The batch path for wire encoders: looks `keys` up and writes every answer, framed, into
+   * one Buffer (see ValueFraming), with no Buffer per value. Same errors as getMany.
+   */
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
   /** Index entries compared by the last get(), for benchmarks. */
   readonly lastProbes: number
+  /**
+   * Drops the reader's references to its files. In 'pread' mode the descriptors are
+   * closed; in 'mmap' mode the mappings are released once no value view is reachable.
+   */
   close(): void
+}
+
+/**
+ * How getManyFramed writes each answer: `prefix` bytes, then per key either the absent
+ * marker or a length header, the value and `suffix`. The two framings rostore speaks:
+ * - HTTP multi-get (formats/wire/multiget.ts): `{ prefix: empty, length: 'u32be',
+ *   absent: FF FF FF FF, suffix: empty }`;
+ * - RESP MGET: `{ prefix: '*N\r\n', length: 'resp', absent: '$-1\r\n', suffix: '\r\n' }`,
+ *   where the 'resp' length header is `$<decimal length>\r\n`.
+ */
+export interface ValueFraming {
+  readonly prefix: Uint8Array
+  readonly length: 'u32be' | 'resp'
+  readonly absent: Uint8Array
+  readonly suffix: Uint8Array
 }
 
 export interface OpenOptions {
   /** Index search; default 'interpolation'. */
   readonly search?: SearchStrategy
-  /** Check every index file against its metadata checksum while loading it; default true. */
+  /** Check every index file against its metadata checksum while opening it; default true. */
   readonly verifyIndex?: boolean
+  /**
+   * Check every record read against its CRC-32; default true. Off, a lookup skips one CRC
+   * of the key and value: a record damaged on disk after install can then be served.
+   */
+  readonly verifyRecords?: boolean
+  /**
+   * 'mmap' maps the files through the native addon (an RO_BAD_OPTION error without it);
+   * 'pread' keeps the index in typed arrays and reads records with pread; default 'auto':
+   * 'mmap' when the addon is available (and ROSTORE_NATIVE is not 0), otherwise 'pread'.
+   */
+  readonly access?: AccessMode | 'auto'
+  /**
+   * What is made resident before the reader is handed out (off the event loop): 'index'
+   * (default) the index files, which opening reads anyway to check them; 'all' the data
+   * files too (madvise WILLNEED and one read per page; in 'pread' mode the files are read
+   * through once); 'none' nothing more than the checks need, and with verifyIndex false
+   * not even the index: opening then costs O(chunks), not O(records), and lookups still
+   * check every offset they follow.
+   */
+  readonly preload?: Preload
+  /**
+   * 'mmap' mode: the largest ArrayBuffer one mapping is exposed through (a power of two,
+   * >= 64 KiB); default 1 GiB, below buffer.constants.MAX_LENGTH on every supported Node.
+   * Larger files are exposed as several consecutive windows. For tests of that path.
+   */
+  readonly mapWindowBytes?: number
 }

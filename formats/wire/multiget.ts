@@ -5,13 +5,18 @@ import { MAX_KEY_BYTES } from '../input/types'
  * Binary framing of `POST /stores/<store>/multi-get`, safe for any key and value bytes.
  *
  *   request  = *( keyLen:u32be  key:keyLen bytes )
- *   response = *( status:u32be  [value:status bytes] )   one frame per requested key, in order
+ *   response = *( status:u32be  [value:status bytes] ) [ 0xFFFFFFFE ]
+ *              one frame per requested key, in order
  *              status = 0xFFFFFFFF: the key is absent (no value bytes follow)
+ *              status = 0xFFFFFFFE: the last frame; the response stopped at the node's
+ *                       response byte limit, and the keys from this one on were not
+ *                       answered (ask for them again in another request)
  *              otherwise: the value's length, followed by the value
  *
  * Pure functions; the client side of the wire uses encodeKeys/decodeValues.
  */
 export const ABSENT = 0xffffffff
+export const TRUNCATED = 0xfffffffe
 export const MAX_MULTIGET_BODY_BYTES = 16 << 20
 export const MAX_MULTIGET_KEYS = 10_000
 
@@ -51,7 +56,7 @@ export function decodeKeys(body: Buffer, maxKeys = MAX_MULTIGET_KEYS, maxKeyByte
 export function encodeValues(values: readonly (Uint8Array | undefined)[]): Buffer {
   let size = 0
   for (const v of values) {
-    if (v !== undefined && v.length >= ABSENT) throw new RangeError('value too large for the multi-get framing')
+    if (v !== undefined && v.length >= TRUNCATED) throw new RangeError('value too large for the multi-get framing')
     size += 4 + (v?.length ?? 0)
   }
   const out = Buffer.allocUnsafe(size)
@@ -69,10 +74,29 @@ export function encodeValues(values: readonly (Uint8Array | undefined)[]): Buffe
   return out
 }
 
-/** Decode a response body; `expected` (the number of keys sent) is checked when given. */
-export function decodeValues(body: Buffer, expected?: number): (Buffer | undefined)[] {
+/** The frame that ends a response at the node's byte limit. */
+export function encodeTruncated(): Buffer {
+  const out = Buffer.allocUnsafe(4)
+  out.writeUInt32BE(TRUNCATED, 0)
+  return out
+}
+
+export interface DecodedValues {
+  /** One value per key answered, in request order (views into the body). */
+  readonly values: (Buffer | undefined)[]
+  /** The response stopped at the node's byte limit: keys after `values` were not answered. */
+  readonly truncated: boolean
+}
+
+/**
+ * Decode a response body that may stop at the node's byte limit. `expected` (the number
+ * of keys sent) is checked when given: a complete response has that many values, a
+ * truncated one fewer.
+ */
+export function decodeValuesPartial(body: Buffer, expected?: number): DecodedValues {
   const out: (Buffer | undefined)[] = []
   let at = 0
+  let truncated = false
   while (at < body.length) {
     if (body.length - at < 4) throw new StoreError('RO_CORRUPT', `multi-get response: truncated frame at byte ${at}`)
     const status = body.readUInt32BE(at)
@@ -81,12 +105,25 @@ export function decodeValues(body: Buffer, expected?: number): (Buffer | undefin
       out.push(undefined)
       continue
     }
+    if (status === TRUNCATED) {
+      if (at !== body.length) throw new StoreError('RO_CORRUPT', `multi-get response: bytes after the end frame at byte ${at}`)
+      truncated = true
+      break
+    }
     if (body.length - at < status) throw new StoreError('RO_CORRUPT', `multi-get response: value ${out.length} runs past the end`)
     out.push(body.subarray(at, at + status))
     at += status
   }
-  if (expected !== undefined && out.length !== expected) {
-    throw new StoreError('RO_CORRUPT', `multi-get response: ${out.length} values for ${expected} keys`)
+  if (expected !== undefined && (truncated ? out.length >= expected : out.length !== expected)) {
+    throw new StoreError('RO_CORRUPT', `multi-get response: ${out.length} values for ${expected} keys${truncated ? ' (truncated)' : ''}`)
   }
-  return out
+  return { values: out, truncated }
+}
+
+/** Decode a complete response body; `expected` (the number of keys sent) is checked when given. */
+export function decodeValues(body: Buffer, expected?: number): (Buffer | undefined)[] {
+  const { values, truncated } = decodeValuesPartial(body, expected)
+  if (truncated)
+    throw new StoreError('RO_TOO_LARGE', `multi-get response: stopped at the node's response limit after ${values.length} values`)
+  return values
 }

@@ -1,4 +1,4 @@
-import type { Cluster } from '../../cluster/cluster'
+import type { Cluster, NodeTls } from '../../cluster/cluster'
 import { StoreError, errorMessage } from '../../common/errors'
 import { RespErrorReply, type RespValue } from '../../formats/wire/resp'
 import { RespWriter } from '../../formats/wire/resp-writer'
@@ -22,6 +22,8 @@ export interface ForwarderOptions {
   readonly cluster: Cluster
   readonly nodeId: number
   readonly readToken?: string
+  /** Forwards go over TLS, checking the other nodes' certificates with this (nodes that serve TLS). */
+  readonly peerTls?: NodeTls
   readonly timeoutMs: number
   readonly connections: number
   readonly retryMs: number
@@ -118,6 +120,7 @@ export class Forwarder {
             host: n.host,
             port: n.respPort,
             readToken: this.o.readToken,
+            tls: this.o.peerTls ?? n.tls,
             timeoutMs: this.o.timeoutMs,
             connections: this.o.connections,
             retryMs: this.o.retryMs,

@@ -2,12 +2,13 @@ import { errorMessage, isStoreError } from '../../common/errors'
 import type { StoreReader } from '../../formats/store/store-reader-api'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'
-import type { ServedStore } from '../served-stores'
+import type { ServedStore } from '../../swapper/served-store'
 import type { RespConnection } from './connection'
 import { FORWARD_BATCH, getsCommand, type Forwarder } from './forwarder'
 import type { KeySpace } from './key-space'
 import { mgetReplyBytes } from './mget-encoding'
 import type { RespStats } from './resp-stats'
+import { publicRespError } from './public-error'
 import { partitionOf, type StoreRoute, type StoreRoutes } from './store-routes'
 
 /** Writes the reply of a one-key command from the key's value (undefined: absent). */
@@ -17,7 +18,7 @@ export type ValuesReply = (out: RespWriter, values: readonly (Buffer | undefined
 /** Writes a whole reply straight from one local reader (MGET: writeLocalMget); -1 when too large. */
 export type DirectReply = (out: RespWriter, reader: StoreReader, keys: readonly Buffer[], conn: RespConnection) => number
 
-const LOADING = 'RO_UNAVAILABLE the store key hash is loading, try again'
+const LOADING = publicRespError('RO_UNAVAILABLE', 'the store key hash is loading')
 
 /** Keys of one store within a many-key command, and where each must be read. */
 interface StoreGroup {
@@ -86,7 +87,7 @@ export class KeyReads {
           } catch (err) {
             if (!isLookupFailure(err)) throw err
             ok = false
-            this.localFailure(sv.store, err)
+            this.localFailure(sv, lease.version, err)
           }
           if (ok) {
             this.d.stats.localKeys++
@@ -102,20 +103,21 @@ export class KeyReads {
     } else {
       route = this.d.routes.lastKnown(sv.store)
       if (!route) {
-        conn.out().error(`RO_UNAVAILABLE store ${sv.store} has no live version on this node`)
+        conn.out().error(publicRespError('RO_UNAVAILABLE', 'no live version'))
         return
       }
     }
     if (part < 0) part = partitionOf(route, key)
     const targets = route.local[part] === 1 ? route.others[part] : route.replicas[part]
     if (!targets || targets.length === 0) {
-      conn.out().error(`RO_UNAVAILABLE store ${sv.store} cannot be read on this node and no other node holds the key`)
+      conn.out().error(publicRespError('RO_UNAVAILABLE', 'no other replica'))
       return
     }
     const d = conn.defer()
     this.d.forwarder.fetch(getsCommand(sv.store, [key]), 1, targets, minVersion, (err, r) => {
       if (err || !r) {
-        d.w.error(`RO_UNAVAILABLE ${err ? err.message : 'no answer'}`)
+        this.forwardFailure(sv.store, err)
+        d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
       } else {
         const v = r.values[0]
         if (v === undefined) st.forwardedMisses++
@@ -164,7 +166,7 @@ export class KeyReads {
           }
         } catch (err) {
           if (!isLookupFailure(err)) throw err
-          this.localFailure(only.sv.store, err)
+          this.localFailure(only.sv, lease.version, err)
         } finally {
           lease.release()
         }
@@ -185,11 +187,11 @@ export class KeyReads {
     }
     const d = conn.defer()
     let pending = batches.length
-    let failure: string | undefined
+    let failure: Error | undefined
     for (const b of batches) {
       const st = this.d.stats.store(b.store)
       this.d.forwarder.fetch(getsCommand(b.store, b.keys), b.keys.length, b.targets, b.minVersion, (err, r) => {
-        if (err || !r) failure ??= err ? err.message : 'no answer'
+        if (err || !r) failure ??= err ?? new Error('no answer')
         else {
           b.idx.forEach((i, j) => {
             const v = r.values[j]
@@ -199,7 +201,10 @@ export class KeyReads {
           })
         }
         if (--pending > 0) return
-        if (failure !== undefined) d.w.error(`RO_UNAVAILABLE ${failure}`)
+        if (failure !== undefined) {
+          this.forwardFailure(b.store, failure)
+          d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
+        }
         else this.finish(conn, d.w, values, reply)
         conn.complete(d)
       })
@@ -242,7 +247,7 @@ export class KeyReads {
             })
           } catch (err) {
             if (!isLookupFailure(err)) throw err
-            this.localFailure(g.sv.store, err)
+            this.localFailure(g.sv, lease.version, err)
             remote.push(...local)
           }
         }
@@ -251,7 +256,7 @@ export class KeyReads {
       }
     } else {
       route = this.d.routes.lastKnown(g.sv.store)
-      if (!route) return `RO_UNAVAILABLE store ${g.sv.store} has no live version on this node`
+      if (!route) return publicRespError('RO_UNAVAILABLE', 'no live version')
       for (let j = 0; j < g.keys.length; j++) remote.push(j)
     }
     const byTargets = new Map<readonly number[], Batch>()
@@ -259,7 +264,7 @@ export class KeyReads {
       const key = g.keys[j] as Buffer
       const part = partitionOf(route, key)
       const targets = (route.local[part] === 1 ? route.others[part] : route.replicas[part]) as readonly number[]
-      if (targets.length === 0) return `RO_UNAVAILABLE store ${g.sv.store} cannot be read on this node and no other node holds the key`
+      if (targets.length === 0) return publicRespError('RO_UNAVAILABLE', 'no other replica')
       let b = byTargets.get(targets)
       if (!b || b.keys.length >= FORWARD_BATCH) {
         b = { store: g.sv.store, targets, minVersion, idx: [], keys: [] }
@@ -278,8 +283,18 @@ export class KeyReads {
     else reply(out, values, conn)
   }
 
-  private localFailure(store: string, err: unknown): void {
-    this.d.log.error('resp-local-read-failed', { store, code: isStoreError(err) ? err.code : undefined, error: errorMessage(err) })
+  /** A local lookup failed: counted for /status (damaged files) and logged; another replica answers. */
+  private localFailure(sv: ServedStore, version: number, err: unknown): void {
+    sv.noteReadFault(version, err)
+    this.d.log.error('resp-local-read-failed', {
+      store: sv.store,
+      code: isStoreError(err) ? err.code : undefined,
+      error: errorMessage(err),
+    })
+  }
+
+  private forwardFailure(store: string, err: unknown): void {
+    this.d.log.warn('resp-forward-failed', { store, code: isStoreError(err) ? err.code : undefined, error: errorMessage(err) })
   }
 }
 

@@ -1,5 +1,5 @@
 import { isSafeName } from '../../formats/store/layout'
-import type { ServedStore, ServedStores } from '../served-stores'
+import type { ServedStore, ServedStores } from '../../swapper/served-store'
 
 /** Longest store name (formats/store/layout.ts isSafeName). */
 const MAX_STORE_NAME = 128

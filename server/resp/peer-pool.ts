@@ -1,4 +1,6 @@
 import { connect, type Socket } from 'node:net'
+import { connect as connectTls } from 'node:tls'
+import type { NodeTls } from '../../cluster/cluster'
 import { StoreError, errorMessage } from '../../common/errors'
 import { RespErrorReply } from '../../formats/wire/resp'
 import { RespPipeline, type ReplyCallback } from '../../formats/wire/resp-pipeline'
@@ -9,6 +11,8 @@ export interface PeerOptions {
   readonly port: number
   /** Sent with AUTH first on every connection. */
   readonly readToken?: string
+  /** Connect with TLS, checking the node's certificate with these settings (TLS 1.2 at least). */
+  readonly tls?: NodeTls
   /** A connection with commands in flight and no byte from the peer for this long is closed. */
   readonly timeoutMs: number
   readonly connections: number
@@ -81,7 +85,9 @@ class PeerConnection {
     opts: PeerOptions,
     private readonly onGone: (c: PeerConnection, err: Error | undefined) => void,
   ) {
-    this.socket = connect({ host: opts.host, port: opts.port, noDelay: true })
+    this.socket = opts.tls
+      ? connectTls({ host: opts.host, port: opts.port, minVersion: 'TLSv1.2', ...tlsOptions(opts.tls) }).setNoDelay(true)
+      : connect({ host: opts.host, port: opts.port, noDelay: true })
     if (opts.readToken !== undefined) {
       this.pipeline.send(encodeCommand(['AUTH', opts.readToken]), (err, reply) => {
         if (!err && reply instanceof RespErrorReply)
@@ -140,4 +146,9 @@ class PeerConnection {
       })
     })
   }
+}
+
+/** CA and server name of a TLS connection to a node (node:tls checks the certificate against the host by default). */
+function tlsOptions(tls: NodeTls): { ca?: string | Buffer; servername?: string } {
+  return { ...(tls.ca === undefined ? {} : { ca: tls.ca }), ...(tls.servername === undefined ? {} : { servername: tls.servername }) }
 }

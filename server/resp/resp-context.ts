@@ -1,11 +1,12 @@
 import type { Registry } from 'prom-client'
-import type { Cluster } from '../../cluster/cluster'
+import type { Cluster, NodeTls } from '../../cluster/cluster'
 import { StoreError } from '../../common/errors'
 import { isSafeName } from '../../formats/store/layout'
 import type { RespRequestLimits } from '../../formats/wire/resp'
 import type { ReadAuth } from '../auth'
+import type { NodeTlsOptions } from '../tls'
 import type { Logger } from '../log'
-import type { ServedStores } from '../served-stores'
+import type { ServedStores } from '../../swapper/served-store'
 import type { RespStats } from './resp-stats'
 
 /**
@@ -56,14 +57,24 @@ export interface RespServerOptions {
   readonly requestLimits?: Partial<RespRequestLimits>
   /** Time a forwarded lookup may take on one node before the next replica is asked (2,000 ms). */
   readonly forwardTimeoutMs?: number
+  /**
+   * Serve RESP over TLS (TLS 1.2 at least) with this certificate: a node that serves HTTPS
+   * serves RESP over TLS too (docs/API.md "RESP and TLS"), never in plain text.
+   */
+  readonly tls?: NodeTlsOptions
+  /** How forwards check the other nodes' certificates when they serve TLS (default: the system's CAs). */
+  readonly peerTls?: NodeTls
   /** Pipelined connections per other node (2). */
   readonly peerConnections?: number
   /** After a node could not be reached, forwards skip it for this long (1,000 ms). */
   readonly peerRetryMs?: number
 }
 
-export interface NormalizedRespOptions extends Required<Omit<RespServerOptions, 'defaultStore' | 'requestLimits'>> {
+export interface NormalizedRespOptions
+  extends Required<Omit<RespServerOptions, 'defaultStore' | 'requestLimits' | 'tls' | 'peerTls'>> {
   readonly defaultStore: string | undefined
+  readonly tls: NodeTlsOptions | undefined
+  readonly peerTls: NodeTls | undefined
   readonly requestLimits: Partial<RespRequestLimits>
 }
 
@@ -81,6 +92,8 @@ export function normalizeRespOptions(o: RespServerOptions): NormalizedRespOption
     host: o.host,
     port: positive('port', o.port, 0, true),
     defaultStore: o.defaultStore,
+    tls: o.tls,
+    peerTls: o.peerTls ?? (o.tls === undefined ? undefined : {}),
     maxClients: positive('maxClients', o.maxClients, 10_000),
     idleTimeoutMs: positive('idleTimeoutMs', o.idleTimeoutMs, 300_000, true),
     sendTimeoutMs: positive('sendTimeoutMs', o.sendTimeoutMs, 10_000),
@@ -98,6 +111,10 @@ export interface RespServer {
   readonly host: string
   readonly port: number
   readonly stats: RespStats
+  /** Whether the listener speaks TLS. */
+  readonly tls: boolean
+  /** Certificate rotation: new connections use the new pair, open ones keep theirs. RO_BAD_OPTION without TLS. */
+  setSecureContext(tls: NodeTlsOptions): void
   /**
    * Stop accepting; connections get the replies of the commands they already sent and are
    * then closed; after `drainMs` (default 5,000) the rest are cut. Resolves true when

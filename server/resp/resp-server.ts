@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type Server, type Socket } from 'node:net'
+import { createServer as createTlsServer, Server as TlsServer } from 'node:tls'
 import type { AddressInfo } from 'node:net'
 import { errorMessage, StoreError, isStoreError } from '../../common/errors'
 import { RespWriter } from '../../formats/wire/resp-writer'
@@ -11,7 +12,9 @@ import { KeyReads } from './key-reads'
 import { KeySpace } from './key-space'
 import { normalizeRespOptions, type NormalizedRespOptions, type RespContext, type RespServer, type RespServerOptions } from './resp-context'
 import { registerRespMetrics, RespStats } from './resp-stats'
+import { publicRespErrorOf } from './public-error'
 import { StoreRoutes } from './store-routes'
+import type { NodeTlsOptions } from '../tls'
 
 const MAX_CLIENTS_REPLY = Buffer.from('-ERR max number of clients reached\r\n', 'latin1')
 
@@ -57,6 +60,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
       cluster: ctx.cluster,
       nodeId: ctx.nodeId,
       readToken: ctx.readToken,
+      peerTls: opts.peerTls,
       timeoutMs: opts.forwardTimeoutMs,
       connections: opts.peerConnections,
       retryMs: opts.peerRetryMs,
@@ -71,7 +75,16 @@ class Listener implements RespServer, RespService, ConnectionHost {
       maxReplyBytes: opts.maxReplyBytes,
     })
     if (ctx.registry) registerRespMetrics(ctx.registry, this.stats, [...COMMANDS.map((c) => c.name), 'other'])
-    this.server = createServer({ noDelay: true }, (socket) => this.accept(socket))
+    const tls = opts.tls
+    this.server = tls
+      ? createTlsServer(
+          // The handshake is bounded like a silent connection: a client that never finishes one is cut.
+          { cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2', handshakeTimeout: 10_000, noDelay: true },
+          (socket) => this.accept(socket),
+        )
+      : createServer({ noDelay: true }, (socket) => this.accept(socket))
+    // A failed handshake (a plain-text client on a TLS port) closes that socket only.
+    if (tls) this.server.on('tlsClientError', () => this.stats.protocolErrors++)
   }
 
   get host(): string {
@@ -80,6 +93,15 @@ class Listener implements RespServer, RespService, ConnectionHost {
 
   get port(): number {
     return this.bound.port
+  }
+
+  get tls(): boolean {
+    return this.server instanceof TlsServer
+  }
+
+  setSecureContext(tls: NodeTlsOptions): void {
+    if (!(this.server instanceof TlsServer)) throw new StoreError('RO_BAD_OPTION', 'the RESP listener does not serve TLS')
+    this.server.setSecureContext({ cert: tls.cert, key: tls.key })
   }
 
   address(): { host: string; port: number } {
@@ -146,7 +168,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
       // Handlers read before they write, so a failure leaves no partial reply behind.
       const code = isStoreError(err) ? err.code : 'RO_INTERNAL'
       this.ctx.log.error('resp-command-failed', { command: cmd.name, code, error: errorMessage(err) })
-      conn.out().error(`RO_INTERNAL the node failed to answer ${cmd.name.toUpperCase()}; see its log`)
+      conn.out().error(publicRespErrorOf(err))
     }
   }
 

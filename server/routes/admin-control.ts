@@ -2,35 +2,47 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
 import type { AppContext } from '../context'
 import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
-import { route } from './route'
+import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
 /** Admin routes that control the node: jobs, rescan, stale marks, push leases. */
 export const ADMIN_CONTROL_ROUTES = [
-  route({ path: '/admin/jobs', methods: ['GET'], access: 'admin', op: 'admin_jobs', handle: (ctx, _req, res) => listJobs(ctx, res) }),
-  route({
+  controlRoute({
+    path: '/admin/jobs',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'admin_jobs',
+    handle: (ctx, _req, res) => listJobs(ctx, res),
+  }),
+  controlRoute({
     path: '/admin/jobs/:job',
     methods: ['GET'],
     access: 'admin',
     op: 'admin_job',
     handle: (ctx, _req, res, p) => getJob(ctx, p.job, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/jobs/:job/cancel',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_cancel',
     handle: (ctx, _req, res, p) => sendJson(res, 202, ctx.jobs.cancel(p.job)),
   }),
-  route({ path: '/admin/rescan', methods: ['POST'], access: 'admin', op: 'admin_rescan', handle: (ctx, _req, res) => rescan(ctx, res) }),
-  route({
+  controlRoute({
+    path: '/admin/rescan',
+    methods: ['POST'],
+    access: 'admin',
+    op: 'admin_rescan',
+    handle: (ctx, _req, res) => rescan(ctx, res),
+  }),
+  controlRoute({
     path: '/admin/stores/:store/stale',
     methods: ['PUT', 'DELETE'],
     access: 'admin',
     op: 'admin_stale',
     handle: (ctx, req, res, p) => stale(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/lock',
     methods: ['POST', 'DELETE'],
     access: 'admin',

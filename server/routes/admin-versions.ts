@@ -5,47 +5,47 @@ import type { SwapResult } from '../../swapper/events'
 import { requestVersion } from '../../swapper/versions'
 import type { AppContext } from '../context'
 import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
-import { route } from './route'
+import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
 /** Admin routes that change or list a store's versions: install, fetch, swap, rollback, delete. */
 export const ADMIN_VERSION_ROUTES = [
-  route({
+  controlRoute({
     path: '/admin/stores/:store/versions',
     methods: ['GET'],
     access: 'admin',
     op: 'admin_versions',
     handle: (ctx, _req, res, p) => listVersions(ctx, p.store, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/versions/:version',
     methods: ['DELETE'],
     access: 'admin',
     op: 'admin_delete',
     handle: (ctx, _req, res, p) => deleteVersion(ctx, p.store, p.version, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/install',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_install',
     handle: (ctx, req, res, p) => install(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/fetch',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_fetch',
     handle: (ctx, req, res, p) => fetch(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/swap',
     methods: ['POST'],
     access: 'admin',
     op: 'admin_swap',
     handle: (ctx, req, res, p) => swap(ctx, p.store, req, res),
   }),
-  route({
+  controlRoute({
     path: '/admin/stores/:store/rollback',
     methods: ['POST'],
     access: 'admin',
@@ -85,11 +85,15 @@ async function install(ctx: AppContext, store: string, req: IncomingMessage, res
   if (!isAbsolute(path)) throw badRequest('path must be absolute')
   const swapAfter = boolField(body, 'swap')
   const link = boolField(body, 'link')
-  const sv = await ctx.dataDir.getOrCreate(store)
   const job = ctx.jobs.start('install', store, async ({ signal, progress }) => {
-    const installed = await sv.install(path, { link, signal, onProgress: progress })
-    if (!swapAfter) return installed
-    return { ...installed, swap: swapJson(await sv.swap(installed.version)) }
+    // The allow-list first, on the path with its symlinks resolved; that resolved path is
+    // what gets copied, so a symlink changed afterwards cannot lead the copy elsewhere.
+    const real = await ctx.sources.resolveInstallPath(path, signal)
+    return ctx.storeCreation.use(store, async (sv) => {
+      const installed = await sv.install(real, { link, signal, onProgress: progress })
+      if (!swapAfter) return installed
+      return { ...installed, swap: swapJson(await sv.swap(installed.version)) }
+    })
   })
   sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
 }
@@ -108,15 +112,18 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
     throw badRequest('maxBytesPerSec must be a positive number')
   }
   const swapAfter = boolField(body, 'swap')
-  const sv = await ctx.dataDir.getOrCreate(store)
-  if (version !== undefined && sv.versions().includes(version)) {
+  if (version !== undefined && ctx.dataDir.get(store)?.versions().includes(version)) {
     throw new StoreError('RO_CONFLICT', `store ${store} already has version ${version}`)
   }
   const runner = ctx.fetch
   const job = ctx.jobs.start('fetch', store, async ({ signal, progress }) => {
-    const fetched = await runner({ sv, source, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
-    if (!swapAfter) return fetched
-    return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
+    // Validate before the store exists: a refused source creates nothing.
+    await ctx.sources.checkFetchSource(source, signal)
+    return ctx.storeCreation.use(store, async (sv) => {
+      const fetched = await runner({ sv, source, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
+      if (!swapAfter) return fetched
+      return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
+    })
   })
   sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
 }

@@ -1,61 +1,118 @@
 import type { ServerResponse } from 'node:http'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
-import type { AppContext } from '../context'
+import type { ServingMirror } from '../../swapper/serving-mirror'
+import type { AppContext, ReadContext } from '../context'
 import { sendJson } from '../http-util'
-import { route } from './route'
+import { controlRoute, readRoute } from './route'
 
-/** Public routes about the node itself: health, status, metrics. */
+/**
+ * Routes about the node itself: health, status, metrics (public), and the admin status.
+ * The public ones show no paths, process ids or error texts (those name files of the data
+ * directory): an unauthenticated caller learns what a client needs and no more. The admin
+ * status adds them.
+ */
 export const NODE_INFO_ROUTES = [
-  route({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
-  route({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
-  route({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
+  readRoute({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
+  controlRoute({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
+  controlRoute({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
+  controlRoute({
+    path: '/admin/status',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'admin_status',
+    handle: (ctx, _req, res) => adminStatus(ctx, res),
+  }),
 ]
 
-function health(ctx: AppContext, res: ServerResponse): void {
+function health(ctx: ReadContext, res: ServerResponse): void {
   if (ctx.shuttingDown()) sendJson(res, 503, { status: 'shutting-down' })
   else sendJson(res, 200, { status: 'ok', nodeId: ctx.nodeId })
 }
 
-function storeStatus(sv: StoreVersions): Record<string, unknown> {
+async function storeStatus(sv: StoreVersions<ServingMirror>, admin: boolean): Promise<Record<string, unknown>> {
   const live = sv.liveVersion
   const versions = sv.versions()
-  const meta = sv.live.metadata
+  const meta = sv.liveMetadata
   return {
     store: sv.store,
-    version: sv.live.version ?? null,
+    version: sv.serving.activeVersion ?? null,
     versions,
     backups: live === undefined ? [] : versions.filter((v) => v < live),
     newer: live === undefined ? versions : versions.filter((v) => v > live),
     records: meta?.records ?? null,
     sizeBytes: meta ? sizeOf(meta) : null,
     stale: sv.stale ?? false,
-    draining: sv.live.retiringCount,
-    ...(sv.loadError ? { error: sv.loadError, pointer: live ?? null } : {}),
+    draining: await sv.serving.draining(),
+    accessMode: (await sv.serving.accessMode()) ?? null,
+    // The load error names files of the data directory: its text is for admins only.
+    ...(sv.loadError ? { error: admin ? sv.loadError : 'the live version could not be opened', pointer: live ?? null } : {}),
   }
 }
 
-function status(ctx: AppContext, res: ServerResponse): void {
+/**
+ * corruptReads: reads that found this node's copy damaged (clients read other replicas).
+ * behind: the version the last push record says this node should serve, when it serves
+ * another (the store is then stale); repair: this node fetching and swapping to it.
+ */
+async function healthStatus(ctx: AppContext, sv: StoreVersions<ServingMirror>): Promise<Record<string, unknown>> {
+  const r = sv.pushRecord
+  return {
+    corruptReads: (await sv.serving.corruptReads()) ?? null,
+    behind: sv.behind ?? null,
+    lastPush: r ? { version: r.version, missed: r.missed, at: r.at } : null,
+    repair: ctx.peers?.repairStatus(sv.store) ?? null,
+  }
+}
+
+function nodeStatus(ctx: AppContext): Record<string, unknown> {
   const { host, port } = ctx.address()
+  return {
+    id: ctx.nodeId,
+    cluster: ctx.cluster.name,
+    host,
+    port,
+    uptimeSeconds: Math.round((Date.now() - ctx.startedAt) / 1000),
+    shuttingDown: ctx.shuttingDown(),
+    adminEnabled: ctx.auth.enabled,
+    keepVersions: ctx.keepVersions,
+  }
+}
+
+async function status(ctx: AppContext, res: ServerResponse): Promise<void> {
+  sendJson(res, 200, {
+    node: nodeStatus(ctx),
+    ...(ctx.workers ? { workers: ctx.workers() } : {}),
+    stores: await Promise.all(
+      ctx.dataDir.all().map(async (sv) => ({ ...(await storeStatus(sv, false)), ...(await healthStatus(ctx, sv)) })),
+    ),
+    peerCheck: ctx.peers?.summary() ?? null,
+    jobs: { running: ctx.jobs.running().length },
+  })
+}
+
+/** /status plus what only an operator should see: process, paths, error texts, limits. */
+async function adminStatus(ctx: AppContext, res: ServerResponse): Promise<void> {
   sendJson(res, 200, {
     node: {
-      id: ctx.nodeId,
-      cluster: ctx.cluster.name,
-      host,
-      port,
+      ...nodeStatus(ctx),
       pid: process.pid,
-      uptimeSeconds: Math.round((Date.now() - ctx.startedAt) / 1000),
-      shuttingDown: ctx.shuttingDown(),
-      adminEnabled: ctx.auth.enabled,
-      keepVersions: ctx.keepVersions,
+      node: process.version,
+      dataDir: ctx.dataDir.dir,
+      allowedSources: ctx.sources.allowedSources ?? null,
+      sourceFsCalls: ctx.sources.gate.stats,
     },
-    stores: ctx.dataDir.all().map(storeStatus),
+    ...(ctx.workers ? { workers: ctx.workers() } : {}),
+    stores: await Promise.all(
+      ctx.dataDir.all().map(async (sv) => ({ ...(await storeStatus(sv, true)), ...(await healthStatus(ctx, sv)) })),
+    ),
+    peerCheck: ctx.peers?.summary() ?? null,
     jobs: { running: ctx.jobs.running().length },
   })
 }
 
 async function metrics(ctx: AppContext, res: ServerResponse): Promise<void> {
-  const { contentType, body } = await ctx.metrics.render()
+  const { contentType, body } = await (ctx.renderMetrics ?? (() => ctx.metrics.render()))()
   res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' })
   res.end(body)
 }

@@ -1,33 +1,39 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MAX_KEY_BYTES } from '../../formats/input/types'
-import { decodeKeys, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats/wire/multiget'
-import type { AppContext } from '../context'
+import { StoreError } from '../../common/errors'
+import { decodeKeys, encodeTruncated, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats/wire/multiget'
+import type { ReaderLease } from '../../swapper/live-store'
+import type { ServedStore } from '../../swapper/served-store'
+import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
-import { route } from './route'
+import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
+import { readRoute } from './route'
 import { checkServable, servedStore, noLiveVersion, VERSION_HEADER } from './store-access'
 
-/** Keys read per getMany call in a multi-get, between checks for back pressure. */
+/** Most keys read per getMany call in a multi-get, between checks for back pressure. */
 const MULTIGET_BATCH = 256
+/** The first call's batch, before value sizes are known. */
+const FIRST_BATCH = 32
 
 /** The public read routes: store list, client metadata, single get, multi-get. */
 export const READ_ROUTES = [
-  route({ path: '/stores', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
-  route({ path: '/stores/', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
-  route({
+  readRoute({ path: '/stores', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
+  readRoute({ path: '/stores/', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
+  readRoute({
     path: '/stores/:store',
     methods: ['GET'],
     access: 'read',
     op: 'metadata',
     handle: (ctx, _req, res, p) => storeMetadata(ctx, p.store, res),
   }),
-  route({
+  readRoute({
     path: '/stores/:store/keys/*key',
     methods: ['GET', 'HEAD'],
     access: 'read',
     op: 'get',
     handle: (ctx, _req, res, p) => getKey(ctx, p.store, p.key, res),
   }),
-  route({
+  readRoute({
     path: '/stores/:store/multi-get',
     methods: ['POST'],
     access: 'read',
@@ -36,15 +42,15 @@ export const READ_ROUTES = [
   }),
 ]
 
-function listStores(ctx: AppContext, res: ServerResponse): void {
+function listStores(ctx: ReadContext, res: ServerResponse): void {
   sendJson(res, 200, {
     stores: ctx.stores.all().map((s) => ({ store: s.store, version: s.live.version ?? null, stale: s.stale !== undefined })),
   })
 }
 
-function storeMetadata(ctx: AppContext, store: string, res: ServerResponse): void {
+function storeMetadata(ctx: ReadContext, store: string, res: ServerResponse): void {
   const sv = servedStore(ctx, store)
-  const lease = sv.live.acquire()
+  const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   try {
     const m = lease.reader.metadata
@@ -78,29 +84,47 @@ function storeMetadata(ctx: AppContext, store: string, res: ServerResponse): voi
   }
 }
 
-function getKey(ctx: AppContext, store: string, rawKey: string, res: ServerResponse): void {
+function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResponse): void {
   const sv = servedStore(ctx, store)
   if (rawKey.length > 3 * MAX_KEY_BYTES) throw new KeyTooLong()
   const key = percentDecodeBytes(rawKey)
   if (key.length > MAX_KEY_BYTES) throw new KeyTooLong()
   checkServable(sv)
-  const lease = sv.live.acquire()
+  const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   // Released once the response is done: this request reads one version only.
   res.once('close', lease.release)
-  const value = lease.reader.get(key)
+  const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
+  const value = readMany(sv, lease, [key])[0]
   ctx.metrics.keys.inc({ store, result: value === undefined ? 'miss' : 'hit' })
   if (value === undefined) {
     res.writeHead(404, { [VERSION_HEADER]: String(lease.version), 'Content-Length': 0, 'Cache-Control': 'no-store' })
     res.end()
     return
   }
+  if (value.length > limits.maxResponseBytes) throw tooLarge(value.length, limits)
   res.writeHead(200, {
     'Content-Type': 'application/octet-stream',
     'Content-Length': value.length,
     [VERSION_HEADER]: String(lease.version),
   })
   res.end(value)
+  // A big value the client does not take is not held for as long as TCP keeps trying.
+  armSendTimeout(res, limits.sendTimeoutMs)
+}
+
+/** Lookups of one version; a read that finds damaged files is counted for /status before it fails. */
+function readMany(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[]): (Buffer | undefined)[] {
+  try {
+    return keys.length === 1 ? [lease.reader.get(keys[0] as Uint8Array)] : lease.reader.getMany(keys)
+  } catch (err) {
+    sv.noteReadFault(lease.version, err)
+    throw err
+  }
+}
+
+function tooLarge(bytes: number, limits: ReadLimits): StoreError {
+  return new StoreError('RO_TOO_LARGE', `the value has ${bytes} bytes, more than this node's response limit of ${limits.maxResponseBytes}`)
 }
 
 /** A key longer than MAX_KEY_BYTES in a URL: 414 URI Too Long. */
@@ -110,48 +134,88 @@ class KeyTooLong extends HttpStatusError {
   }
 }
 
-async function multiGet(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * Values are read into a window of `windowBytes`, framed, written, and the next window is
+ * read only once the socket has drained: a request holds at most about one window (and
+ * one batch of values) of memory however many large values it names (issue 17, defect 2).
+ * A response that fits in the first window goes out with a Content-Length, and any failure
+ * before it gets a status. The body stops at `maxResponseBytes` with the end frame
+ * (formats/wire/multiget.ts); the client asks for the other keys again.
+ */
+async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const sv = servedStore(ctx, store)
   checkServable(sv)
   const body = await readBody(req, MAX_MULTIGET_BODY_BYTES)
   const keys = decodeKeys(body)
   checkServable(sv)
-  const lease = sv.live.acquire()
+  const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   res.once('close', lease.release)
+  const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
+  // The end frame always fits: the values stop 4 bytes short of the limit.
+  const budget = limits.maxResponseBytes - 4
+  let next = 0
   let hits = 0
-  const count = (vs: readonly (Buffer | undefined)[]): void => {
-    for (const v of vs) if (v !== undefined) hits++
+  let bodyBytes = 0
+  let truncated = false
+  /** The next window of values; sets `truncated` when the limit stops it. */
+  const readWindow = (): (Buffer | undefined)[] => {
+    const values: (Buffer | undefined)[] = []
+    let windowBytes = 0
+    while (next < keys.length && windowBytes < limits.windowBytes && !truncated) {
+      // Batched lookups (one call into the reader for many keys), sized from the values
+      // seen so far so that a batch of large values stays near the window.
+      const avgFrame = next === 0 ? 0 : bodyBytes / next
+      const room = limits.windowBytes - windowBytes
+      const n = next === 0 ? FIRST_BATCH : Math.max(1, Math.min(MULTIGET_BATCH, Math.floor(room / Math.max(avgFrame, 1))))
+      for (const value of readMany(sv, lease, keys.slice(next, next + n))) {
+        const frame = 4 + (value?.length ?? 0)
+        if (bodyBytes + frame > budget) {
+          if (next === 0) throw tooLarge(value?.length ?? 0, limits)
+          truncated = true
+          break
+        }
+        values.push(value)
+        if (value !== undefined) hits++
+        windowBytes += frame
+        bodyBytes += frame
+        next++
+      }
+    }
+    return values
   }
-  // The first batch is read before the status line, so most failures still get a status.
-  // Each batch goes out as one buffer: a write per value costs more than the lookups.
-  let values = lease.reader.getMany(keys.slice(0, MULTIGET_BATCH))
-  count(values)
+  const frames = (values: (Buffer | undefined)[], last: boolean): Buffer =>
+    last && truncated ? Buffer.concat([encodeValues(values), encodeTruncated()]) : encodeValues(values)
+
+  const first = readWindow()
   const headers = {
     'Content-Type': 'application/octet-stream',
     [VERSION_HEADER]: String(lease.version),
     'X-Rostore-Keys': String(keys.length),
     'Cache-Control': 'no-store',
   }
-  if (keys.length <= MULTIGET_BATCH) {
-    const bodyOut = encodeValues(values)
-    res.writeHead(200, { ...headers, 'Content-Length': bodyOut.length })
-    res.end(bodyOut)
+  if (next >= keys.length || truncated) {
+    const out = frames(first, true)
+    res.writeHead(200, { ...headers, 'Content-Length': out.length })
+    res.end(out)
+    armSendTimeout(res, limits.sendTimeoutMs)
   } else {
+    armSendTimeout(res, limits.sendTimeoutMs)
     res.writeHead(200, headers)
-    for (let at = 0; ;) {
-      res.write(encodeValues(values))
-      at += values.length
-      if (at >= keys.length || res.destroyed) break
+    let values = first
+    for (;;) {
+      const last = next >= keys.length || truncated
+      res.write(frames(values, last))
+      if (last || res.destroyed) break
+      // The send timeout armed above cuts a client that stops reading: 'close' ends the wait.
       if (res.writableNeedDrain) await drainOrClose(res)
       if (res.destroyed) break
-      values = lease.reader.getMany(keys.slice(at, at + MULTIGET_BATCH))
-      count(values)
+      values = readWindow()
     }
     res.end()
   }
   ctx.metrics.keys.inc({ store, result: 'hit' }, hits)
-  ctx.metrics.keys.inc({ store, result: 'miss' }, keys.length - hits)
+  ctx.metrics.keys.inc({ store, result: 'miss' }, next - hits)
 }
 
 function drainOrClose(res: ServerResponse): Promise<void> {

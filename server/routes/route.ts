@@ -1,23 +1,36 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
 import { checkStoreName, parseVersionText } from '../../swapper/versions'
-import type { AppContext } from '../context'
+import type { AppContext, ReadContext } from '../context'
 import { badRequest, decodeNameSegment } from '../http-util'
 import { isJobId } from '../jobs'
 
 /**
  * One row of the node's route table: its path pattern, methods, who may call it, the
- * operation label its requests are counted under, and the handler. Patterns are literal
- * segments, `:name` for one decoded and validated segment, and a final `*key` for the rest
- * of the path, raw (keys are percent-decoded to bytes by their handler).
+ * operation label its requests are counted under, where it runs, and the handler.
+ * Patterns are literal segments, `:name` for one decoded and validated segment, and a
+ * final `*key` for the rest of the path, raw (keys are percent-decoded to bytes by their
+ * handler). Read routes run in every serving loop; control routes where the node's
+ * versions live (docs/SERVING.md).
  */
-export interface Route {
+export type Route = ReadRoute | ControlRoute
+
+interface RouteBase {
   readonly path: string
   readonly methods: readonly string[]
   /** public: anyone; read: the read token when one is configured; admin: the admin token. */
   readonly access: 'public' | 'read' | 'admin'
   /** The `op` label of the request metrics. */
   readonly op: string
+}
+
+export interface ReadRoute extends RouteBase {
+  readonly scope: 'read'
+  readonly handle: (ctx: ReadContext, req: IncomingMessage, res: ServerResponse, params: RouteParams) => Promise<void> | void
+}
+
+export interface ControlRoute extends RouteBase {
+  readonly scope: 'control'
   readonly handle: (ctx: AppContext, req: IncomingMessage, res: ServerResponse, params: RouteParams) => Promise<void> | void
 }
 
@@ -42,20 +55,29 @@ type ParamNames<P extends string> = P extends `${infer Head}/${infer Rest}`
       ? Name
       : never
 
-/** Declares a route whose handler sees exactly the parameters its pattern names. */
-export function route<P extends string>(spec: {
+type Handler<C, P extends string> = (
+  ctx: C,
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: Pick<ParamTypes, Extract<ParamNames<P>, keyof ParamTypes>>,
+) => Promise<void> | void
+
+interface RouteSpec<C, P extends string> {
   readonly path: P
   readonly methods: readonly string[]
   readonly access: Route['access']
   readonly op: string
-  readonly handle: (
-    ctx: AppContext,
-    req: IncomingMessage,
-    res: ServerResponse,
-    params: Pick<ParamTypes, Extract<ParamNames<P>, keyof ParamTypes>>,
-  ) => Promise<void> | void
-}): Route {
-  return spec as Route
+  readonly handle: Handler<C, P>
+}
+
+/** A route served by every serving loop; its handler sees exactly the parameters its pattern names. */
+export function readRoute<P extends string>(spec: RouteSpec<ReadContext, P>): Route {
+  return { ...spec, scope: 'read' } as ReadRoute
+}
+
+/** A route served where the node's versions live (the supervisor of a multi-process node). */
+export function controlRoute<P extends string>(spec: RouteSpec<AppContext, P>): Route {
+  return { ...spec, scope: 'control' } as ControlRoute
 }
 
 /** Parses one `:name` segment; throws RO_BAD_REQUEST when it is not a valid value. */

@@ -1,8 +1,15 @@
 import { ADMIN_CONTROL_ROUTES } from './admin-control'
+import { ADMIN_PEER_ROUTES } from './admin-peers'
 import { ADMIN_VERSION_ROUTES } from './admin-versions'
 import { NODE_INFO_ROUTES } from './node-info'
 import { READ_ROUTES } from './reads'
 import type { Route } from './route'
 
 /** Every route of the node's HTTP API (docs/API.md). */
-export const ROUTES: readonly Route[] = [...NODE_INFO_ROUTES, ...READ_ROUTES, ...ADMIN_VERSION_ROUTES, ...ADMIN_CONTROL_ROUTES]
+export const ROUTES: readonly Route[] = [
+  ...NODE_INFO_ROUTES,
+  ...READ_ROUTES,
+  ...ADMIN_VERSION_ROUTES,
+  ...ADMIN_CONTROL_ROUTES,
+  ...ADMIN_PEER_ROUTES,
+]

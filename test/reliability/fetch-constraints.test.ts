@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Nginx } from '../../testkit/nginx'
@@ -12,9 +12,12 @@ import { makeTmp } from '../../testkit/tmp'
  * elsewhere, however the source is spelled (a sibling prefix, "..", percent-encoded dot
  * segments and slashes, another host name, a query, a symlink out of the allowed tree, an
  * unknown scheme): the job fails with RO_BAD_REQUEST, no request reaches the server, nothing
- * is staged. From an allowed source, a manifest naming anything but this node's own chunk
- * files (paths, "..", metadata.json, sub-directories, odd spellings) is refused before any
- * file is requested. test/integration/fetcher/fetch-http.test.ts and
+ * is staged, and no store is created. From an allowed source, a manifest naming anything but
+ * this node's own chunk files (paths, "..", metadata.json, sub-directories, odd spellings) is
+ * refused before any file is requested. Symlinks inside the allowed tree that lead out of
+ * it (a node directory, a single file, metadata.json to /etc/passwd) are refused per file,
+ * and install applies the same list to its path (issue 17, defect 5).
+ * test/integration/fetcher/fetch-http.test.ts and
  * test/unit/fetcher/{open-source,manifest}.test.ts check the pieces; this goes through a
  * real node's fetch route.
  */
@@ -27,7 +30,15 @@ const KEYS = 100
 let node: NodeProcess
 let nginx: Nginx
 let dataDir: string
-const figures = { sourcesRefused: 0, sourcesAllowed: 0, manifestsRefused: 0, requestsThatReachedNginx: 0 }
+const figures = {
+  sourcesRefused: 0,
+  sourcesAllowed: 0,
+  manifestsRefused: 0,
+  requestsThatReachedNginx: 0,
+  symlinksRefused: 0,
+  installsRefused: 0,
+  installsAllowed: 0,
+}
 
 const www = (): string => join(tmp.dir, 'www')
 const builds = (): string => join(tmp.dir, 'builds')
@@ -40,6 +51,19 @@ beforeAll(async () => {
   await makeVersionDir(join(builds(), 'allowed', 'v4', 'node-0'), { store: STORE, version: 4, keys: KEYS })
   await makeVersionDir(join(builds(), 'outside', 'v5', 'node-0'), { store: STORE, version: 5, keys: KEYS })
   symlinkSync(join(builds(), 'outside', 'v5'), join(builds(), 'allowed', 'link-out'))
+  // Symlinks below an allowed root: a node directory, one data file, metadata.json, all leading out.
+  mkdirSync(join(builds(), 'allowed', 'node-link'))
+  symlinkSync(join(builds(), 'outside', 'v5', 'node-0'), join(builds(), 'allowed', 'node-link', 'node-0'))
+  const v5 = join(builds(), 'outside', 'v5', 'node-0')
+  const fileLink = join(builds(), 'allowed', 'file-link', 'node-0')
+  mkdirSync(fileLink, { recursive: true })
+  for (const name of readdirSync(v5)) {
+    if (name.endsWith('.data')) symlinkSync(join(v5, name), join(fileLink, name))
+    else writeFileSync(join(fileLink, name), readFileSync(join(v5, name)))
+  }
+  mkdirSync(join(builds(), 'allowed', 'passwd', 'node-0'), { recursive: true })
+  symlinkSync('/etc/passwd', join(builds(), 'allowed', 'passwd', 'node-0', 'metadata.json'))
+  await makeVersionDir(join(builds(), 'allowed', 'v6', 'node-0'), { store: STORE, version: 6, keys: KEYS })
   nginx = await Nginx.launch({ root: www() })
   dataDir = join(tmp.dir, 'data')
   node = await startSingleNode({
@@ -58,7 +82,7 @@ afterAll(async () => {
   const f = figures
   reportFigures(
     'fetch-constraints',
-    `fetch-constraints: ${f.sourcesRefused} sources outside the allow-list refused, ${f.sourcesAllowed} allowed sources fetched, ${f.manifestsRefused} manifests naming files outside the version directory refused; requests that reached nginx for refused sources or files: ${f.requestsThatReachedNginx}`,
+    `fetch-constraints: ${f.sourcesRefused} sources outside the allow-list refused, ${f.symlinksRefused} sources with symlinks leading out refused, ${f.sourcesAllowed} allowed sources fetched, ${f.manifestsRefused} manifests naming files outside the version directory refused; requests that reached nginx for refused sources or files: ${f.requestsThatReachedNginx}; installs: ${f.installsRefused} paths outside the allow-list refused, ${f.installsAllowed} allowed`,
     f,
   )
 })
@@ -111,8 +135,51 @@ test('sources outside --allowed-source are refused before any request, nothing s
   const hits = [...(await nginxHits('/other/')), ...(await nginxHits('/allowed-old/'))]
   figures.requestsThatReachedNginx += hits.length
   expect(hits).toEqual([])
-  expect(versionDirsOf(storeDir())).toEqual([])
-  expect(readdirSync(storeDir()).filter((n) => n.startsWith('.tmp-'))).toEqual([])
+  // Refused before anything exists: no store directory, no store in the list (issue 17, defect 7).
+  expect(existsSync(storeDir())).toBe(false)
+  expect(json(await node.request('/stores'))).toEqual({ stores: [] })
+  expect(node.events().filter((e) => e['event'] === 'store-opened')).toEqual([])
+})
+
+test('symlinks below an allowed root that lead out of it are refused per file, and nothing read is echoed', async () => {
+  for (const source of ['node-link', 'file-link', 'passwd'].map((d) => join(builds(), 'allowed', d))) {
+    const job = await fetchJob(source)
+    const error = job['error'] as { code?: string; message?: string } | undefined
+    expect({ source, state: job['state'], code: error?.code }).toEqual({ source, state: 'failed', code: 'RO_BAD_REQUEST' })
+    expect(error?.message).toContain('symbolic link')
+    // Named as requested, never where the link leads, never what is there.
+    expect(error?.message).not.toContain(join(builds(), 'outside'))
+    expect(error?.message).not.toMatch(/passwd:|root:|\/etc/)
+    figures.symlinksRefused++
+  }
+  expect(existsSync(storeDir())).toBe(false)
+})
+
+test('install applies the allow-list to its path, with symlinks resolved', async () => {
+  const install = async (path: string): Promise<Record<string, unknown>> => {
+    const r = await node.admin('POST', `/stores/${STORE}/install`, { path })
+    expect(r.status).toBe(202)
+    return node.waitJob(String(json(r)['id']), 30_000)
+  }
+  for (const path of [
+    join(builds(), 'outside', 'v5', 'node-0'),
+    join(builds(), 'allowed', 'link-out', 'node-0'),
+    join(builds(), 'allowed', 'node-link', 'node-0'),
+    join(builds(), 'allowed', '..', 'outside', 'v5', 'node-0'),
+    join(www(), 'allowed', 'v1', 'node-0'), // served by an allowed URL, but a path is not a URL
+  ]) {
+    const job = await install(path)
+    expect({ path, state: job['state'], code: (job['error'] as { code?: string } | undefined)?.code }).toEqual({
+      path,
+      state: 'failed',
+      code: 'RO_BAD_REQUEST',
+    })
+    figures.installsRefused++
+  }
+  expect(existsSync(storeDir())).toBe(false)
+  expect(await install(join(builds(), 'allowed', 'v6', 'node-0'))).toMatchObject({ state: 'succeeded', result: { version: 6 } })
+  figures.installsAllowed++
+  expect(versionDirsOf(storeDir())).toEqual([6])
 })
 
 test('sources under --allowed-source are fetched, verified and served', async () => {
@@ -131,7 +198,7 @@ test('sources under --allowed-source are fetched, verified and served', async ()
     expect({ source, state: job['state'] }).toEqual({ source, state: 'succeeded' })
     figures.sourcesAllowed++
   }
-  expect(versionDirsOf(storeDir())).toEqual([1, 4])
+  expect(versionDirsOf(storeDir())).toEqual([1, 4, 6])
   expect((await node.admin('POST', `/stores/${STORE}/swap`, { version: 4 })).status).toBe(200)
   expect(await readEveryKey(node, STORE, KEYS)).toBe(4)
 })
@@ -189,7 +256,7 @@ test('a manifest naming files outside its version directory is refused before an
     k++
   }
   // Nothing was written next to the versions or outside the data directory.
-  expect(readdirSync(storeDir()).sort()).toEqual(['LIVE', 'version-1', 'version-4'])
+  expect(readdirSync(storeDir()).sort()).toEqual(['LIVE', 'version-1', 'version-4', 'version-6'])
   expect(readdirSync(dataDir)).toEqual([STORE])
   expect(await readEveryKey(node, STORE, KEYS)).toBe(4)
 })

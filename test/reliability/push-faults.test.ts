@@ -138,7 +138,7 @@ beforeAll(async () => {
   cluster = await loadCluster(clusterFile)
   realPort0 = await freePort()
   proxy = await AnswerDroppingProxy.start(written.cluster.nodes[0]!.port, realPort0)
-  for (const v of [1, 2, 3, 4, 5, 6, 10]) await buildVersion(v)
+  for (const v of [1, 2, 3, 4, 5, 6, 10, 11]) await buildVersion(v)
   for (const v of [8, 9]) await buildVersion(v, BIG_KEYS)
   // Version 3 again, with node 1's data damaged and its manifest rewritten to match:
   // node 1's fetch succeeds, its verify fails.
@@ -287,9 +287,20 @@ test('the source dies mid-push for good: the push fails, every node keeps the li
   await expectConsistent(8, BIG_KEYS)
 })
 
-test('after all that, a clean push goes live everywhere', async () => {
+test('job polls whose answers are lost: the push asks again and goes live (issue 17, defect 0)', async () => {
+  fault("node 0's answers to 5 job polls lost")
+  const before = proxy.dropped
+  proxy.dropAnswers(/^GET \/admin\/jobs\//, 5)
   const r = await push(source('v10'))
+  expect(proxy.dropped - before).toBe(5)
   expect(r.status).toBe('live')
   figures.wentLive++
   await expectConsistent(10)
+})
+
+test('after all that, a clean push goes live everywhere', async () => {
+  const r = await push(source('v11'))
+  expect(r.status).toBe('live')
+  figures.wentLive++
+  await expectConsistent(11)
 })

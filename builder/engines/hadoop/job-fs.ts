@@ -1,28 +1,20 @@
 import { execFile, spawn } from 'node:child_process'
-import { mkdir, mkdtemp, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises'
+import { mkdtemp, open, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join, resolve } from 'node:path'
+import { basename, join } from 'node:path'
 import { promisify } from 'node:util'
 import { StoreError } from '../../../common/errors'
-import { fsyncDir } from '../../../common/fs-durable'
 
 /**
- * Where a Hadoop build reads its inputs and writes its output. Two kinds of location:
+ * Where a Hadoop build reads its inputs (its output: output-location.ts). Two kinds of location:
  *
  * - a local path (or `file:` URI): the local file system, which on a cluster means a
  *   directory mounted at the same path on every task node (NFS, a FUSE mount of HDFS);
  * - any other URI (`hdfs://`, `viewfs://`, `s3a://`, ...): reached through the `hdfs dfs`
  *   command of the task node (`hdfs` on the PATH, or the job spec's `hdfsCommand`).
  *   Files are written locally first and then `-put` and `-mv`d into place.
- *
- * Commits are atomic per file: a reducer writes a chunk under
- * `<output>/_attempts/<attempt id>/node-<id>/` and then renames each file to
- * `<output>/node-<id>/`. Attempts of one task write identical bytes, so a rerun attempt
- * may replace (local rename) or keep (HDFS, where a rename never overwrites) a file an
- * earlier attempt committed.
  */
 const run = promisify(execFile)
-export const ATTEMPTS_DIR = '_attempts'
 
 export function isRemote(path: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(path) && !/^file:/i.test(path)
@@ -57,7 +49,7 @@ export async function hdfsDfs(cmd: string, args: readonly string[]): Promise<str
   }
 }
 
-async function hdfsTest(cmd: string, flag: '-e' | '-d', path: string): Promise<boolean> {
+export async function hdfsTest(cmd: string, flag: '-e' | '-d', path: string): Promise<boolean> {
   return run(cmd, ['dfs', '-test', flag, path]).then(
     () => true,
     (err: { code?: unknown }) => {
@@ -179,143 +171,4 @@ function firstLine(b: Buffer): Buffer {
   if (line.length > 0 && line[line.length - 1] === 0x0d) line = line.subarray(0, line.length - 1)
   if (line.length >= 3 && line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) line = line.subarray(3)
   return Buffer.from(line)
-}
-
-// ---------------------------------------------------------------- output
-
-export interface OutputLocation {
-  readonly root: string
-  readonly remote: boolean
-  exists(): Promise<boolean>
-  /** A local directory the chunk files of `attempt` for `nodeDir` are written into. */
-  stage(attempt: string, nodeDir: string): Promise<string>
-  /** Moves the staged files `names` into `<root>/<nodeDir>/`, one atomic rename each. */
-  commit(staged: string, attempt: string, nodeDir: string, names: readonly string[]): Promise<void>
-  /** name -> size of the files in `<root>/<nodeDir>/` (empty when the directory is absent). */
-  list(nodeDir: string): Promise<Map<string, number>>
-  /** Names directly in the root. */
-  children(): Promise<string[]>
-  removeAttempts(): Promise<void>
-}
-
-export function outputLocation(root: string, spec?: { readonly hdfsCommand?: string }): OutputLocation {
-  return isRemote(root) ? new RemoteOutput(root.replace(/\/+$/, ''), hdfsCommand(spec)) : new LocalOutput(resolve(localPath(root)))
-}
-
-class LocalOutput implements OutputLocation {
-  readonly remote = false
-  private readonly made = new Set<string>()
-
-  constructor(readonly root: string) {}
-
-  async exists(): Promise<boolean> {
-    return stat(this.root).then(
-      () => true,
-      () => false,
-    )
-  }
-
-  async stage(attempt: string, nodeDir: string): Promise<string> {
-    const dir = join(this.root, ATTEMPTS_DIR, safeSegment(attempt), nodeDir)
-    await mkdir(dir, { recursive: true })
-    return dir
-  }
-
-  async commit(staged: string, _attempt: string, nodeDir: string, names: readonly string[]): Promise<void> {
-    const dir = join(this.root, nodeDir)
-    if (!this.made.has(dir)) {
-      await mkdir(dir, { recursive: true })
-      this.made.add(dir)
-    }
-    for (const name of names) await rename(join(staged, name), join(dir, name))
-    await fsyncDir(dir)
-  }
-
-  async list(nodeDir: string): Promise<Map<string, number>> {
-    const dir = join(this.root, nodeDir)
-    const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [] as string[]
-      throw err
-    })
-    const m = new Map<string, number>()
-    for (const n of names) m.set(n, (await stat(join(dir, n))).size)
-    return m
-  }
-
-  async children(): Promise<string[]> {
-    return readdir(this.root).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [] as string[]
-      throw err
-    })
-  }
-
-  async removeAttempts(): Promise<void> {
-    await rm(join(this.root, ATTEMPTS_DIR), { recursive: true, force: true })
-  }
-}
-
-class RemoteOutput implements OutputLocation {
-  readonly remote = true
-  private readonly made = new Set<string>()
-
-  constructor(
-    readonly root: string,
-    private readonly cmd: string,
-  ) {}
-
-  exists(): Promise<boolean> {
-    return hdfsTest(this.cmd, '-e', this.root)
-  }
-
-  async stage(attempt: string, nodeDir: string): Promise<string> {
-    const dir = join(await mkdtemp(join(tmpdir(), `rostore-${safeSegment(attempt)}-`)), nodeDir)
-    await mkdir(dir, { recursive: true })
-    return dir
-  }
-
-  async commit(staged: string, attempt: string, nodeDir: string, names: readonly string[]): Promise<void> {
-    const attemptDir = `${this.root}/${ATTEMPTS_DIR}/${safeSegment(attempt)}/${nodeDir}`
-    const finalDir = `${this.root}/${nodeDir}`
-    if (!this.made.has(attemptDir)) {
-      await hdfsDfs(this.cmd, ['-mkdir', '-p', attemptDir, finalDir])
-      this.made.add(attemptDir)
-    }
-    await hdfsDfs(this.cmd, ['-put', '-f', ...names.map((n) => join(staged, n)), attemptDir])
-    try {
-      await hdfsDfs(this.cmd, ['-mv', ...names.map((n) => `${attemptDir}/${n}`), finalDir])
-    } catch (err) {
-      // A rename never replaces a file in HDFS: an earlier attempt committed it, with the same bytes.
-      for (const n of names) if (!(await hdfsTest(this.cmd, '-e', `${finalDir}/${n}`))) throw err
-    }
-    for (const n of names) await rm(join(staged, n), { force: true })
-    // The staging directory (<tmp>/rostore-<attempt>-XXXXXX/<node dir>) once it is empty.
-    await rmdir(staged)
-      .then(
-        () => rmdir(dirname(staged)),
-        () => undefined,
-      )
-      .catch(() => undefined)
-  }
-
-  async list(nodeDir: string): Promise<Map<string, number>> {
-    const dir = `${this.root}/${nodeDir}`
-    const m = new Map<string, number>()
-    if (!(await hdfsTest(this.cmd, '-d', dir))) return m
-    for (const e of await hdfsList(this.cmd, dir)) if (!e.dir) m.set(e.name, e.size)
-    return m
-  }
-
-  async children(): Promise<string[]> {
-    if (!(await hdfsTest(this.cmd, '-d', this.root))) return []
-    return (await hdfsList(this.cmd, this.root)).map((e) => e.name)
-  }
-
-  async removeAttempts(): Promise<void> {
-    await hdfsDfs(this.cmd, ['-rm', '-r', '-f', '-skipTrash', `${this.root}/${ATTEMPTS_DIR}`])
-  }
-}
-
-/** Attempt ids become directory names. */
-function safeSegment(s: string): string {
-  return s.replace(/[^A-Za-z0-9_.-]/g, '_').replace(/^\.+/, '_') || '_'
 }

@@ -137,7 +137,7 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   return stats
 }
 
-/** Parquet and Arrow: each input line names a file, read whole here. */
+/** Parquet and Arrow: each input line names a file, or row groups/record batches of one. */
 async function mapFiles(
   job: HadoopJobSpec,
   reader: SyncLineReader,
@@ -150,11 +150,17 @@ async function mapFiles(
     // NLineInputFormat's key, the line's offset in the input list, when the job passes it.
     line = line.replace(/^\d+\t/, '')
     if (line.trim() === '') continue
-    const fileIndex = files.indexOf(line)
-    hadoopStatus(`reading ${line}`)
-    const { local, release } = await fetchInput(cmd, line)
+    // A split of a file: "<first>-<end>\t<path>", row groups (Parquet) or record batches
+    // (Arrow files). Paths in the list are absolute or URIs, so they never look like this.
+    const range = /^(\d+)-(\d+)\t(.+)$/.exec(line)
+    const file = range?.[3] ?? line
+    const groups = range === null ? {} : { groupStart: Number(range[1]), groupEnd: Number(range[2]) }
+    const fileIndex = files.indexOf(file)
+    hadoopStatus(`reading ${line.replace('\t', ' of ')}`)
+    const { local, release } = await fetchInput(cmd, file)
     try {
-      for await (const rec of readInput(local, job.format, { keyField: job.keyField, valueField: job.valueField })) take(rec, fileIndex)
+      for await (const rec of readInput(local, job.format, { keyField: job.keyField, valueField: job.valueField, ...groups }))
+        take(rec, fileIndex)
     } finally {
       await release()
     }

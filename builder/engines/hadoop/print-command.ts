@@ -2,9 +2,11 @@ import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { listInputFiles } from '../../../formats/input/read-input'
+import { planSplits } from '../../../formats/input/splits'
 import { normalizeBuildOptions, type BuildOptions } from '../../build-options'
 import { defaultChunkCount } from '../../chunk-count'
-import { hdfsCommand, isRemote, listRemoteInputs, localPath, outputLocation, readFirstLine, type ListedInput } from './job-fs'
+import { hdfsCommand, isRemote, listRemoteInputs, localPath, readFirstLine, type ListedInput } from './job-fs'
+import { outputLocation } from './output-location'
 import { JOB_FILE_NAME, makeJobSpec, writeJobSpec, type HadoopJobSpec } from './job-spec'
 import { keyFieldPartition } from './partitioner'
 import { BUCKET_HEX, KEY_FIELD_SEPARATOR } from './shuffle-key'
@@ -31,6 +33,8 @@ export interface HadoopPrintOptions {
   readonly hdfsCommand?: string
   /** Extra files or archives to ship (`-archives`, e.g. a rostore tarball). */
   readonly archives?: readonly string[]
+  /** Parquet/Arrow: about this many stored bytes of row groups or record batches per map task; default 64 MiB. */
+  readonly splitBytes?: number
 }
 
 export interface PreparedHadoopJob {
@@ -111,8 +115,20 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
   const hadoopDirLocal = /^file:/i.test(hadoopDir)
   let inputList: string | undefined
   if (columnar) {
-    // NLineInputFormat input: one file per line, one file per map task.
-    const text = spec.inputs.join('\n') + '\n'
+    // NLineInputFormat input: one split per line, one split per map task. Local (or
+    // mounted) files are cut by row group / record batch as rostore build cuts them;
+    // files on HDFS stay whole (their footers would have to be fetched here).
+    const lines: string[] = []
+    const target = o.splitBytes ?? 64 << 20
+    for (const path of spec.inputs) {
+      if (isRemote(path)) {
+        lines.push(path)
+        continue
+      }
+      const splits = await planSplits([path], b.format, target)
+      for (const s of splits) lines.push(s.groupStart === undefined ? path : `${s.groupStart}-${s.groupEnd}\t${path}`)
+    }
+    const text = lines.join('\n') + '\n'
     if (hadoopDirLocal) {
       await mkdir(localPath(hadoopDir), { recursive: true })
       await writeFile(join(localPath(hadoopDir), 'inputs.txt'), text)

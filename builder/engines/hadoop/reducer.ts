@@ -7,7 +7,7 @@ import { dataFileName, indexFileName, nodeDirName } from '../../../formats/store
 import { splitBucket } from '../../map-step'
 import type { MappedRecord } from '../../mapped-record'
 import { reduceBucket } from '../../reduce-step'
-import { outputLocation, type OutputLocation } from './job-fs'
+import { outputLocation, type OutputLocation } from './output-location'
 import type { HadoopJobSpec } from './job-spec'
 import { atOffset } from './line-records'
 import { lineBucket, parseMapStatsLine, parseShuffleLine, shuffleKeyLength } from './shuffle-key'

@@ -72,6 +72,8 @@ async function mapSplit(split: InputSplit): Promise<void> {
     valueField: setup.valueField,
     start: split.start,
     end: split.end,
+    groupStart: split.groupStart,
+    groupEnd: split.groupEnd,
   })) {
     mapRecord(rec, split.fileIndex, c, emit)
     kinds.keys[rec.keyKind]++

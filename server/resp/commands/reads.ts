@@ -3,6 +3,7 @@ import { argInt, NOT_INTEGER, type CommandSpec, type Handler } from '../command-
 import type { ValueReply, ValuesReply } from '../key-reads'
 import { mgetReplyBytes, writeLocalMget, writeValues } from '../mget-encoding'
 import { GETS_COMMAND } from '../forwarder'
+import { publicRespError } from '../public-error'
 
 const READ_KEY = { firstKey: 1, lastKey: 1, step: 1 } as const
 const KEY_ARG = [{ name: 'key', type: 'key' }] as const
@@ -61,12 +62,12 @@ const gets: Handler = (s, c) => {
     return
   }
   if (sv.stale) {
-    c.out().error(`RO_UNAVAILABLE store ${sv.store} is marked stale on node ${s.ctx.nodeId}`)
+    c.out().error(publicRespError('RO_UNAVAILABLE', 'stale'))
     return
   }
   const lease = sv.live.acquire()
   if (!lease) {
-    c.out().error(`RO_UNAVAILABLE store ${sv.store} has no live version on node ${s.ctx.nodeId}`)
+    c.out().error(publicRespError('RO_UNAVAILABLE', 'no live version'))
     return
   }
   try {
@@ -77,8 +78,10 @@ const gets: Handler = (s, c) => {
       values = lease.reader.getMany(keys)
     } catch (err) {
       if (!isStoreError(err)) throw err
+      sv.noteReadFault(lease.version, err)
       s.ctx.log.error('resp-local-read-failed', { store: sv.store, code: err.code, error: err.message })
-      c.out().error(`RO_UNAVAILABLE a record of store ${sv.store} failed its checks on node ${s.ctx.nodeId}`)
+      // RO_UNAVAILABLE whatever the cause: the caller (a node or the client) asks the next replica.
+      c.out().error(publicRespError('RO_UNAVAILABLE', 'damaged record'))
       return
     }
     if (mgetReplyBytes(values) > s.opts.maxReplyBytes) {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
 import { writeInput } from '../../../testkit/input-files'
@@ -101,4 +101,30 @@ test('bad input on the command line: the error names file and line, exit 1, no o
   const r = cli(['build', '--input', input, '--format', 'tsv', '--cluster', cluster, '--store', 's', '--output', join(tmp.dir, 'bad-out')])
   expect(r.code).toBe(1)
   expect(r.stderr).toMatch(new RegExp(`${input}:2: .*\\[RO_BAD_INPUT\\]`))
+})
+
+test('an integer option given text: the error names the option and echoes what was typed, exit 1, no output', () => {
+  const input = join(tmp.dir, 'ok.tsv')
+  writeFileSync(input, 'a\t1\n')
+  const cluster = join(tmp.dir, 'c2.json')
+  writeFileSync(cluster, JSON.stringify({ name: 'c', nodes: [{ id: 0, host: '127.0.0.1', port: 7000, partitions: [0] }] }))
+  const out = join(tmp.dir, 'int-out')
+  const base = ['build', '--input', input, '--format', 'tsv', '--cluster', cluster, '--store', 's', '--output', out]
+  for (const [option, given] of [
+    ['--version', 'same'],
+    ['--chunks', '1e3'],
+    ['--workers', ''],
+    ['--memory-mb', '12abc'],
+  ] as const) {
+    const r = cli([...base, option, given])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain(`rostore: ${option} must be an integer, got ${JSON.stringify(given)} [RO_BAD_OPTION]`)
+    expect(existsSync(out)).toBe(false)
+  }
+  const twice = cli([...base, '--version', '3', '--version', '4'])
+  expect(twice.stderr).toContain('--version was given 2 times; give it once [RO_BAD_OPTION]')
+  // Serve's options are parsed the same way.
+  const serve = cli(['serve', '--cluster', cluster, '--node-id', 'zero', '--data-dir', join(tmp.dir, 'd')])
+  expect(serve.code).toBe(1)
+  expect(serve.stderr).toContain('--node-id must be an integer, got "zero" [RO_BAD_OPTION]')
 })

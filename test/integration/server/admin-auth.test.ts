@@ -18,6 +18,7 @@ const ADMIN_CALLS: readonly [string, string, object | undefined][] = [
   ['GET', '/admin/jobs/00000000-0000-4000-8000-000000000000', undefined],
   ['POST', '/admin/jobs/00000000-0000-4000-8000-000000000000/cancel', undefined],
   ['POST', '/admin/rescan', undefined],
+  ['GET', '/admin/status', undefined],
 ]
 
 describe('admin authentication and name validation (real node)', () => {

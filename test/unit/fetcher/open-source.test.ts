@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { mkdir, mkdtemp, realpath, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FileSource } from '../../../fetcher/sources/file'
 import { HttpSource } from '../../../fetcher/sources/http'
-import { openSource } from '../../../fetcher/sources/open-source'
+import { checkSource, openSource } from '../../../fetcher/sources/open-source'
 
 describe('openSource', () => {
   let dir: string
@@ -65,5 +65,20 @@ describe('openSource', () => {
 
   test('an empty allow-list refuses everything', async () => {
     await expect(openSource(dir, { allowedSources: [] })).rejects.toMatchObject({ code: 'RO_BAD_REQUEST' })
+  })
+
+  test('a path that does not exist yet is judged by where its existing part leads', async () => {
+    const allowedSources = [join(dir, 'builds')]
+    // builds/link -> other: a missing directory below the link lies outside the allowed tree.
+    await expect(openSource(join(dir, 'builds', 'link', 'not-yet', 'v1'), { allowedSources })).rejects.toMatchObject({
+      code: 'RO_BAD_REQUEST',
+    })
+    const src = await openSource(join(dir, 'builds', 'a', 'not-yet'), { allowedSources })
+    expect(src.describe()).toBe(join(dir, 'builds', 'a', 'not-yet'))
+  })
+
+  test('checkSource returns the canonical form: a local path with its symlinks resolved', async () => {
+    expect(await checkSource(join(dir, 'builds', 'link'))).toEqual({ kind: 'file', key: await realpath(join(dir, 'other')) })
+    expect(await checkSource('http://H.example.com/b/')).toEqual({ kind: 'http', key: 'http://h.example.com/b' })
   })
 })

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { AdminAuth, AdminDisabledError } from '../../../server/auth'
+import { AdminAuth, AdminDisabledError, checkToken, MAX_TOKEN_LENGTH } from '../../../server/auth'
 import { isJobId, Jobs } from '../../../server/jobs'
 import { StoreError } from '../../../common/errors'
 
@@ -34,6 +34,39 @@ describe('AdminAuth', () => {
       expect(() => a.check(req('Bearer '))).toThrow(AdminDisabledError)
       expect(() => a.check(req())).toThrow(AdminDisabledError)
     }
+  })
+})
+
+describe('checkToken: the rule for every configured token', () => {
+  test('visible ASCII is accepted, punctuation included', () => {
+    for (const t of ['s3cret-token-value', 'a', 'A+/=~._-!#$%&*', 'x'.repeat(MAX_TOKEN_LENGTH)]) expect(checkToken('t', t)).toBe(t)
+  })
+
+  test('whitespace, control and non-ASCII characters are refused, naming the position but never the token', () => {
+    for (const [t, kind, at] of [
+      ['secret token', 'whitespace', 7],
+      [' leading-space-token', 'whitespace', 1],
+      ['trailing-space-token ', 'whitespace', 21],
+      ['tab\ttoken', 'whitespace', 4],
+      ['line\nbreak', 'whitespace', 5],
+      ['nul\u0000byte', 'a control character', 4],
+      ['del\u007fchar', 'a control character', 4],
+      ['caf\u00e9-token', 'a non-ASCII character', 4],
+    ] as const) {
+      let err: unknown
+      try {
+        checkToken('the admin token', t)
+      } catch (e) {
+        err = e
+      }
+      expect(err).toMatchObject({ code: 'RO_BAD_OPTION', message: expect.stringContaining(`${kind} at character ${at}`) })
+      expect((err as Error).message).not.toContain(t.trim())
+    }
+    expect(() => checkToken('t', 'x'.repeat(MAX_TOKEN_LENGTH + 1))).toThrow(expect.objectContaining({ code: 'RO_BAD_OPTION' }))
+  })
+
+  test('AdminAuth refuses such a token when it is configured, instead of never matching it', () => {
+    expect(() => new AdminAuth('two words-0123456789')).toThrow(expect.objectContaining({ code: 'RO_BAD_OPTION' }))
   })
 })
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { isStoreError, StoreError } from '../../../common/errors'
-import { decodeNameSegment, errorResponse, httpStatusFor, percentDecodeBytes } from '../../../server/http-util'
+import { decodeNameSegment, errorResponse, httpStatusFor, percentDecodeBytes, publicErrorResponse } from '../../../server/http-util'
 
 describe('percentDecodeBytes', () => {
   test('decodes %XX to raw bytes, including non-UTF-8', () => {
@@ -56,5 +56,36 @@ describe('status mapping', () => {
     expect(httpStatusFor('RO_CHECKSUM_MISMATCH')).toBe(422)
     expect(httpStatusFor('RO_UNAVAILABLE')).toBe(503)
     expect(errorResponse(new Error('boom'))).toEqual({ status: 500, body: { error: { code: 'RO_INTERNAL', message: 'boom' } } })
+  })
+})
+
+describe('publicErrorResponse', () => {
+  const path = '/var/lib/rostore/users/version-3/0.data'
+  test('server-side failures keep their code and status but say nothing of paths or internals', () => {
+    for (const err of [
+      new StoreError('RO_CORRUPT', `${path}: record at 123 fails its CRC`),
+      new StoreError('RO_CHECKSUM_MISMATCH', `${path}: checksum mismatch`),
+      new StoreError('RO_BAD_FORMAT', `${path}: format major 9`),
+      new StoreError('RO_IO', `EIO: i/o error, read '${path}'`),
+      new StoreError('RO_UNAVAILABLE', `store users has no live version on this node (${path}: missing)`),
+      new Error(`ENOENT: no such file or directory, open '${path}'`),
+    ]) {
+      const pub = publicErrorResponse(err)
+      const full = errorResponse(err)
+      expect(pub.status).toBe(full.status)
+      expect(pub.body.error.code).toBe(full.body.error.code)
+      expect(pub.body.error.message).not.toContain('/var/lib')
+      expect(pub.body.error.message.length).toBeGreaterThan(10)
+    }
+  })
+
+  test('errors about the request itself keep their message', () => {
+    for (const err of [
+      new StoreError('RO_BAD_REQUEST', 'invalid store name'),
+      new StoreError('RO_NOT_FOUND', 'no store x on this node'),
+      new StoreError('RO_TOO_LARGE', 'the body is larger than the limit of 1048576 bytes'),
+    ]) {
+      expect(publicErrorResponse(err)).toEqual(errorResponse(err))
+    }
   })
 })

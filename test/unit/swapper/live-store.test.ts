@@ -7,6 +7,7 @@ function fakeReader(version: number): StoreReader & { closed: boolean } {
     dir: `/v${version}`,
     metadata: { version, store: 's' } as unknown as StoreMetadata,
     lastProbes: 0,
+    accessMode: 'pread' as const,
     closed: false,
     get(key: Uint8Array | string) {
       if (r.closed) throw new Error('read after close')
@@ -14,6 +15,9 @@ function fakeReader(version: number): StoreReader & { closed: boolean } {
     },
     getMany(keys: readonly (Uint8Array | string)[]) {
       return keys.map((k) => r.get(k))
+    },
+    getManyFramed(): Buffer {
+      throw new Error('not used here')
     },
     close() {
       if (r.closed) throw new Error('closed twice')

@@ -57,7 +57,7 @@ describe('StoreVersions (real node directories)', () => {
     expect(opened).toHaveLength(4)
     await sv.swap(3)
     expect(opened).toHaveLength(4)
-    const lease = sv.live.acquire()!
+    const lease = sv.serving.live.acquire()!
     expect(lease.reader.get('key-5')?.toString()).toBe(value(3, 5))
     lease.release()
     await sv.close()
@@ -66,7 +66,7 @@ describe('StoreVersions (real node directories)', () => {
   test('install, swap, rollback, roll forward; reads follow the live version', async () => {
     const sv = await StoreVersions.open({ dataDir: dataDir(), store: 'users', create: true, nodeId: 0 })
     expect(sv.liveVersion).toBeUndefined()
-    expect(sv.live.acquire()).toBeUndefined()
+    expect(sv.serving.live.acquire()).toBeUndefined()
     for (const v of [1, 2, 3]) {
       const r = await sv.install(await source(tmp.dir, v))
       expect(r).toMatchObject({ store: 'users', version: v, records: KEYS })
@@ -78,7 +78,7 @@ describe('StoreVersions (real node directories)', () => {
     const s1 = await sv.swap(3)
     expect(s1).toMatchObject({ from: undefined, to: 3, changed: true, kind: 'swap' })
     expect(readFileSync(join(sv.storeDir, 'LIVE'), 'utf8')).toBe('3\n')
-    const lease = sv.live.acquire()!
+    const lease = sv.serving.live.acquire()!
     expect(lease.reader.get('key-5')!.toString()).toBe(value(3, 5))
     lease.release()
 
@@ -97,7 +97,7 @@ describe('StoreVersions (real node directories)', () => {
     await expect(sv.swap(9)).rejects.toMatchObject({ code: 'RO_NOT_FOUND' })
     // Swapping to the live version is a no-op.
     expect(await sv.swap(1)).toMatchObject({ changed: false })
-    const l = sv.live.acquire()!
+    const l = sv.serving.live.acquire()!
     expect(l.reader.get('key-7')!.toString()).toBe(value(1, 7))
     l.release()
     await sv.close()
@@ -234,7 +234,7 @@ describe('StoreVersions (real node directories)', () => {
     const again = await StoreVersions.open({ dataDir: dd, store: 'users' })
     expect(again.liveVersion).toBe(2)
     expect(entries(again.storeDir)).toEqual(['LIVE', 'version-1', 'version-2'])
-    const l = again.live.acquire()!
+    const l = again.serving.live.acquire()!
     expect(l.reader.get('key-1')!.toString()).toBe(value(2, 1))
     l.release()
     await again.close()
@@ -248,7 +248,7 @@ describe('StoreVersions (real node directories)', () => {
     let reads = 0
     const reader = async (): Promise<void> => {
       while (!stop) {
-        const lease = sv.live.acquire()!
+        const lease = sv.serving.live.acquire()!
         // Hold the lease across a turn of the event loop, like a request being answered.
         await new Promise((r) => setImmediate(r))
         const vals = lease.reader.getMany(['key-1', 'key-2', 'key-150'])
@@ -265,8 +265,8 @@ describe('StoreVersions (real node directories)', () => {
     stop = true
     await Promise.all(readers)
     expect(reads).toBeGreaterThan(60)
-    await sv.live.drained()
-    expect(sv.live.retiringCount).toBe(0)
+    await sv.serving.live.drained()
+    expect(sv.serving.live.retiringCount).toBe(0)
     await sv.close()
   })
 
@@ -279,7 +279,7 @@ describe('StoreVersions (real node directories)', () => {
     mkdirSync(join(dd, 'bad name'))
     const d = await DataDir.open({ dir: dd, nodeId: 0 })
     expect(d.all().map((s) => s.store)).toEqual(['users'])
-    expect(d.get('users')!.live.version).toBe(1)
+    expect(d.get('users')!.serving.live.version).toBe(1)
     const orders = await d.getOrCreate('orders')
     expect(orders.liveVersion).toBeUndefined()
     expect(d.get('orders')).toBe(orders)

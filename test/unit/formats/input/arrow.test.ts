@@ -107,7 +107,7 @@ describe.each(['file', 'stream'] as const)('readArrow, IPC %s format', (format) 
 
   it('reports a null key with its row', async () => {
     const path = writeArrow(new Table({ key: utf8(['a', null]) }), format)
-    await expectBadInput(() => readArrow(path), `${path}: row 1: key field 'key' is null`)
+    await expectBadInput(() => readArrow(path), `${path}: row 1: key column 'key' is null`)
   })
 
   it('reports a missing key column, listing the columns', async () => {

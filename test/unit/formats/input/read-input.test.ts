@@ -14,7 +14,7 @@ describe('readInput', () => {
       tsv: writeInput(dir, 'a.tsv', 'k\tv\n'),
       csv: writeInput(dir, 'a.csv', 'key,value\nk,v\n'),
       jsonl: writeInput(dir, 'a.jsonl', '{"key":"k","value":"v"}\n'),
-      parquet: await writeParquet(join(dir, 'a.parquet'), { key: { type: 'UTF8' }, value: { type: 'UTF8' } }, [{ key: 'k', value: 'v' }]),
+      parquet: await writeParquet(join(dir, 'a.parquet'), { key: 'VARCHAR', value: 'VARCHAR' }, [{ key: 'k', value: 'v' }]),
       arrow: writeInput(
         dir,
         'a.arrow',

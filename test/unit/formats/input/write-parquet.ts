@@ -1,30 +1,56 @@
-/** Writing Parquet test files with parquetjs-lite, which ships no type declarations. */
+/**
+ * Small Parquet test files from rows of JavaScript values, written by DuckDB (an
+ * independent writer): the rows go through a JSON lines file that DuckDB reads with the
+ * column types given here, then COPY ... (FORMAT parquet). Columns are nullable, as
+ * DuckDB writes every column (OPTIONAL).
+ */
+import { rmSync, writeFileSync } from 'node:fs'
+import { sqlString, writeParquetWithDuckdb, type ParquetCopyOptions } from '../../../../testkit/duckdb'
 
-export type ParquetColumn = { type: string; optional?: boolean } | { fields: Record<string, ParquetColumn>; optional?: boolean }
+/** A column's DuckDB type; BLOB values are Buffers, JSON values any JSON-able value. */
+export type ParquetColumn = 'VARCHAR' | 'BLOB' | 'BIGINT' | 'INTEGER' | 'DOUBLE' | 'BOOLEAN' | 'JSON' | { struct: Record<string, string> }
 
-interface ParquetWriter {
-  appendRow(row: Record<string, unknown>): Promise<void>
-  close(): Promise<void>
+function typeOf(column: ParquetColumn): string {
+  if (typeof column !== 'string') {
+    return `STRUCT(${Object.entries(column.struct)
+      .map(([name, type]) => `"${name}" ${type}`)
+      .join(', ')})`
+  }
+  return column === 'BLOB' || column === 'JSON' ? 'VARCHAR' : column
 }
-interface ParquetLib {
-  ParquetSchema: new (columns: Record<string, ParquetColumn>) => object
-  ParquetWriter: { openFile(schema: object, path: string, opts?: { rowGroupSize?: number }): Promise<ParquetWriter> }
-}
-
-const parquet = require('parquetjs-lite') as ParquetLib
 
 export async function writeParquet(
   path: string,
   columns: Record<string, ParquetColumn>,
-  rows: Array<Record<string, unknown>>,
-  rowGroupSize?: number,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  options: ParquetCopyOptions = {},
 ): Promise<string> {
-  const writer = await parquet.ParquetWriter.openFile(
-    new parquet.ParquetSchema(columns),
-    path,
-    rowGroupSize === undefined ? {} : { rowGroupSize },
-  )
-  for (const row of rows) await writer.appendRow(row)
-  await writer.close()
+  const names = Object.keys(columns)
+  const json = `${path}.input.jsonl`
+  const lines = rows.map((row) => {
+    const out: Record<string, unknown> = {}
+    for (const name of names) {
+      const v = row[name]
+      out[name] = Buffer.isBuffer(v) ? v.toString('hex') : columns[name] === 'JSON' && v !== undefined ? JSON.stringify(v) : v
+    }
+    return JSON.stringify(out, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))
+  })
+  writeFileSync(json, lines.map((l) => `${l}\n`).join(''))
+  const select = names.map((name) => {
+    const q = `"${name}"`
+    if (columns[name] === 'BLOB') return `from_hex(${q}) AS ${q}`
+    if (columns[name] === 'JSON') return `${q}::JSON AS ${q}`
+    return q
+  })
+  const types = names.map((name) => `${sqlString(name)}: ${sqlString(typeOf(columns[name]!))}`).join(', ')
+  const source =
+    rows.length === 0
+      ? `SELECT ${names.map((name) => `NULL::${typeOf(columns[name]!)} AS "${name}"`).join(', ')} LIMIT 0`
+      : `SELECT * FROM read_json(${sqlString(json)}, format = 'newline_delimited', columns = {${types}})`
+  try {
+    await writeParquetWithDuckdb(path, `SELECT ${select.join(', ')} FROM (${source})`, options)
+  } finally {
+    rmSync(json, { force: true })
+  }
   return path
 }

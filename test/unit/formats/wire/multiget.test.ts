@@ -1,5 +1,14 @@
 import fc from 'fast-check'
-import { ABSENT, decodeKeys, decodeValues, encodeKeys, encodeValues } from '../../../../formats/wire/multiget'
+import {
+  ABSENT,
+  decodeKeys,
+  decodeValues,
+  decodeValuesPartial,
+  encodeKeys,
+  encodeTruncated,
+  encodeValues,
+  TRUNCATED,
+} from '../../../../formats/wire/multiget'
 
 describe('multi-get framing', () => {
   test('keys round-trip, any bytes', () => {
@@ -36,5 +45,21 @@ describe('multi-get framing', () => {
     expect(() => decodeKeys(encodeKeys(['a', 'b', 'c']), 2)).toThrow(expect.objectContaining({ code: 'RO_TOO_LARGE' }))
     expect(decodeKeys(Buffer.alloc(0))).toEqual([])
     expect(() => decodeValues(encodeValues([Buffer.from('x')]), 2)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+  })
+
+  test('a response stopped at the node byte limit ends with the end frame', () => {
+    expect(TRUNCATED).toBe(0xfffffffe)
+    const body = Buffer.concat([encodeValues([Buffer.from('a'), undefined]), encodeTruncated()])
+    expect(body.toString('hex')).toBe('00000001' + '61' + 'ffffffff' + 'fffffffe')
+    const page = decodeValuesPartial(body, 5)
+    expect(page.truncated).toBe(true)
+    expect(page.values.map((v) => v?.toString())).toEqual(['a', undefined])
+    expect(decodeValuesPartial(encodeValues([Buffer.from('a')]), 1)).toEqual({ values: [Buffer.from('a')], truncated: false })
+    // The strict decoder refuses a truncated body; bytes after the end frame are damage.
+    expect(() => decodeValues(body, 5)).toThrow(expect.objectContaining({ code: 'RO_TOO_LARGE' }))
+    expect(() => decodeValuesPartial(Buffer.concat([body, Buffer.from([0])]), 5)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+    // A truncated answer has fewer values than keys asked.
+    expect(() => decodeValuesPartial(body, 2)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+    expect(() => encodeValues([{ length: TRUNCATED } as Uint8Array])).toThrow(RangeError)
   })
 })

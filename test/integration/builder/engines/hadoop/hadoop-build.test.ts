@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
@@ -41,9 +41,11 @@ interface Case {
   readonly build?: Partial<BuildOptions>
   readonly harness?: Partial<HarnessOptions>
   readonly reducers?: number
+  /** Parquet/Arrow: bytes of row groups / record batches per map task. */
+  readonly splitBytes?: number
 }
 
-async function compare(c: Case): Promise<{ local: string; hadoop: string; killed: string[] }> {
+async function compare(c: Case): Promise<{ local: string; hadoop: string; killed: string[]; jobDir: string }> {
   const inputDir = path(`in-${c.format}`)
   mkdirSync(inputDir)
   for (let f = 0; f < c.files; f++) await writeInput(join(inputDir, `part-${f}.${c.format}`), c.format, records(c.perFile, f))
@@ -61,11 +63,16 @@ async function compare(c: Case): Promise<{ local: string; hadoop: string; killed
   }
   await buildStore({ ...options, workers: 2 })
   const hadoopOut = path('hadoop')
-  const job = await prepareHadoopJob({ build: { ...options, output: hadoopOut }, reducers: c.reducers ?? 2, jobDir: path('job') })
+  const job = await prepareHadoopJob({
+    build: { ...options, output: hadoopOut },
+    reducers: c.reducers ?? 2,
+    jobDir: path('job'),
+    splitBytes: c.splitBytes,
+  })
   const run = await runHarness({ spec: job.spec, specPath: job.specPath, workDir: path('work'), splitBytes: 40 << 10, ...c.harness })
   await runFinalize(job.specPath, run.statsDir)
   expectSameTree(options.output, hadoopOut)
-  return { local: options.output, hadoop: hadoopOut, killed: run.killed }
+  return { local: options.output, hadoop: hadoopOut, killed: run.killed, jobDir: job.jobDir }
 }
 
 describe.each(['tsv', 'jsonl', 'parquet'] as const)('%s input', (format) => {
@@ -103,6 +110,14 @@ describe('failed and rerun attempts give the same output', () => {
 test('arrow input (one map task per file, like Parquet)', async () => {
   await compare({ format: 'arrow', files: 2, perFile: 300, build: { replication: 3 } })
 })
+
+test('parquet input cut by row group: one map task per split, byte-identical', async () => {
+  // testkit/input-files writes Parquet in row groups of 2048 rows: 5000 rows are 3 groups.
+  const { jobDir } = await compare({ format: 'parquet', files: 2, perFile: 5000, splitBytes: 1 })
+  const lines = readFileSync(join(jobDir, 'inputs.txt'), 'utf8').trim().split('\n')
+  expect(lines).toHaveLength(6)
+  expect(lines[0]).toMatch(/^0-1\t\//)
+}, 300_000) // 6 map tasks and 2 builds: several minutes on a loaded 2-core machine
 
 test("empty buckets: more buckets than keys still gives the local engine's empty chunks", async () => {
   await compare({ format: 'tsv', files: 1, perFile: 4, build: { chunks: 5 }, reducers: 4 })

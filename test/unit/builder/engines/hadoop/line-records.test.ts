@@ -136,10 +136,13 @@ describe('TSV', () => {
     },
   )
 
-  test('invalid UTF-8 and overlong keys fail on both paths', async () => {
-    await same(Buffer.concat([Buffer.from('a\t1\nb\t'), Buffer.from([0xff]), Buffer.from('\n')]), 'tsv')
-    await same(Buffer.from(`${'k'.repeat(70000)}\tv\n`), 'tsv')
-    await same(Buffer.from('\tv\n'), 'tsv')
+  test.each([
+    ['invalid UTF-8', Buffer.concat([Buffer.from('a\t1\nb\t'), Buffer.from([0xff]), Buffer.from('\n')])],
+    ['an overlong key', Buffer.from(`${'k'.repeat(70000)}\tv\n`)],
+    ['an empty key', Buffer.from('\tv\n')],
+  ])('%s fails on both paths', async (_what, content) => {
+    expect(await viaReader(content, 'tsv', {})).toBe('error')
+    expect(viaLines(content, 'tsv', {})).toBe('error')
   })
 })
 

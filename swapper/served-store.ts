@@ -1,21 +1,21 @@
-import type { LiveStore } from '../swapper/live-store'
-import type { StaleMark } from '../swapper/stale-mark'
+import type { LiveStore } from './live-store'
+import type { StaleMark } from './stale-mark'
 
 /**
  * What the read paths (HTTP reads, RESP) need of a store: its live reader (leased per
  * request), whether it is marked stale, and why its live version could not be opened.
- * In a single-process node these are the swapper's StoreVersions; in a serving worker
- * they are the worker's mirror of the supervisor's state.
  */
 export interface ServedStore {
   readonly store: string
   readonly live: LiveStore
   readonly stale: StaleMark | undefined
   readonly loadError: string | undefined
+  /** A read of `version` failed with `err`: counted for /status when it says the files are damaged. */
+  noteReadFault(version: number, err: unknown): void
 }
 
 export interface ServedStores {
-  /** The store, or undefined when this node has none of that name. */
+  /** The store, or undefined when this node has none of that name. Synchronous: request path. */
   get(store: string): ServedStore | undefined
   all(): readonly ServedStore[]
 }

@@ -1,0 +1,132 @@
+/**
+ * Reads during a push (issue 17, defect 0), a section of push-bench.ts: one node serves
+ * version 1 of N records of 100 B (10M, ~1.1 GB of data files; 1M with --quick) while a
+ * probe process reads it one request at a time; then the node fetches, verifies and
+ * installs version 2 of the same size (pushed from the local build output) and swaps to
+ * it, under the same reads. Compared: the same reads without a push just before.
+ *
+ * Goals: no gap over 50 ms between two answers during the push; the push's p99 within
+ * noise of the baseline's (here: at most 1.5x it, plus 0.1 ms).
+ */
+import { fork } from 'node:child_process'
+import { existsSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadCluster } from '../cluster/cluster'
+import { pushStore } from '../client/push'
+import { NodeProcess, request, writeClusterFile } from '../testkit/node-process'
+import { DEFAULT_SEED, ensureDataset, ensureDir, label, shapes, workRoot } from './data'
+import type { PhaseStats, ProbeAnswer, ProbeJob, ProbeMessage } from './read-probe'
+import { rostoreBuild, STORE } from './rostore'
+import { fmt, mdTable } from './stats'
+import { log } from './system'
+
+const TOKEN = 'push-reads-bench-token-0123456789'
+const GAP_GOAL_MS = 50
+
+export interface PushReadsResult {
+  readonly markdown: string
+  readonly gapMet: boolean
+  readonly p99Met: boolean
+}
+
+/** The build output of version `v` of the data set, built once and reused. */
+async function buildOutput(records: number, v: number): Promise<string> {
+  const ds = ensureDataset(shapes(records)[0]!, DEFAULT_SEED)
+  const out = join(workRoot(), 'push-reads', `n${records}-v${v}`)
+  if (existsSync(join(out, 'node-0', 'metadata.json'))) return out
+  rmSync(out, { recursive: true, force: true })
+  ensureDir(join(workRoot(), 'push-reads'))
+  log(`push-reads: building version ${v} of ${label(records)} records`)
+  await rostoreBuild(ds, out, { version: v })
+  return out
+}
+
+async function lagMaxMs(url: string): Promise<number> {
+  const m = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec((await request(`${url}/metrics`)).body.toString('utf8'))
+  return m ? Number(m[1]) * 1000 : NaN
+}
+
+export async function runPushReads(opts: { quick: boolean; records?: number; baselineSec?: number }): Promise<PushReadsResult> {
+  const records = opts.records ?? (opts.quick ? 1_000_000 : 10_000_000)
+  const baselineSec = opts.baselineSec ?? (opts.quick ? 5 : 20)
+  const v1 = await buildOutput(records, 1)
+  const v2 = await buildOutput(records, 2)
+  const dir = join(workRoot(), 'push-reads', `node-${process.pid}`)
+  rmSync(dir, { recursive: true, force: true })
+  const { path } = await writeClusterFile(dir, { nodes: 1, partitionsPerNode: 1 })
+  const cluster = await loadCluster(path)
+  const node = await NodeProcess.start({ clusterFile: path, nodeId: 0, dataDir: join(dir, 'data'), token: TOKEN })
+  try {
+    const first = await pushStore({ cluster, store: STORE, from: v1, adminToken: TOKEN })
+    if (first.status !== 'live') throw new Error(`push of version 1: ${first.status}`)
+    const job: ProbeJob = { port: node.port, store: STORE, records, seed: DEFAULT_SEED, maxSec: baselineSec + 3600 }
+    const probe = fork(join(__dirname, 'read-probe.js'), [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    const result = new Promise<ProbeAnswer>((resolve, reject) => {
+      probe.once('message', (m: ProbeAnswer) => resolve(m))
+      probe.once('exit', (code) => reject(new Error(`read probe exited with ${code}`)))
+    })
+    const send = (m: ProbeMessage): boolean => probe.send(m)
+    send({ type: 'phase', name: 'warm-up' })
+    await new Promise((r) => setTimeout(r, 2000))
+    await lagMaxMs(node.url)
+    send({ type: 'phase', name: 'baseline' })
+    await new Promise((r) => setTimeout(r, baselineSec * 1000))
+    const baseLag = await lagMaxMs(node.url)
+    send({ type: 'phase', name: 'push' })
+    log(`push-reads: pushing version 2 under reads`)
+    const t0 = performance.now()
+    const pushed = await pushStore({ cluster, store: STORE, from: v2, adminToken: TOKEN })
+    const pushSec = (performance.now() - t0) / 1000
+    const pushLag = await lagMaxMs(node.url)
+    send({ type: 'stop' })
+    const phases = (await result).phases
+    if (pushed.status !== 'live') throw new Error(`push of version 2: ${pushed.status}`)
+    const base = phases['baseline'] as PhaseStats
+    const during = phases['push'] as PhaseStats
+    const gapMet = during.maxGapMs <= GAP_GOAL_MS
+    const p99Met = during.p99Ms <= base.p99Ms * 1.5 + 0.1
+    const row = (name: string, p: PhaseStats, lag: number): string[] => [
+      name,
+      fmt(p.seconds, 3),
+      String(p.reads),
+      String(p.errors),
+      fmt(p.p50Ms),
+      fmt(p.p99Ms),
+      fmt(p.p999Ms),
+      fmt(p.maxMs),
+      fmt(p.maxGapMs),
+      fmt(lag),
+    ]
+    const markdown = [
+      `Reads during a push: one node serves ${label(records)} records of 100 B (version 1) to a probe process reading one key at a time over one keep-alive connection; ` +
+        `then it fetches, verifies and installs version 2 of the same size from a local build output and swaps to it (${fmt(pushSec, 3)} s), under the same reads. ` +
+        `Baseline: the same reads just before, for ${baselineSec} s. Event-loop delay: the node's nodejs_eventloop_lag_max_seconds over each phase.`,
+      '',
+      mdTable(
+        [
+          'phase',
+          's',
+          'reads',
+          'errors',
+          'p50 ms',
+          'p99 ms',
+          'p99.9 ms',
+          'max ms',
+          'largest gap between answers ms',
+          'node event-loop delay max ms',
+        ],
+        [row('baseline (no push)', base, baseLag), row('during the push', during, pushLag)],
+      ),
+      '',
+      `| goal | target | measured | status |`,
+      `|---|---|---|---|`,
+      `| reads during a push: largest gap | ≤ ${GAP_GOAL_MS} ms | ${fmt(during.maxGapMs)} ms | ${gapMet ? 'met' : 'missed'} |`,
+      `| reads during a push: p99 | ≤ 1.5 × baseline + 0.1 ms (${fmt(base.p99Ms * 1.5 + 0.1)} ms) | ${fmt(during.p99Ms)} ms | ${p99Met ? 'met' : 'missed'} |`,
+      '',
+    ].join('\n')
+    return { markdown, gapMet, p99Met }
+  } finally {
+    await node.kill9()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

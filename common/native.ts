@@ -1,0 +1,215 @@
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { StoreError } from './errors'
+
+/**
+ * The loader of rostore's native addon (native/, built by node-gyp at install). It tries
+ * the addon once, exposes its functions with types, turns its error codes into
+ * StoreError, and says once in the log which access mode readers use. Callers never
+ * `require` the .node file themselves. `ROSTORE_NATIVE=0` in the environment forces the
+ * pure-JavaScript path everywhere (for CI, and for machines where the addon misbehaves).
+ *
+ * Every function here has a JavaScript twin with the same signature (common/md5.ts,
+ * common/crc32.ts, formats/store/js-mapping.ts, formats/store/js-lookup.ts); one
+ * describe.each suite runs both (test/unit/formats/store/store-ops.test.ts).
+ */
+
+/** A whole file, mapped: consecutive windows of at most the requested size. */
+export interface MappedFile {
+  readonly size: number
+  /** External ArrayBuffers over the mapping, in file order; empty for an empty file. */
+  readonly windows: readonly ArrayBuffer[]
+}
+
+/** Result of scanning one index file (see native/index-scan.h). */
+export interface IndexScan {
+  /** SCAN_OK, SCAN_ORDER (entry out of hash order) or SCAN_OFFSET (bad data offset). */
+  readonly status: number
+  /** The offending entry when status is not SCAN_OK. */
+  readonly entry: number
+  /** Lower-case hex XXH64 of the whole file, or '' when not asked for. */
+  readonly checksum: string
+}
+
+export const SCAN_OK = 0
+export const SCAN_ORDER = 1
+export const SCAN_OFFSET = 2
+
+export interface LookupChunkSpec {
+  /** The index file's windows (header included). */
+  readonly index: readonly ArrayBuffer[]
+  /** Entries in the index. */
+  readonly count: number
+  /** The data file's windows. */
+  readonly data: readonly ArrayBuffer[]
+  readonly dataSize: number
+  /** Bucket starts of the top `radixBits` bits (2^bits + 1 entries), or null. */
+  readonly radix: Uint32Array | null
+  readonly radixBits: number
+}
+
+export interface LookupSpec {
+  readonly chunks: readonly LookupChunkSpec[]
+  /** Scratch the caller writes each key into before get(keyLength). */
+  readonly key: Uint8Array
+  /** Receives [chunk, valueOffset, valueLength, probes, recordOffset] after each get. */
+  readonly out: Float64Array
+  readonly binary: boolean
+  readonly checkCrc: boolean
+  /** -1 for MD5; N for the test hash md5-collide-N. */
+  readonly collideBits: number
+}
+
+export interface LookupFunctions {
+  /** Looks up the key in spec.key[0..keyLength): a LOOKUP_* status; details in spec.out. */
+  get(keyLength: number): number
+  /**
+   * Key i is keys[ends[i-1] .. ends[i]). Looks the keys up in index order and writes
+   * out[4i..4i+3] = status, chunk, valueOffset (the damaged record's offset when
+   * status < 0), valueLength, in request order.
+   */
+  getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void
+}
+
+export const LOOKUP_MISS = 0
+export const LOOKUP_HIT = 1
+
+/** The addon's functions, as the loader exposes them (errors already StoreErrors). */
+export interface NativeFunctions {
+  md5(src: Uint8Array, out: Uint8Array): void
+  crc32(src: Uint8Array, initial: number): number
+  /** Drops the file's unmapped pages from the page cache (benchmarks of cold stores); false when not possible. */
+  dropCache(path: string): boolean
+  mapFile(path: string, privateWritable: boolean, windowBytes: number): Promise<MappedFile>
+  scanIndex(
+    windows: readonly ArrayBuffer[],
+    entries: number,
+    dataSize: number,
+    radix: Uint32Array | null,
+    radixBits: number,
+    checksum: boolean,
+    willNeed: boolean,
+  ): Promise<IndexScan>
+  /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
+  prefetch(windows: readonly ArrayBuffer[]): Promise<number>
+  createLookup(spec: LookupSpec): LookupFunctions
+}
+
+/** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
+export function lookupFailure(status: number, recordOffset: number): string {
+  switch (status) {
+    case -1:
+      return `record at offset ${recordOffset} runs past the end of the file`
+    case -2:
+      return `record at offset ${recordOffset} fails its checksum`
+    case -3:
+      return `record at offset ${recordOffset} holds a key that does not belong to its index entry`
+    case -4:
+      return `an index entry points outside the data file (offset ${recordOffset})`
+    case -5:
+      return `index entries out of hash order near the entry pointing to ${recordOffset}`
+    default:
+      return `lookup failed with status ${status}`
+  }
+}
+
+interface RawAddon extends Omit<NativeFunctions, 'dropCache'> {
+  dropCache(path: string): number
+}
+
+interface LoadResult {
+  readonly functions: NativeFunctions | undefined
+  /** Why the addon is not used, when it is not. */
+  readonly reason: string
+}
+
+let loaded: LoadResult | undefined
+let announced = false
+
+/** The addon's functions, or undefined (forced off, not built, or failing to load). */
+export function nativeFunctions(): NativeFunctions | undefined {
+  return load().functions
+}
+
+/** Why nativeFunctions() is undefined ('' when it is not). */
+export function nativeUnavailableReason(): string {
+  return load().reason
+}
+
+/**
+ * Writes one log line, the first time a reader is opened in this process, naming the
+ * access mode readers use and why. JSON like the server's log lines, on stderr.
+ */
+export function announceAccessMode(write: (line: string) => void = (l) => void process.stderr.write(l)): void {
+  if (announced) return
+  announced = true
+  const { functions, reason } = load()
+  if (functions) logLine('info', 'store_access_mode', { mode: 'mmap' }, write)
+  else logLine('warn', 'store_access_mode', { mode: 'pread', reason }, write)
+}
+
+/** One JSON log line on stderr, shaped like the server's (server/log.ts), which common/ cannot import. */
+export function logLine(
+  level: 'info' | 'warn',
+  event: string,
+  fields: Record<string, string>,
+  write: (line: string) => void = (l) => void process.stderr.write(l),
+): void {
+  write(`${JSON.stringify({ ts: new Date().toISOString(), level, event, ...fields })}\n`)
+}
+
+function load(): LoadResult {
+  if (loaded) return loaded
+  if (process.env['ROSTORE_NATIVE'] === '0') {
+    loaded = { functions: undefined, reason: 'the native addon is disabled by ROSTORE_NATIVE=0' }
+    return loaded
+  }
+  const file = findAddon()
+  if (!file) {
+    loaded = { functions: undefined, reason: 'the native addon is not built (build/Release/rostore_native.node; see native/README.md)' }
+    return loaded
+  }
+  try {
+    const mod = { exports: {} }
+    process.dlopen(mod, file)
+    loaded = { functions: wrap(mod.exports as RawAddon), reason: '' }
+  } catch (err) {
+    loaded = { functions: undefined, reason: `the native addon does not load: ${(err as Error).message.split('\n')[0]}` }
+  }
+  return loaded
+}
+
+/** build/Release/rostore_native.node above the compiled file (dist/common, or another outDir). */
+function findAddon(): string | undefined {
+  let dir = __dirname
+  for (let up = 0; up < 5; up++) {
+    for (const kind of ['Release', 'Debug']) {
+      const file = join(dir, 'build', kind, 'rostore_native.node')
+      if (existsSync(file)) return file
+    }
+    const parent = dirname(dir)
+    if (parent === dir) break
+    dir = parent
+  }
+  return undefined
+}
+
+function wrap(raw: RawAddon): NativeFunctions {
+  return {
+    md5: raw.md5,
+    crc32: raw.crc32,
+    dropCache: (path) => raw.dropCache(path) === 0,
+    mapFile: async (path, privateWritable, windowBytes) => {
+      try {
+        return await raw.mapFile(path, privateWritable, windowBytes)
+      } catch (err) {
+        const code = (err as { code?: string }).code
+        const verb = code === 'ENOMEM' || code === 'EFBIG' ? 'cannot map' : 'cannot open'
+        throw new StoreError('RO_IO', `${path}: ${verb}: ${(err as Error).message} (${code ?? 'unknown'})`, { cause: err })
+      }
+    },
+    scanIndex: raw.scanIndex,
+    prefetch: raw.prefetch,
+    createLookup: raw.createLookup,
+  }
+}

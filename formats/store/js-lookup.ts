@@ -1,0 +1,266 @@
+import { crc32 } from '../../common/crc32'
+import { md5 } from '../../common/md5'
+import { LOOKUP_HIT, LOOKUP_MISS, type LookupChunkSpec, type LookupFunctions, type LookupSpec } from '../../common/native'
+import { HEADER_SIZE, INDEX_ENTRY_SIZE } from './header'
+import { RECORD_HEADER_SIZE } from './record'
+
+/**
+ * JavaScript twin of the addon's createLookup (native/lookup.c), same signature and the
+ * same statuses, step for step: key hash, chunk, interpolation or binary search (with
+ * the radix table), record bounds, CRC, key compare, prefix collisions. Windows are
+ * addressed like the native code addresses its one mapping; bytes that straddle two
+ * windows are copied.
+ */
+
+const TWO32 = 0x100000000
+const TWO64 = TWO32 * TWO32
+const PAST_END = -1
+const CRC = -2
+const FOREIGN_KEY = -3
+const BAD_OFFSET = -4
+const ORDER = -5
+const NOT_THIS_KEY = 2
+
+interface Chunk {
+  readonly spec: LookupChunkSpec
+  readonly windowBytes: number
+  readonly index: readonly DataView[]
+  readonly data: readonly Uint8Array[]
+}
+
+interface Found {
+  chunk: number
+  probes: number
+  valueOffset: number
+  valueLength: number
+  recordOffset: number
+}
+
+export function createLookupJs(spec: LookupSpec): LookupFunctions {
+  const chunks: Chunk[] = spec.chunks.map((c) => ({
+    spec: c,
+    windowBytes: c.index[0]?.byteLength ?? 1,
+    index: c.index.map((w) => new DataView(w)),
+    data: c.data.map((w) => new Uint8Array(w)),
+  }))
+  const hash = new Uint8Array(16)
+  const found: Found = { chunk: 0, probes: 0, valueOffset: 0, valueLength: 0, recordOffset: 0 }
+
+  const keyHash = (key: Uint8Array, out: Uint8Array): void => {
+    md5(key, out)
+    if (spec.collideBits >= 0) {
+      out[0] = out[0]! & ((1 << spec.collideBits) - 1)
+      out.fill(0, 1, 8)
+    }
+  }
+
+  const entryHi = (c: Chunk, i: number): number => at(c, i, 0)
+  const entryLo = (c: Chunk, i: number): number => at(c, i, 4)
+  const entryOffset = (c: Chunk, i: number): number => at(c, i, 12, true) * TWO32 + at(c, i, 8, true)
+
+  const bytes = (c: Chunk, off: number, len: number): Uint8Array => {
+    const w = c.spec.data[0]?.byteLength ?? 1
+    const k = Math.floor(off / w)
+    const local = off - k * w
+    const first = c.data[k] as Uint8Array
+    if (local + len <= first.length) return first.subarray(local, local + len)
+    const copy = new Uint8Array(len)
+    for (let done = 0; done < len;) {
+      const win = c.data[Math.floor((off + done) / w)] as Uint8Array
+      const from = (off + done) % w
+      const n = Math.min(len - done, win.length - from)
+      copy.set(win.subarray(from, from + n), done)
+      done += n
+    }
+    return copy
+  }
+
+  const checkRecord = (c: Chunk, off: number, key: Uint8Array, hi: number, lo: number): number => {
+    found.recordOffset = off
+    const size = c.spec.dataSize
+    if (off < HEADER_SIZE || off > size || size - off < RECORD_HEADER_SIZE) return BAD_OFFSET
+    const head = new DataView(bytes(c, off, RECORD_HEADER_SIZE).slice().buffer)
+    const klen = head.getUint32(0, true)
+    const vlen = head.getUint32(4, true)
+    if (klen + vlen > size - off - RECORD_HEADER_SIZE) return PAST_END
+    if (spec.checkCrc && crc32(bytes(c, off + RECORD_HEADER_SIZE, klen + vlen), 0) !== head.getUint32(8, true)) return CRC
+    const stored = bytes(c, off + RECORD_HEADER_SIZE, klen)
+    if (klen === key.length && equal(stored, key)) {
+      found.valueOffset = off + RECORD_HEADER_SIZE + klen
+      found.valueLength = vlen
+      return LOOKUP_HIT
+    }
+    const h = new Uint8Array(16)
+    keyHash(stored, h)
+    return be32(h, 0) === hi && be32(h, 4) === lo ? NOT_THIS_KEY : FOREIGN_KEY
+  }
+
+  const lookupHashed = (key: Uint8Array, h: Uint8Array): number => {
+    const chunkNo = be32(h, 4) % chunks.length
+    const c = chunks[chunkNo] as Chunk
+    const hi = be32(h, 0)
+    const lo = be32(h, 4)
+    found.chunk = chunkNo
+    found.probes = 0
+    const [pos, orderError] = search(c, hi, lo)
+    if (orderError) {
+      found.recordOffset = pos < c.spec.count ? entryOffset(c, pos) : 0
+      return ORDER
+    }
+    if (pos >= c.spec.count || entryHi(c, pos) !== hi || entryLo(c, pos) !== lo) return LOOKUP_MISS
+    let r = checkRecord(c, entryOffset(c, pos), key, hi, lo)
+    if (r !== NOT_THIS_KEY) return r
+    for (let i = pos - 1; i >= 0 && entryHi(c, i) === hi && entryLo(c, i) === lo; i--) {
+      r = checkRecord(c, entryOffset(c, i), key, hi, lo)
+      if (r !== NOT_THIS_KEY) return r
+    }
+    for (let i = pos + 1; i < c.spec.count && entryHi(c, i) === hi && entryLo(c, i) === lo; i++) {
+      r = checkRecord(c, entryOffset(c, i), key, hi, lo)
+      if (r !== NOT_THIS_KEY) return r
+    }
+    return LOOKUP_MISS
+  }
+
+  /** [position, order error], as search() in native/lookup.c. */
+  const search = (c: Chunk, hi: number, lo: number): [number, boolean] => {
+    let left = 0
+    let right = c.spec.count
+    if (spec.binary) {
+      while (left < right) {
+        const mid = left + Math.floor((right - left) / 2)
+        found.probes++
+        const cmp = compare(entryHi(c, mid), entryLo(c, mid), hi, lo)
+        if (cmp === 0) return [mid, false]
+        if (cmp < 0) left = mid + 1
+        else right = mid
+      }
+      return [left, false]
+    }
+    let lowHi = 0
+    let lowLo = 0
+    let lowD = 0
+    let highD = TWO64
+    let highIsEntry = false
+    let highHi = 0
+    let highLo = 0
+    const radix = c.spec.radix
+    if (radix) {
+      const shift = 32 - c.spec.radixBits
+      const b = hi >>> shift
+      right = Math.min(radix[b + 1] as number, c.spec.count)
+      left = Math.min(radix[b] as number, right)
+      lowHi = (b << shift) >>> 0
+      lowD = lowHi * TWO32
+      highD = lowD + 2 ** (64 - c.spec.radixBits)
+    }
+    let budget = interpolationBudget(c.spec.count)
+    const target = hi * TWO32 + lo
+    while (left < right) {
+      let pos: number
+      if (budget > 0 && highD > lowD) {
+        budget--
+        const p = left + ((target - lowD) / (highD - lowD)) * (right - left)
+        pos = p <= left ? left : p >= right - 1 ? right - 1 : Math.floor(p)
+      } else {
+        pos = left + Math.floor((right - left) / 2)
+      }
+      found.probes++
+      const kh = entryHi(c, pos)
+      const kl = entryLo(c, pos)
+      if (compare(kh, kl, lowHi, lowLo) < 0 || (highIsEntry && compare(kh, kl, highHi, highLo) > 0)) return [pos, true]
+      const cmp = compare(kh, kl, hi, lo)
+      if (cmp === 0) return [pos, false]
+      if (cmp < 0) {
+        left = pos + 1
+        lowHi = kh
+        lowLo = kl
+        lowD = kh * TWO32 + kl
+      } else {
+        right = pos
+        highHi = kh
+        highLo = kl
+        highIsEntry = true
+        highD = kh * TWO32 + kl
+      }
+    }
+    return [left, false]
+  }
+
+  const write = (status: number): number => {
+    const o = spec.out
+    o[0] = found.chunk
+    o[1] = status === LOOKUP_HIT ? found.valueOffset : 0
+    o[2] = status === LOOKUP_HIT ? found.valueLength : 0
+    o[3] = found.probes
+    o[4] = found.recordOffset
+    return status
+  }
+
+  return {
+    get(keyLength: number): number {
+      if (!Number.isInteger(keyLength) || keyLength < 0 || keyLength > spec.key.length) {
+        throw new TypeError('get(keyLength): keyLength must fit the key buffer')
+      }
+      found.valueOffset = 0
+      found.valueLength = 0
+      found.recordOffset = 0
+      const key = spec.key.subarray(0, keyLength)
+      keyHash(key, hash)
+      return write(lookupHashed(key, hash))
+    },
+    getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void {
+      if (count > ends.length || count * 4 > out.length) throw new TypeError('getMany: ends or out too short')
+      const hashes = new Uint8Array(count * 16)
+      const order = new Array<number>(count)
+      for (let i = 0, start = 0; i < count; start = ends[i] as number, i++) {
+        if ((ends[i] as number) < start || (ends[i] as number) > keys.length)
+          throw new TypeError('getMany: ends must be non-decreasing and within keys')
+        keyHash(keys.subarray(start, ends[i]), hashes.subarray(i * 16, i * 16 + 16))
+        order[i] = i
+      }
+      const chunkOf = (i: number): number => be32(hashes, i * 16 + 4) % chunks.length
+      order.sort(
+        (a, b) =>
+          chunkOf(a) - chunkOf(b) ||
+          compare(be32(hashes, a * 16), be32(hashes, a * 16 + 4), be32(hashes, b * 16), be32(hashes, b * 16 + 4)) ||
+          a - b,
+      )
+      for (const i of order) {
+        const start = i === 0 ? 0 : (ends[i - 1] as number)
+        found.valueOffset = 0
+        found.valueLength = 0
+        found.recordOffset = 0
+        const status = lookupHashed(keys.subarray(start, ends[i]), hashes.subarray(i * 16, i * 16 + 16))
+        out[4 * i] = status
+        out[4 * i + 1] = found.chunk
+        out[4 * i + 2] = status < 0 ? found.recordOffset : found.valueOffset
+        out[4 * i + 3] = found.valueLength
+      }
+    },
+  }
+}
+
+function at(c: Chunk, i: number, field: number, littleEndian = false): number {
+  const off = HEADER_SIZE + i * INDEX_ENTRY_SIZE
+  const k = Math.floor(off / c.windowBytes)
+  return (c.index[k] as DataView).getUint32(off - k * c.windowBytes + field, littleEndian)
+}
+
+function be32(b: Uint8Array, at: number): number {
+  return ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0
+}
+
+function compare(ah: number, al: number, bh: number, bl: number): number {
+  return ah !== bh ? (ah < bh ? -1 : 1) : al === bl ? 0 : al < bl ? -1 : 1
+}
+
+function equal(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+function interpolationBudget(n: number): number {
+  if (n < 2) return 1
+  return 2 * Math.ceil(Math.log2(Math.floor(Math.log2(n)) + 1)) + 2
+}

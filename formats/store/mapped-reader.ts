@@ -1,0 +1,164 @@
+import { StoreError } from '../../common/errors'
+import { LOOKUP_HIT, LOOKUP_MISS, lookupFailure, type LookupFunctions } from '../../common/native'
+import type { ValueCodec } from './codec'
+import { corrupt } from './header'
+import { KeyBatch } from './key-batch'
+import type { MappedChunk } from './mapped-chunk'
+import type { StoreMetadata } from './metadata'
+import type { StoreOps } from './store-ops'
+import type { AccessMode, StoreReader, ValueFraming } from './store-reader-api'
+import { writeFramed } from './value-framing'
+
+/** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
+const KEY_SCRATCH_BYTES = 1 << 16
+
+/**
+ * The 'mmap' reader: one native call per lookup (hash, chunk, search, record checks) and
+ * a Buffer view of the mapping per value. Its JS heap holds a few objects per chunk,
+ * whatever the number of records: the index is searched where it is mapped, and the
+ * radix tables (4 bytes per 2^RADIX_SHIFT records) live outside the JS heap.
+ */
+export class MappedStoreReader implements StoreReader {
+  readonly accessMode: AccessMode = 'mmap'
+  private readonly key = Buffer.alloc(KEY_SCRATCH_BYTES)
+  private readonly out = new Float64Array(8)
+  private readonly batch = new KeyBatch()
+  private lookup: LookupFunctions | undefined
+  private chunks: readonly MappedChunk[]
+  private readonly plain: boolean
+
+  constructor(
+    readonly dir: string,
+    readonly metadata: StoreMetadata,
+    ops: StoreOps,
+    chunks: readonly MappedChunk[],
+    private readonly codec: ValueCodec,
+    opts: { readonly binary: boolean; readonly verifyRecords: boolean; readonly collideBits: number },
+  ) {
+    this.chunks = chunks
+    this.plain = codec.name === 'none'
+    this.lookup = ops.createLookup({
+      chunks,
+      key: this.key,
+      out: this.out,
+      binary: opts.binary,
+      checkCrc: opts.verifyRecords,
+      collideBits: opts.collideBits,
+    })
+  }
+
+  get lastProbes(): number {
+    return this.out[3] as number
+  }
+
+  get(key: Uint8Array | string): Buffer | undefined {
+    const lookup = this.open()
+    const len = this.writeKey(key)
+    if (len < 0) return this.getMany([key])[0]
+    const status = lookup.get(len)
+    if (status === LOOKUP_MISS) return undefined
+    const out = this.out
+    if (status !== LOOKUP_HIT) this.fail(status, out[0] as number, out[4] as number)
+    return this.value(out[0] as number, out[1] as number, out[2] as number)
+  }
+
+  getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
+    const out = this.lookupMany(keys)
+    const values = new Array<Buffer | undefined>(keys.length)
+    for (let i = 0; i < keys.length; i++) {
+      const status = out[4 * i] as number
+      if (status === LOOKUP_MISS) values[i] = undefined
+      else if (status === LOOKUP_HIT) values[i] = this.value(out[4 * i + 1] as number, out[4 * i + 2] as number, out[4 * i + 3] as number)
+      else this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
+    }
+    return values
+  }
+
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer {
+    const out = this.lookupMany(keys)
+    for (let i = 0; i < keys.length; i++) {
+      const status = out[4 * i] as number
+      if (status < 0) this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
+    }
+    if (this.plain) return writeFramed(framing, keys.length, out, (c) => this.chunks[c]?.data ?? [])
+    // Compressed values are decoded one by one anyway: frame the decoded Buffers.
+    const values = this.getMany(keys)
+    return writeFramed(framing, keys.length, values)
+  }
+
+  close(): void {
+    // Only references are dropped: the mappings are unmapped by their finalizers once no
+    // view of them (a value held by a caller) is reachable.
+    this.lookup = undefined
+    this.chunks = []
+  }
+
+  private open(): LookupFunctions {
+    if (!this.lookup) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
+    return this.lookup
+  }
+
+  private lookupMany(keys: readonly (Uint8Array | string)[]): Float64Array {
+    const lookup = this.open()
+    const b = this.batch
+    b.fill(keys)
+    lookup.getMany(b.bytes, b.ends, keys.length, b.out)
+    return b.out
+  }
+
+  /** Writes the key into the scratch buffer; -1 when it does not fit. */
+  private writeKey(key: Uint8Array | string): number {
+    const k = this.key
+    if (typeof key === 'string') {
+      const n = key.length
+      if (n <= 64) {
+        // Short ASCII keys (the common case) without a call into the UTF-8 encoder.
+        let i = 0
+        for (; i < n; i++) {
+          const c = key.charCodeAt(i)
+          if (c >= 0x80) break
+          k[i] = c
+        }
+        if (i === n) return n
+      }
+      if (n * 3 > k.length && Buffer.byteLength(key, 'utf8') > k.length) return -1
+      return k.write(key, 0, 'utf8')
+    }
+    if (key.length > k.length) return -1
+    k.set(key)
+    return key.length
+  }
+
+  private value(chunk: number, offset: number, length: number): Buffer {
+    const windows = (this.chunks[chunk] as MappedChunk).data
+    const w = (windows[0] as ArrayBuffer).byteLength
+    let v: Buffer
+    if (windows.length === 1) v = Buffer.from(windows[0] as ArrayBuffer, offset, length)
+    else {
+      const k = Math.floor(offset / w)
+      const local = offset - k * w
+      if (local + length <= w) v = Buffer.from(windows[k] as ArrayBuffer, local, length)
+      else v = copyAcross(windows, w, offset, length)
+    }
+    return this.plain ? v : this.codec.decode(v)
+  }
+
+  private fail(status: number, chunk: number, recordOffset: number): never {
+    const c = this.chunks[chunk]
+    corrupt(c?.dataFile ?? `${this.dir} chunk ${chunk}`, lookupFailure(status, recordOffset))
+  }
+}
+
+/** A value that straddles two windows of a data file larger than one window: copied once. */
+function copyAcross(windows: readonly ArrayBuffer[], w: number, offset: number, length: number): Buffer {
+  const v = Buffer.allocUnsafe(length)
+  for (let done = 0; done < length;) {
+    const at = offset + done
+    const k = Math.floor(at / w)
+    const from = at - k * w
+    const n = Math.min(length - done, w - from)
+    v.set(new Uint8Array(windows[k] as ArrayBuffer, from, n), done)
+    done += n
+  }
+  return v
+}

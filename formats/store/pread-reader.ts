@@ -1,0 +1,211 @@
+import { closeSync, readSync } from 'node:fs'
+import { readU32BE } from '../../common/bytes'
+import { StoreError } from '../../common/errors'
+import { chunkOf } from './layout'
+import { openChunk, readFully, warmFile, type OpenChunk } from './chunk-reader'
+import { codecByName, type ValueCodec } from './codec'
+import { corrupt } from './header'
+import { createKeyHasher, keyBytes, type KeyHasher } from './key-hash'
+import type { StoreMetadata } from './metadata'
+import { RECORD_HEADER_SIZE, recordCrc } from './record'
+import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from './search'
+import type { AccessMode, Preload, StoreReader, ValueFraming } from './store-reader-api'
+import { writeFramed } from './value-framing'
+
+/** Largest first read of a record; records beyond it take a second read. */
+const MAX_READ_AHEAD = 4096
+
+/**
+ * Opens a node directory in 'pread' mode: every chunk's index decoded into typed arrays
+ * (in async blocks, see chunk-reader.ts), every data file held open as a descriptor.
+ */
+export async function openPreadStore(dir: string, metadata: StoreMetadata, o: PreadOptions): Promise<StoreReader> {
+  const hasher = await createKeyHasher(metadata.keyHash)
+  const codec = codecByName(metadata.compression)
+  const chunks: OpenChunk[] = []
+  try {
+    for (let c = 0; c < metadata.chunks; c++) {
+      chunks.push(await openChunk(dir, metadata, c, codec, o.verifyIndex))
+      checkFirstKey(chunks[c] as OpenChunk, c, metadata.chunks, hasher)
+      if (o.preload === 'all') await warmFile((chunks[c] as OpenChunk).dataFd, (chunks[c] as OpenChunk).dataSize)
+    }
+  } catch (err) {
+    for (const ch of chunks) closeSync(ch.dataFd)
+    throw err
+  }
+  return new PreadStoreReader(dir, metadata, chunks, hasher, codec, searchFn(o.search), o.verifyRecords)
+}
+
+export interface PreadOptions {
+  readonly search: SearchStrategy
+  readonly verifyIndex: boolean
+  readonly verifyRecords: boolean
+  readonly preload: Preload
+}
+
+class PreadStoreReader implements StoreReader {
+  readonly accessMode: AccessMode = 'pread'
+  lastProbes = 0
+  private readonly counter: ProbeCounter = { probes: 0 }
+  // Never pooled (alloc, not allocUnsafe), so no other Buffer shares its memory.
+  private readonly scratch = Buffer.alloc(MAX_READ_AHEAD)
+  private closed = false
+
+  constructor(
+    readonly dir: string,
+    readonly metadata: StoreMetadata,
+    private readonly chunks: readonly OpenChunk[],
+    private readonly hasher: KeyHasher,
+    private readonly codec: ValueCodec,
+    private readonly search: SearchFn,
+    private readonly verifyRecords: boolean,
+  ) {}
+
+  get(key: Uint8Array | string): Buffer | undefined {
+    if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
+    const kb = keyBytes(key)
+    return this.find(kb, this.hasher.hash(kb))
+  }
+
+  /** Keys in index order (chunk, then hash prefix), answers in request order. */
+  getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
+    if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
+    const n = keys.length
+    const bytes = keys.map(keyBytes)
+    const hashes = bytes.map((k) => this.hasher.hash(k))
+    const chunkOfKey = hashes.map((h) => chunkOf(h, this.chunks.length))
+    const order = Array.from({ length: n }, (_, i) => i)
+    order.sort((a, b) => {
+      const ha = hashes[a] as Uint8Array
+      const hb = hashes[b] as Uint8Array
+      return (
+        (chunkOfKey[a] as number) - (chunkOfKey[b] as number) ||
+        readU32BE(ha, 0) - readU32BE(hb, 0) ||
+        readU32BE(ha, 4) - readU32BE(hb, 4) ||
+        a - b
+      )
+    })
+    const values = new Array<Buffer | undefined>(n)
+    let firstError: { at: number; err: unknown } | undefined
+    for (const i of order) {
+      try {
+        values[i] = this.find(bytes[i] as Uint8Array, hashes[i] as Uint8Array)
+      } catch (err) {
+        // The error of the first damaged key in request order, as one get() per key would throw.
+        if (!firstError || i < firstError.at) firstError = { at: i, err }
+      }
+    }
+    if (firstError) throw firstError.err
+    return values
+  }
+
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer {
+    return writeFramed(framing, keys.length, this.getMany(keys))
+  }
+
+  private find(kb: Uint8Array, hash: Uint8Array): Buffer | undefined {
+    const chunk = this.chunks[chunkOf(hash, this.chunks.length)] as OpenChunk
+    const targetHi = readU32BE(hash, 0)
+    const targetLo = readU32BE(hash, 4)
+    this.counter.probes = 0
+    const pos = this.search(chunk, targetHi, targetLo, this.counter)
+    this.lastProbes = this.counter.probes
+    if (pos >= chunk.hi.length || chunk.hi[pos] !== targetHi || chunk.lo[pos] !== targetLo) return undefined
+    const hit = this.readIfKey(chunk, chunk.offsets[pos] as number, kb, hash)
+    if (hit !== undefined) return hit
+    // Equal prefixes are hash collisions: the key stored in the data file decides.
+    for (let i = pos - 1; i >= 0 && chunk.hi[i] === targetHi && chunk.lo[i] === targetLo; i--) {
+      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash)
+      if (value !== undefined) return value
+    }
+    for (let i = pos + 1; i < chunk.hi.length && chunk.hi[i] === targetHi && chunk.lo[i] === targetLo; i++) {
+      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash)
+      if (value !== undefined) return value
+    }
+    return undefined
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    for (const c of this.chunks) closeSync(c.dataFd)
+  }
+
+  /** One pread of the chunk's read-ahead covers header, key and a typical value. `hash` is the key's. */
+  private readIfKey(chunk: OpenChunk, offset: number, key: Uint8Array, hash: Uint8Array): Buffer | undefined {
+    const avail = chunk.dataSize - offset
+    let buf = this.scratch
+    const got = readSync(chunk.dataFd, buf, 0, Math.min(chunk.readAhead, avail), offset)
+    if (got < RECORD_HEADER_SIZE) corrupt(chunk.dataFile, `short read at offset ${offset}`)
+    const keyLen = buf.readUInt32LE(0)
+    const valueLen = buf.readUInt32LE(4)
+    const total = RECORD_HEADER_SIZE + keyLen + valueLen
+    if (total > avail) corrupt(chunk.dataFile, `record at offset ${offset} runs past the end of the file`)
+    if (keyLen !== key.length) return this.checkedMiss(chunk, offset, buf, got, total, hash)
+    if (total > got) {
+      buf = Buffer.allocUnsafe(total)
+      readFully(chunk.dataFd, buf, offset, chunk.dataFile)
+    }
+    const storedKey = buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLen)
+    const stored = buf.subarray(RECORD_HEADER_SIZE + keyLen, total)
+    if (this.verifyRecords && recordCrc(storedKey, stored) !== buf.readUInt32LE(8))
+      corrupt(chunk.dataFile, `record at offset ${offset} fails its checksum`)
+    if (!storedKey.equals(key)) return this.collision(chunk, offset, storedKey, hash)
+    const value = this.codec.decode(stored)
+    // The scratch buffer is reused by the next lookup: hand out a copy.
+    return value.buffer === this.scratch.buffer ? Buffer.from(value) : value
+  }
+
+  /** A different key under the same prefix: still verify it, so corruption is never a miss. */
+  private checkedMiss(chunk: OpenChunk, offset: number, buf: Buffer, got: number, total: number, hash: Uint8Array): undefined {
+    if (total > got) {
+      buf = Buffer.allocUnsafe(total)
+      readFully(chunk.dataFd, buf, offset, chunk.dataFile)
+    }
+    const keyLen = buf.readUInt32LE(0)
+    const storedKey = buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLen)
+    if (this.verifyRecords && recordCrc(storedKey, buf.subarray(RECORD_HEADER_SIZE + keyLen, total)) !== buf.readUInt32LE(8)) {
+      corrupt(chunk.dataFile, `record at offset ${offset} fails its checksum`)
+    }
+    return this.collision(chunk, offset, storedKey, hash)
+  }
+
+  /**
+   * The record holds another key than the one looked up. That is a hash prefix collision
+   * only if its key has the same 8-byte prefix; otherwise the data is damaged in a way the
+   * record CRC cannot see (a zeroed header reads as a valid empty record), and answering
+   * "absent" would be a wrong answer.
+   */
+  private collision(chunk: OpenChunk, offset: number, storedKey: Uint8Array, hash: Uint8Array): undefined {
+    const h = this.hasher.hash(storedKey)
+    if (readU32BE(h, 0) !== readU32BE(hash, 0) || readU32BE(h, 4) !== readU32BE(hash, 4)) {
+      corrupt(chunk.dataFile, `record at offset ${offset} holds a key that does not belong to its index entry`)
+    }
+    return undefined
+  }
+}
+
+/**
+ * The key of a chunk's first record must hash, with the metadata's key hash, to the
+ * first index entry and to this chunk. One read per chunk at open ties `keyHash` and
+ * `chunks` of metadata.json (which no checksum covers) to the files: edited, they would
+ * otherwise make lookups miss keys that are there.
+ */
+function checkFirstKey(chunk: OpenChunk, c: number, chunks: number, hasher: KeyHasher): void {
+  if (chunk.hi.length === 0) return
+  const offset = chunk.offsets[0] as number
+  const head = Buffer.alloc(RECORD_HEADER_SIZE)
+  readFully(chunk.dataFd, head, offset, chunk.dataFile)
+  const keyLen = head.readUInt32LE(0)
+  if (offset + RECORD_HEADER_SIZE + keyLen > chunk.dataSize)
+    corrupt(chunk.dataFile, `record at offset ${offset} runs past the end of the file`)
+  const key = Buffer.alloc(keyLen)
+  readFully(chunk.dataFd, key, offset + RECORD_HEADER_SIZE, chunk.dataFile)
+  const h = hasher.hash(key)
+  if (readU32BE(h, 0) !== chunk.hi[0] || readU32BE(h, 4) !== chunk.lo[0] || chunkOf(h, chunks) !== c) {
+    corrupt(
+      chunk.dataFile,
+      `the first record's key does not hash to its index entry and chunk (metadata keyHash ${hasher.name}, ${chunks} chunks)`,
+    )
+  }
+}

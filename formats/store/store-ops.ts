@@ -1,0 +1,27 @@
+import { crc32 } from '../../common/crc32'
+import { md5 } from '../../common/md5'
+import { nativeFunctions, type NativeFunctions } from '../../common/native'
+import { createLookupJs } from './js-lookup'
+import { dropCacheJs, prefetchJs, readFileWindows, scanIndexJs } from './js-mapping'
+
+/**
+ * The functions the memory-mapped reader is built on, in two implementations with one
+ * signature: the addon's (common/native.ts) and their JavaScript twins. Production uses
+ * the addon's; the twins let one test suite check both, and document the native code.
+ */
+export type StoreOps = NativeFunctions
+
+export const jsStoreOps: StoreOps = {
+  md5,
+  crc32,
+  dropCache: dropCacheJs,
+  mapFile: readFileWindows,
+  scanIndex: scanIndexJs,
+  prefetch: prefetchJs,
+  createLookup: createLookupJs,
+}
+
+/** The addon's functions, or undefined when it is not available (see common/native.ts). */
+export function nativeStoreOps(): StoreOps | undefined {
+  return nativeFunctions()
+}

@@ -1,0 +1,258 @@
+/*
+ * createLookup(spec) -> { get(keyLength), getMany(keys, ends, count, out) }
+ *
+ * spec = { chunks: [{ index, count, data, dataSize, radix, radixBits }], key, out,
+ *          binary, checkCrc, collideBits }
+ * `index` and `data` are the windows mapFile returned; `key` is a scratch Uint8Array the
+ * caller writes each key into; `out` a Float64Array(8) receiving
+ * [chunk, valueOffset, valueLength, probes, recordOffset]. The two functions share one
+ * native struct that references every buffer it points into, so the mappings outlive
+ * any lookup; the struct is freed when both functions have been collected.
+ */
+#include <stdlib.h>
+
+#include "lookup.h"
+#include "napi-util.h"
+
+typedef struct {
+  ro_store store;
+  ro_chunk *chunks;
+  uint8_t *key;
+  size_t key_cap;
+  double *out;
+  napi_ref *refs;
+  uint32_t ref_count;
+  int functions; /* functions alive */
+} lookup_state;
+
+static void free_state(napi_env env, lookup_state *st) {
+  for (uint32_t i = 0; i < st->ref_count; i++)
+    if (st->refs[i] != NULL) napi_delete_reference(env, st->refs[i]);
+  free(st->refs);
+  free(st->chunks);
+  free(st);
+}
+
+static void function_finalize(napi_env env, void *data, void *hint) {
+  (void)hint;
+  lookup_state *st = data;
+  if (--st->functions == 0) free_state(env, st);
+}
+
+static void write_hit(double *out, const ro_hit *h) {
+  out[0] = h->chunk;
+  out[1] = (double)h->value_offset;
+  out[2] = (double)h->value_length;
+  out[3] = h->probes;
+  out[4] = (double)h->record_offset;
+}
+
+/* get(keyLength): status (1 hit, 0 miss, < 0 damage), details in `out`. */
+static napi_value get_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], result;
+  lookup_state *st;
+  uint32_t len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st) != napi_ok || argc < 1 ||
+      napi_get_value_uint32(env, argv[0], &len) != napi_ok || len > st->key_cap)
+    return ro_throw_type(env, "get(keyLength): keyLength must fit the key buffer");
+  ro_hit hit = {0};
+  int status = ro_lookup(&st->store, st->key, len, &hit);
+  write_hit(st->out, &hit);
+  napi_create_int32(env, status, &result);
+  return result;
+}
+
+typedef struct {
+  uint64_t prefix;
+  uint32_t chunk;
+  uint32_t index;
+} batch_item;
+
+static inline int item_less(const batch_item *a, const batch_item *b) {
+  return a->chunk != b->chunk ? a->chunk < b->chunk : a->prefix != b->prefix ? a->prefix < b->prefix : a->index < b->index;
+}
+
+static void sift_down(batch_item *a, size_t start, size_t n) {
+  size_t root = start;
+  for (;;) {
+    size_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && item_less(&a[child], &a[child + 1])) child++;
+    if (!item_less(&a[root], &a[child])) return;
+    batch_item t = a[root];
+    a[root] = a[child];
+    a[child] = t;
+    root = child;
+  }
+}
+
+/* Heapsort: O(n log n), no recursion, no extra memory. */
+static void sort_items(batch_item *a, size_t n) {
+  for (size_t i = n / 2; i-- > 0;) sift_down(a, i, n);
+  for (size_t end = n; end-- > 1;) {
+    batch_item t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    sift_down(a, 0, end);
+  }
+}
+
+/*
+ * getMany(keys, ends, count, out): key i is keys[ends[i-1] .. ends[i]) (ends[-1] = 0).
+ * Keys are looked up in index order (chunk, then hash prefix), so a batch walks each
+ * index and data file forward; out[4i .. 4i+3] = status, chunk, valueOffset (or the
+ * damaged record's offset when status < 0), valueLength, in request order.
+ */
+static napi_value get_many_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  lookup_state *st;
+  uint8_t *keys;
+  size_t keys_len, ends_len, out_len;
+  uint32_t *ends, count;
+  double *out;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st) != napi_ok || argc < 4 ||
+      ro_get_bytes(env, argv[0], &keys, &keys_len) != 0 || ro_get_u32_array(env, argv[1], &ends, &ends_len) != 0 ||
+      napi_get_value_uint32(env, argv[2], &count) != napi_ok || ro_get_f64_array(env, argv[3], &out, &out_len) != 0 ||
+      count > ends_len || (size_t)count * 4 > out_len)
+    return ro_throw_type(env, "getMany(keys: Uint8Array, ends: Uint32Array, count, out: Float64Array(4 * count))");
+  for (uint32_t i = 0, start = 0; i < count; start = ends[i], i++)
+    if (ends[i] < start || ends[i] > keys_len) return ro_throw_type(env, "getMany: ends must be non-decreasing and within keys");
+  if (count == 0) return NULL;
+  batch_item *items = malloc((size_t)count * sizeof *items);
+  uint8_t *hashes = malloc((size_t)count * 16);
+  if (items == NULL || hashes == NULL) {
+    free(items);
+    free(hashes);
+    return ro_throw_type(env, "getMany: out of memory");
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t start = i == 0 ? 0 : ends[i - 1];
+    uint8_t *h = hashes + (size_t)i * 16;
+    ro_key_hash(&st->store, keys + start, ends[i] - start, h);
+    items[i].prefix = ((uint64_t)h[0] << 56) | ((uint64_t)h[1] << 48) | ((uint64_t)h[2] << 40) | ((uint64_t)h[3] << 32) |
+                      ((uint64_t)h[4] << 24) | ((uint64_t)h[5] << 16) | ((uint64_t)h[6] << 8) | h[7];
+    items[i].chunk = (uint32_t)((items[i].prefix & 0xffffffffu) % st->store.chunk_count);
+    items[i].index = i;
+  }
+  sort_items(items, count);
+  for (uint32_t j = 0; j < count; j++) {
+    uint32_t i = items[j].index;
+    uint32_t start = i == 0 ? 0 : ends[i - 1];
+    ro_hit hit = {0};
+    int status = ro_lookup_hashed(&st->store, keys + start, ends[i] - start, hashes + (size_t)i * 16, &hit);
+    double *o = out + (size_t)i * 4;
+    o[0] = status;
+    o[1] = hit.chunk;
+    o[2] = (double)(status < 0 ? hit.record_offset : hit.value_offset);
+    o[3] = (double)hit.value_length;
+  }
+  free(items);
+  free(hashes);
+  return NULL;
+}
+
+/* Reads one chunk spec into *c, referencing its buffers in st->refs from *next on. */
+static int read_chunk(napi_env env, napi_value spec, ro_chunk *c, lookup_state *st, uint32_t *next) {
+  napi_value index, data, radix;
+  uint8_t *ibase, *dbase;
+  uint64_t isize, dsize, count, data_size, bits = 0;
+  uint32_t iwin, dwin;
+  napi_valuetype radix_type;
+  if (napi_get_named_property(env, spec, "index", &index) != napi_ok || napi_get_named_property(env, spec, "data", &data) != napi_ok ||
+      napi_get_named_property(env, spec, "radix", &radix) != napi_ok || napi_typeof(env, radix, &radix_type) != napi_ok ||
+      ro_get_named_u64(env, spec, "count", &count) != 0 || ro_get_named_u64(env, spec, "dataSize", &data_size) != 0 ||
+      ro_get_windows(env, index, &ibase, &isize, &iwin) != 0 || ro_get_windows(env, data, &dbase, &dsize, &dwin) != 0)
+    return -1;
+  if (isize < 64 || (isize - 64) / 16 < count || dsize != data_size) return -1;
+  c->entries = ibase + 64;
+  c->count = count;
+  c->data = dbase;
+  c->data_size = data_size;
+  c->radix = NULL;
+  c->radix_bits = 0;
+  if (radix_type != napi_null && radix_type != napi_undefined) {
+    uint32_t *r;
+    size_t rlen;
+    if (ro_get_named_u64(env, spec, "radixBits", &bits) != 0 || bits < 1 || bits > 24 || ro_get_u32_array(env, radix, &r, &rlen) != 0 ||
+        rlen != ((size_t)1 << bits) + 1)
+      return -1;
+    c->radix = r;
+    c->radix_bits = (int)bits;
+    if (napi_create_reference(env, radix, 1, &st->refs[(*next)++]) != napi_ok) return -1;
+  }
+  if (ro_ref_windows(env, index, st->refs + *next, iwin) != 0) return -1;
+  *next += iwin;
+  if (ro_ref_windows(env, data, st->refs + *next, dwin) != 0) return -1;
+  *next += dwin;
+  return 0;
+}
+
+static uint32_t windows_count(napi_env env, napi_value spec, const char *name) {
+  napi_value v;
+  uint32_t n = 0;
+  if (napi_get_named_property(env, spec, name, &v) == napi_ok) napi_get_array_length(env, v, &n);
+  return n;
+}
+
+static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value spec, chunks, key, out, collide;
+  uint32_t chunk_count;
+  int32_t collide_bits;
+  int binary, check_crc;
+  if (napi_get_cb_info(env, info, &argc, &spec, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_named_property(env, spec, "chunks", &chunks) != napi_ok || napi_get_array_length(env, chunks, &chunk_count) != napi_ok ||
+      chunk_count == 0 || napi_get_named_property(env, spec, "key", &key) != napi_ok ||
+      napi_get_named_property(env, spec, "out", &out) != napi_ok || napi_get_named_property(env, spec, "collideBits", &collide) != napi_ok ||
+      napi_get_value_int32(env, collide, &collide_bits) != napi_ok || collide_bits < -1 || collide_bits > 8 ||
+      ro_get_named_bool(env, spec, "binary", &binary) != 0 || ro_get_named_bool(env, spec, "checkCrc", &check_crc) != 0)
+    return ro_throw_type(env, "createLookup: bad spec");
+  lookup_state *st = calloc(1, sizeof *st);
+  if (st == NULL) return ro_throw_type(env, "createLookup: out of memory");
+  uint32_t refs = 2;
+  for (uint32_t i = 0; i < chunk_count; i++) {
+    napi_value c;
+    if (napi_get_element(env, chunks, i, &c) != napi_ok) break;
+    refs += 1 + windows_count(env, c, "index") + windows_count(env, c, "data");
+  }
+  st->chunks = calloc(chunk_count, sizeof *st->chunks);
+  st->refs = calloc(refs, sizeof *st->refs);
+  st->ref_count = refs;
+  size_t out_len;
+  uint32_t next = 0;
+  int ok = st->chunks != NULL && st->refs != NULL && ro_get_bytes(env, key, &st->key, &st->key_cap) == 0 &&
+           ro_get_f64_array(env, out, &st->out, &out_len) == 0 && out_len >= 8 && napi_create_reference(env, key, 1, &st->refs[next++]) == napi_ok &&
+           napi_create_reference(env, out, 1, &st->refs[next++]) == napi_ok;
+  for (uint32_t i = 0; ok && i < chunk_count; i++) {
+    napi_value c;
+    ok = napi_get_element(env, chunks, i, &c) == napi_ok && read_chunk(env, c, &st->chunks[i], st, &next) == 0;
+  }
+  if (!ok) {
+    free_state(env, st);
+    return ro_throw_type(env, "createLookup: bad spec (chunk windows, sizes, radix, key or out buffer)");
+  }
+  st->store.chunks = st->chunks;
+  st->store.chunk_count = chunk_count;
+  st->store.binary = binary;
+  st->store.check_crc = check_crc;
+  st->store.collide_bits = collide_bits;
+  napi_value result, get, get_many;
+  if (napi_create_object(env, &result) != napi_ok ||
+      napi_create_function(env, "get", NAPI_AUTO_LENGTH, get_fn, st, &get) != napi_ok) {
+    free_state(env, st);
+    return ro_throw_type(env, "createLookup: cannot create functions");
+  }
+  st->functions = 1;
+  napi_add_finalizer(env, get, st, function_finalize, NULL, NULL);
+  if (napi_create_function(env, "getMany", NAPI_AUTO_LENGTH, get_many_fn, st, &get_many) == napi_ok) {
+    st->functions++;
+    napi_add_finalizer(env, get_many, st, function_finalize, NULL, NULL);
+    napi_set_named_property(env, result, "getMany", get_many);
+  }
+  napi_set_named_property(env, result, "get", get);
+  return result;
+}
+
+int ro_register_lookup(napi_env env, napi_value exports) { return ro_set_function(env, exports, "createLookup", create_lookup_fn); }

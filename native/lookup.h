@@ -1,0 +1,56 @@
+/*
+ * The whole lookup of one key over mapped chunk files: key hash, chunk, index search,
+ * record bounds, CRC, key compare and hash-prefix collisions. Pure: no allocation, no
+ * system call, no N-API.
+ */
+#ifndef RO_LOOKUP_H
+#define RO_LOOKUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  const uint8_t *entries; /* the index entries (the index file after its 64-byte header) */
+  uint64_t count;
+  const uint8_t *data; /* the whole data file */
+  uint64_t data_size;
+  const uint32_t *radix; /* NULL: no radix table */
+  int radix_bits;
+} ro_chunk;
+
+typedef struct {
+  const ro_chunk *chunks;
+  uint32_t chunk_count;
+  int binary;       /* binary search instead of interpolation */
+  int check_crc;    /* verify every record read against its CRC-32 */
+  int collide_bits; /* -1: MD5; otherwise the test hash md5-collide-N */
+} ro_store;
+
+typedef struct {
+  uint32_t chunk;
+  uint32_t probes;         /* index entries compared */
+  uint64_t value_offset;   /* in the chunk's data file */
+  uint64_t value_length;
+  uint64_t record_offset;  /* the record found, or the damaged one */
+} ro_hit;
+
+enum {
+  RO_MISS = 0,
+  RO_HIT = 1,
+  RO_E_PAST_END = -1,     /* a record runs past the end of the data file */
+  RO_E_CRC = -2,          /* a record fails its CRC */
+  RO_E_FOREIGN_KEY = -3,  /* a record holds a key that does not belong to its index entry */
+  RO_E_BAD_OFFSET = -4,   /* an index entry points outside the data file */
+  RO_E_ORDER = -5         /* index entries out of order (seen while searching) */
+};
+
+void ro_key_hash(const ro_store *s, const uint8_t *key, size_t len, uint8_t out[16]);
+
+/* RO_HIT (with *out filled), RO_MISS, or an RO_E_* code (out->chunk and
+ * out->record_offset name the damage). */
+int ro_lookup(const ro_store *s, const uint8_t *key, size_t len, ro_hit *out);
+
+/* The same for a key whose hash is already known (batches hash first, then sort). */
+int ro_lookup_hashed(const ro_store *s, const uint8_t *key, size_t len, const uint8_t hash[16], ro_hit *out);
+
+#endif

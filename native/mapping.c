@@ -1,0 +1,92 @@
+/*
+ * Whole-file mappings. Sizes are taken from fstat on the open descriptor and the
+ * mapping never extends past them, so a file that was complete at open never faults;
+ * rostore's version files are immutable (new versions are new directories), which is
+ * what makes that promise hold for the life of the mapping.
+ */
+#define _GNU_SOURCE
+#include "mapping.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+int ro_map_file(const char *path, int private_writable, ro_mapping *out) {
+  out->base = NULL;
+  out->size = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return err;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return EINVAL;
+  }
+  if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+    close(fd);
+    return EFBIG;
+  }
+  out->size = (uint64_t)st.st_size;
+  if (out->size == 0) {
+    close(fd);
+    return 0;
+  }
+  int prot = private_writable ? PROT_READ | PROT_WRITE : PROT_READ;
+  int flags = private_writable ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED;
+  void *p = mmap(NULL, (size_t)out->size, prot, flags, fd, 0);
+  int err = p == MAP_FAILED ? errno : 0;
+  close(fd);
+  if (err != 0) {
+    out->size = 0;
+    return err;
+  }
+  out->base = (uint8_t *)p;
+  return 0;
+}
+
+void ro_unmap(ro_mapping *m) {
+  if (m->base != NULL) munmap(m->base, (size_t)m->size);
+  m->base = NULL;
+  m->size = 0;
+}
+
+int ro_advise_willneed(uint8_t *base, uint64_t size) {
+#ifdef MADV_WILLNEED
+  if (base != NULL && size > 0 && madvise(base, (size_t)size, MADV_WILLNEED) != 0) return errno;
+#else
+  (void)base;
+  (void)size;
+#endif
+  return 0;
+}
+
+uint64_t ro_touch_pages(const uint8_t *base, uint64_t size) {
+  long page = sysconf(_SC_PAGESIZE);
+  uint64_t step = page > 0 ? (uint64_t)page : 4096;
+  uint64_t sum = 0;
+  for (uint64_t at = 0; at < size; at += step) sum += ((const volatile uint8_t *)base)[at];
+  return sum;
+}
+
+int ro_drop_cache(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int err = 0;
+#ifdef POSIX_FADV_DONTNEED
+  err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+#else
+  err = ENOSYS;
+#endif
+  close(fd);
+  return err;
+}

@@ -1,0 +1,34 @@
+/* Memory-mapped files: map, advise, touch, and drop from the page cache. */
+#ifndef RO_MAPPING_H
+#define RO_MAPPING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  uint8_t *base; /* NULL for an empty file (nothing is mapped) */
+  uint64_t size;
+} ro_mapping;
+
+/*
+ * Maps the whole regular file `path` and closes the descriptor (the mapping keeps the
+ * file alive, even once unlinked). `private_writable`: MAP_PRIVATE with PROT_WRITE and
+ * MAP_NORESERVE, so a write through a view makes a private copy of that page instead of a
+ * SIGSEGV; otherwise read-only and shared. Returns 0 or an errno value.
+ */
+int ro_map_file(const char *path, int private_writable, ro_mapping *out);
+
+void ro_unmap(ro_mapping *m);
+
+/* madvise(MADV_WILLNEED) where available: the kernel starts reading ahead. 0 or errno. */
+int ro_advise_willneed(uint8_t *base, uint64_t size);
+
+/* Reads one byte per page so every page is resident and mapped; returns a value that
+ * depends on the bytes read (so the reads are not optimized away). */
+uint64_t ro_touch_pages(const uint8_t *base, uint64_t size);
+
+/* posix_fadvise(POSIX_FADV_DONTNEED) on the whole file: drops its clean, unmapped pages
+ * from the page cache (no root needed); for benchmarks of cold stores. 0 or errno. */
+int ro_drop_cache(const char *path);
+
+#endif

@@ -1,0 +1,39 @@
+/* Small helpers shared by the N-API glue files: argument checks that throw and return. */
+#ifndef RO_NAPI_UTIL_H
+#define RO_NAPI_UTIL_H
+
+#ifndef NAPI_VERSION
+#define NAPI_VERSION 8
+#endif
+#include <node_api.h>
+#include <stdint.h>
+
+/* Throws a TypeError (a caller's mistake: the loader passes well-formed arguments). */
+napi_value ro_throw_type(napi_env env, const char *msg);
+
+/* The bytes of a Uint8Array / Buffer (any TypedArray: its bytes). 0 on success. */
+int ro_get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
+
+/* A Uint32Array or Float64Array's elements; 0 on success, -1 on a wrong type. */
+int ro_get_u32_array(napi_env env, napi_value v, uint32_t **data, size_t *count);
+int ro_get_f64_array(napi_env env, napi_value v, double **data, size_t *count);
+
+/* An array of ArrayBuffers that are consecutive windows of one memory range (as mapFile
+ * returns them): the first byte and the total length. 0 on success, -1 otherwise. */
+int ro_get_windows(napi_env env, napi_value array, uint8_t **base, uint64_t *total, uint32_t *count);
+
+/* Strong references to each ArrayBuffer of a windows array; `refs` holds *count slots. */
+int ro_ref_windows(napi_env env, napi_value array, napi_ref *refs, uint32_t count);
+
+int ro_get_named_u64(napi_env env, napi_value obj, const char *name, uint64_t *out);
+int ro_get_named_bool(napi_env env, napi_value obj, const char *name, int *out);
+
+/* Registration of each glue file's functions on the exports object. */
+int ro_register_basic(napi_env env, napi_value exports);
+int ro_register_map(napi_env env, napi_value exports);
+int ro_register_scan(napi_env env, napi_value exports);
+int ro_register_lookup(napi_env env, napi_value exports);
+
+int ro_set_function(napi_env env, napi_value exports, const char *name, napi_callback cb);
+
+#endif

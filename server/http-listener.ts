@@ -1,0 +1,89 @@
+import type { AddressInfo } from 'node:net'
+import { errorMessage, StoreError } from '../common/errors'
+import { MAX_URL_BYTES } from './http-util'
+import type { NodeTimeouts } from './node-options'
+import type { RequestHandler } from './request-handler'
+import { createNodeServer, type NodeServer, type NodeTlsOptions } from './tls'
+
+/**
+ * The node's HTTP (or, with `tls`, HTTPS) server with its bounds: header size, slow-loris,
+ * handshake and idle timeouts, and connections at once.
+ */
+export function createHttpServer(
+  handler: RequestHandler,
+  t: NodeTimeouts = {},
+  tls?: NodeTlsOptions,
+  bounds: { maxConnections?: number; onDrop?: () => void } = {},
+): NodeServer {
+  const server = createNodeServer(
+    {
+      maxHeaderSize: MAX_URL_BYTES + (64 << 10),
+      headersTimeout: t.headersMs ?? 10_000,
+      requestTimeout: t.requestMs ?? 30_000,
+      keepAliveTimeout: t.keepAliveMs ?? 5_000,
+      connectionsCheckingInterval: t.checkIntervalMs ?? 1_000,
+    },
+    tls,
+    t.headersMs ?? 10_000,
+  )
+  server.headersTimeout = t.headersMs ?? 10_000
+  server.requestTimeout = t.requestMs ?? 30_000
+  server.keepAliveTimeout = t.keepAliveMs ?? 5_000
+  // Each connection may hold a read window and a value (read-limits.ts): this bounds them.
+  if (bounds.maxConnections !== undefined) server.maxConnections = bounds.maxConnections
+  if (bounds.onDrop) server.on('drop', bounds.onDrop)
+  server.on('request', handler)
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // Malformed requests, oversized headers, timeouts: answer when the socket still can.
+    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
+      socket.destroy()
+      return
+    }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const text = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
+    socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+  })
+  return server
+}
+
+/** Listen on host:port (or a unix socket path); RO_IO naming the address when it cannot. */
+export async function listen(server: NodeServer, where: { host: string; port: number } | { path: string }): Promise<AddressInfo | string> {
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err)
+    server.once('error', onError)
+    server.listen(where, () => {
+      server.off('error', onError)
+      resolve()
+    })
+  }).catch((err: unknown) => {
+    const at = 'path' in where ? 'the control socket' : `${where.host}:${where.port}`
+    throw new StoreError('RO_IO', `cannot listen on ${at}: ${errorMessage(err)}`, { cause: err })
+  })
+  return server.address() as AddressInfo | string
+}
+
+/** http(s)://host:port, IPv6 hosts in brackets. */
+export function urlOf(host: string, port: number, tls: boolean): string {
+  return `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`
+}
+
+/**
+ * Stop accepting, let in-flight requests finish (their responses say "Connection: close")
+ * and close idle connections as they become idle; after `timeoutMs` cut what is left.
+ * Resolves true when everything drained in time.
+ */
+export async function drainHttpServer(server: NodeServer, handler: RequestHandler, timeoutMs: number): Promise<boolean> {
+  handler.closeConnectionsAfterResponse()
+  const drained = new Promise<void>((resolve) => server.close(() => resolve()))
+  server.closeIdleConnections()
+  const sweep = setInterval(() => server.closeIdleConnections(), 50)
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs)
+  })
+  const inTime = await Promise.race([drained.then(() => true), timedOut])
+  clearInterval(sweep)
+  clearTimeout(timer)
+  if (!inTime) server.closeAllConnections()
+  return inTime
+}

@@ -1,0 +1,178 @@
+import type { AddressInfo } from 'node:net'
+import { DataDir } from '../swapper/data-dir'
+import { localServedStores } from '../swapper/local-serving'
+import { AdminAuth, ReadAuth } from './auth'
+import { createFetchRunner, SourceAccess } from './fetch-route'
+import { createHttpServer, drainHttpServer, listen, urlOf } from './http-listener'
+import { Jobs } from './jobs'
+import { createLogger, type Logger } from './log'
+import { NodeMetrics } from './metrics'
+import type { RunningNode } from './node'
+import type { NodeOptions, NodeSetup } from './node-options'
+import { PeerCheck } from './peer-check'
+import { PushLocks } from './push-lock'
+import { respLogFields, startLoopResp } from './node-resp'
+import { createRequestHandler } from './request-handler'
+import { StoreCreation } from './store-creation'
+import { loadTlsFiles, reloadTls } from './tls'
+import type { RespServer } from './resp/resp-context'
+
+/** A node in one process: the versions, the admin API and the reads share one event loop. */
+export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
+  const log = opts.log ?? createLogger()
+  const auth = new AdminAuth(opts.adminToken)
+  const readAuth = new ReadAuth(opts.readToken, auth)
+  warnAboutAuth(auth, opts.adminToken, log)
+
+  let dataDir: DataDir | undefined = undefined
+  const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
+  dataDir = await DataDir.open({
+    dir: opts.dataDir,
+    nodeId: opts.nodeId,
+    keepVersions: setup.keepVersions,
+    openReader: opts.openReader,
+    verify: opts.verify,
+    log,
+    drainDeadlineMs: opts.versionDrainMs,
+    // A node of a cluster asks its peers whether it missed a push before it serves (peer-check.ts).
+    holdForPeers: setup.cluster.nodes.length > 1,
+    hooks: {
+      onSwap: (r) => metrics.onSwap(r),
+      onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
+    },
+  })
+  const dd = dataDir
+  const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const sources = new SourceAccess(opts.allowedSources)
+  const fetch = createFetchRunner({
+    nodeId: opts.nodeId,
+    maxBytesPerSec: opts.fetchMaxBytesPerSec,
+    sources,
+    registry: metrics.registry,
+    stallTimeoutMs: opts.fetchStallTimeoutMs,
+  })
+
+  const peers = new PeerCheck({
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    dataDir: dd,
+    jobs,
+    fetch,
+    adminToken: opts.adminToken,
+    log,
+    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    timeoutMs: opts.peerCheckTimeoutMs,
+    graceMs: opts.peerCheckGraceMs,
+    selfRepair: opts.selfRepair,
+  })
+
+  let shuttingDown = false
+  let bound = { host: setup.host, port: setup.port }
+  const ctx = {
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    stores: localServedStores(dd),
+    dataDir: dd,
+    auth,
+    readAuth,
+    metrics,
+    jobs,
+    pushLocks: new PushLocks(),
+    log,
+    accessLog: opts.accessLog ?? false,
+    startedAt: Date.now(),
+    keepVersions: setup.keepVersions,
+    fetch,
+    sources,
+    storeCreation: new StoreCreation(dd),
+    readLimits: setup.readLimits,
+    peers,
+    shuttingDown: () => shuttingDown,
+    address: () => bound,
+  }
+  const handler = createRequestHandler(ctx, { kind: 'local', ctx })
+  const server = createHttpServer(handler, opts.timeouts, opts.tls, {
+    maxConnections: setup.maxConnections,
+    onDrop: () => metrics.connectionsDropped.inc(),
+  })
+  let addr: AddressInfo
+  try {
+    addr = (await listen(server, { host: setup.host, port: setup.port })) as AddressInfo
+  } catch (err) {
+    await dd.close()
+    throw err
+  }
+  bound = { host: addr.address, port: addr.port }
+  let resp: RespServer | undefined
+  try {
+    resp = await startLoopResp(ctx, setup.resp, opts.readToken)
+  } catch (err) {
+    server.close()
+    await dd.close()
+    throw err
+  }
+  const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
+  // Listening already (peers asking this node get answers), serving stores only once decided.
+  await peers.start()
+  log.info('listening', {
+    nodeId: opts.nodeId,
+    cluster: setup.cluster.name,
+    host: addr.address,
+    port: addr.port,
+    url,
+    workers: 1,
+    dataDir: opts.dataDir,
+    stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
+    keepVersions: setup.keepVersions,
+    admin: auth.enabled,
+    readAuth: readAuth.enabled,
+    tls: opts.tls !== undefined,
+    ...respLogFields(setup.resp, resp?.port),
+  })
+
+  let closing: Promise<boolean> | undefined
+  const close = (): Promise<boolean> => {
+    closing ??= (async () => {
+      shuttingDown = true
+      peers.close()
+      log.info('shutdown-started', {})
+      const timeoutMs = opts.drainTimeoutMs ?? 30_000
+      // Running jobs are cancelled; one stuck in a long file copy is not waited for past the
+      // drain timeout (its staging directory is removed at the next start).
+      const [httpInTime, respInTime] = await Promise.all([
+        drainHttpServer(server, handler, timeoutMs),
+        resp ? resp.close(timeoutMs) : true,
+        Promise.race([jobs.cancelAll().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]),
+      ])
+      const inTime = httpInTime && respInTime
+      if (!inTime) log.warn('shutdown-drain-timeout', { drainTimeoutMs: timeoutMs })
+      await dd.close()
+      log.info('shutdown-complete', { drained: inTime })
+      return inTime
+    })()
+    return closing
+  }
+
+  return {
+    nodeId: opts.nodeId,
+    host: bound.host,
+    port: bound.port,
+    url,
+    workers: 1,
+    dataDir: dd,
+    jobs,
+    metrics,
+    resp,
+    respPort: resp?.port,
+    close,
+    reloadTls: async (certFile, keyFile) => {
+      await reloadTls(server, certFile, keyFile)
+      if (resp?.tls) resp.setSecureContext(await loadTlsFiles(certFile, keyFile))
+    },
+  }
+}
+
+export function warnAboutAuth(auth: AdminAuth, token: string | undefined, log: Logger): void {
+  if (!auth.enabled) log.warn('admin-disabled', { reason: 'no admin token configured; admin routes answer 403' })
+  else if ((token ?? '').length < 16) log.warn('admin-token-short', { reason: 'use at least 16 random characters' })
+}

@@ -1,0 +1,227 @@
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { AggregatorRegistry } from 'prom-client'
+import { StoreError } from '../../common/errors'
+import { DataDir } from '../../swapper/data-dir'
+import { defaultOpenReader } from '../../swapper/open-version'
+import type { ServedStores } from '../../swapper/served-store'
+import { AdminAuth, ReadAuth } from '../auth'
+import type { AppContext } from '../context'
+import { createFetchRunner, SourceAccess } from '../fetch-route'
+import { createHttpServer, drainHttpServer, listen, urlOf } from '../http-listener'
+import { Jobs } from '../jobs'
+import { createLogger } from '../log'
+import { NodeMetrics } from '../metrics'
+import type { RunningNode } from '../node'
+import type { NodeOptions, NodeSetup } from '../node-options'
+import { PeerCheck } from '../peer-check'
+import { PushLocks } from '../push-lock'
+import { createRequestHandler } from '../request-handler'
+import { respLogFields } from '../node-resp'
+import type { RespServerOptions } from '../resp/resp-context'
+import { warnAboutAuth } from '../single-node'
+import { StoreCreation } from '../store-creation'
+import { loadTlsFiles } from '../tls'
+import { FanoutMirror } from './fanout-mirror'
+import { WorkerPool } from './worker-pool'
+
+/** A supervisor serves no reads itself: its workers do. */
+const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
+
+/**
+ * A node of N serving workers (node:cluster processes sharing the port) and this process,
+ * the supervisor: it owns the data directory (versions, LIVE pointers, retention), the
+ * jobs (fetch, install) and the admin API, which the workers forward to it over a control
+ * socket. Every change to what is served goes to all workers before it is answered
+ * (FanoutMirror). A worker that dies is restarted from a snapshot of the serving state.
+ */
+export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
+  const log = opts.log ?? createLogger()
+  const auth = new AdminAuth(opts.adminToken)
+  const readAuth = new ReadAuth(opts.readToken, auth)
+  warnAboutAuth(auth, opts.adminToken, log)
+
+  let pool: WorkerPool | undefined
+  const mirrors = new Map<string, FanoutMirror>()
+  let dataDir: DataDir<FanoutMirror> | undefined = undefined
+  const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
+  dataDir = await DataDir.open(
+    {
+      dir: opts.dataDir,
+      nodeId: opts.nodeId,
+      keepVersions: setup.keepVersions,
+      verify: opts.verify,
+      log,
+      drainDeadlineMs: opts.versionDrainMs,
+      holdForPeers: setup.cluster.nodes.length > 1,
+      hooks: {
+        onSwap: (r) => metrics.onSwap(r),
+        onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
+      },
+    },
+    (store) => {
+      const m = new FanoutMirror(store, () => pool, { openReader: opts.openReader ?? defaultOpenReader, nodeId: opts.nodeId })
+      mirrors.set(store, m)
+      return m
+    },
+  )
+  const dd = dataDir
+  const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const sources = new SourceAccess(opts.allowedSources)
+
+  const fetch = createFetchRunner({
+    nodeId: opts.nodeId,
+    maxBytesPerSec: opts.fetchMaxBytesPerSec,
+    sources,
+    registry: metrics.registry,
+    stallTimeoutMs: opts.fetchStallTimeoutMs,
+  })
+  const peers = new PeerCheck({
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    dataDir: dd,
+    jobs,
+    fetch,
+    adminToken: opts.adminToken,
+    log,
+    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    timeoutMs: opts.peerCheckTimeoutMs,
+    graceMs: opts.peerCheckGraceMs,
+    selfRepair: opts.selfRepair,
+  })
+
+  let shuttingDown = false
+  let bound: { host: string; port: number; respPort?: number } = { host: setup.host, port: setup.port }
+  const ctx: AppContext = {
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    stores: NO_STORES,
+    dataDir: dd,
+    auth,
+    readAuth,
+    metrics,
+    jobs,
+    pushLocks: new PushLocks(),
+    log,
+    accessLog: opts.accessLog ?? false,
+    startedAt: Date.now(),
+    keepVersions: setup.keepVersions,
+    fetch,
+    sources,
+    readLimits: setup.readLimits,
+    peers,
+    storeCreation: new StoreCreation(dd),
+    shuttingDown: () => shuttingDown,
+    address: () => bound,
+    workers: () => pool?.status() ?? { configured: setup.workers, serving: 0, restarts: 0 },
+    renderMetrics: async () => {
+      // Counters and histograms are summed over the workers and the supervisor (whose
+      // own are the swaps, jobs and store gauges); process metrics describe the whole node.
+      const parts = ((await pool?.call({ op: 'metrics' })) ?? []).filter((p): p is object[] => Array.isArray(p))
+      const all = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), ...parts])
+      return { contentType: all.contentType, body: await all.metrics() }
+    },
+  }
+  const handler = createRequestHandler(ctx, { kind: 'local', ctx })
+  const control = createHttpServer(handler, opts.timeouts)
+  // An abstract unix socket: no file to clean up, reachable only from this machine; every
+  // route behind it authenticates as it does on the public port.
+  const controlSocket = `\0rostore-${process.pid}-${randomBytes(6).toString('hex')}`
+  try {
+    await listen(control, { path: controlSocket })
+    pool = new WorkerPool({
+      size: setup.workers,
+      exec: join(__dirname, 'worker-main.js'),
+      config: {
+        nodeId: opts.nodeId,
+        cluster: setup.cluster,
+        host: setup.host,
+        port: setup.port,
+        timeouts: opts.timeouts,
+        ...(opts.tls ? { tls: { cert: opts.tls.cert.toString(), key: opts.tls.key.toString() } } : {}),
+        accessLog: opts.accessLog ?? false,
+        drainTimeoutMs: opts.drainTimeoutMs ?? 30_000,
+        defaultMetrics: opts.defaultMetrics ?? true,
+        readLimits: setup.readLimits,
+        maxConnections: setup.maxConnections,
+        controlSocket,
+        ...(opts.readToken ? { readToken: opts.readToken, adminToken: opts.adminToken } : {}),
+        ...(setup.resp ? { resp: respForWorkers(setup.resp) } : {}),
+      },
+      // Stores dropped since (a failed first fetch) are not reproduced.
+      snapshot: () => [...mirrors.values()].filter((m) => dd.get(m.store)?.serving === m).map((m) => m.snapshot()),
+      log,
+    })
+    bound = await pool.start()
+  } catch (err) {
+    control.close()
+    await dd.close()
+    throw err
+  }
+  const url = urlOf(bound.host, bound.port, opts.tls !== undefined)
+  // Listening already (peers asking this node get answers), serving stores only once decided.
+  await peers.start()
+  log.info('listening', {
+    nodeId: opts.nodeId,
+    cluster: setup.cluster.name,
+    host: bound.host,
+    port: bound.port,
+    url,
+    workers: setup.workers,
+    dataDir: opts.dataDir,
+    stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
+    keepVersions: setup.keepVersions,
+    admin: auth.enabled,
+    readAuth: readAuth.enabled,
+    tls: opts.tls !== undefined,
+    ...respLogFields(setup.resp, bound.respPort),
+  })
+
+  let closing: Promise<boolean> | undefined
+  const close = (): Promise<boolean> => {
+    closing ??= (async () => {
+      shuttingDown = true
+      peers.close()
+      log.info('shutdown-started', { workers: setup.workers })
+      const timeoutMs = opts.drainTimeoutMs ?? 30_000
+      const [workersDrained] = await Promise.all([
+        pool?.shutdown(timeoutMs) ?? Promise.resolve(true),
+        Promise.race([jobs.cancelAll().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]),
+      ])
+      const controlDrained = await drainHttpServer(control, handler, 1000)
+      await dd.close()
+      const inTime = workersDrained && controlDrained
+      if (!inTime) log.warn('shutdown-drain-timeout', { drainTimeoutMs: timeoutMs })
+      log.info('shutdown-complete', { drained: inTime })
+      return inTime
+    })()
+    return closing
+  }
+
+  const reloadTls = async (certFile: string, keyFile: string): Promise<void> => {
+    if (!opts.tls) throw new StoreError('RO_BAD_OPTION', 'the node does not serve TLS')
+    const tls = await loadTlsFiles(certFile, keyFile)
+    await pool?.call({ op: 'tls', cert: tls.cert.toString(), key: tls.key.toString() })
+  }
+
+  return {
+    nodeId: opts.nodeId,
+    host: bound.host,
+    port: bound.port,
+    url,
+    workers: setup.workers,
+    dataDir: dd,
+    jobs,
+    metrics,
+    respPort: bound.respPort,
+    close,
+    reloadTls,
+  }
+}
+
+/** The RESP options as JSON can carry them to a worker: no certificate (it comes with `tls`), the peers' CA as text. */
+function respForWorkers(resp: RespServerOptions): Omit<RespServerOptions, 'tls'> {
+  const { tls: _tls, peerTls, ...rest } = resp
+  if (peerTls === undefined) return rest
+  return { ...rest, peerTls: { ...peerTls, ...(peerTls.ca === undefined ? {} : { ca: peerTls.ca.toString() }) } }
+}

@@ -1,0 +1,149 @@
+import { errorMessage } from '../common/errors'
+import type { StoreReader } from '../formats/store/store-reader-api'
+import { CorruptReadCounter, type CorruptReads } from './corrupt-reads'
+import { silentLogger, type SwapLogger } from './events'
+import { LiveStore } from './live-store'
+import { closeQuietly, openVersionReader, type OpenReader } from './open-version'
+import type { ServedStore, ServedStores } from './served-store'
+import type { ServingMirror } from './serving-mirror'
+import type { StaleMark } from './stale-mark'
+
+export interface LocalServingOptions {
+  readonly store: string
+  /** When set, versions built for another node are refused. */
+  readonly nodeId?: number
+  readonly openReader: OpenReader
+  readonly log?: SwapLogger
+}
+
+/**
+ * The serving side of one store inside this process: the live reader (LiveStore), the
+ * reader prepared ahead of the next swap, the stale mark and the load error. It is both
+ * what the swapper drives (ServingMirror) and what the read paths read (ServedStore).
+ */
+export class LocalServingStore implements ServingMirror, ServedStore {
+  readonly live: LiveStore
+  /** Readers opened ahead of their swap, by version. */
+  private readonly prepared = new Map<number, StoreReader>()
+  private staleMark: StaleMark | undefined
+  private loadErrorMessage: string | undefined
+  private closed = false
+  private readonly log: SwapLogger
+  private readonly corrupt = new CorruptReadCounter()
+
+  constructor(private readonly opts: LocalServingOptions) {
+    this.log = opts.log ?? silentLogger
+    this.live = new LiveStore(opts.store, {
+      onReaderClosed: (version, err) => {
+        if (err !== undefined) this.log.warn('reader-close-failed', { store: opts.store, version, error: errorMessage(err) })
+      },
+      onRevoked: (version, requests) => this.log.warn('drain-deadline', { store: opts.store, version, requestsCut: requests }),
+    })
+  }
+
+  get store(): string {
+    return this.opts.store
+  }
+
+  get stale(): StaleMark | undefined {
+    return this.staleMark
+  }
+
+  get loadError(): string | undefined {
+    return this.loadErrorMessage
+  }
+
+  get activeVersion(): number | undefined {
+    return this.live.version
+  }
+
+  /** Versions prepared and not yet activated or discarded. */
+  get preparedVersions(): number[] {
+    return [...this.prepared.keys()]
+  }
+
+  attach(): Promise<void> {
+    return Promise.resolve()
+  }
+
+  async prepare(version: number, dir: string): Promise<void> {
+    if (this.prepared.has(version) || this.live.version === version) return
+    const reader = await this.open(version, dir)
+    if (this.closed || this.prepared.has(version) || this.live.version === version) {
+      closeQuietly(reader)
+      return
+    }
+    this.prepared.set(version, reader)
+  }
+
+  discard(version: number): Promise<void> {
+    const reader = this.prepared.get(version)
+    if (reader) closeQuietly(reader)
+    this.prepared.delete(version)
+    return Promise.resolve()
+  }
+
+  async activate(version: number, dir: string): Promise<void> {
+    if (this.live.version === version) return
+    const reader = this.prepared.get(version) ?? (await this.open(version, dir))
+    this.prepared.delete(version)
+    this.loadErrorMessage = undefined
+    void this.live.replace(reader)
+  }
+
+  setStale(mark: StaleMark | undefined): Promise<void> {
+    this.staleMark = mark
+    return Promise.resolve()
+  }
+
+  setLoadError(message: string | undefined): Promise<void> {
+    this.loadErrorMessage = message
+    return Promise.resolve()
+  }
+
+  drained(deadlineMs: number): Promise<void> {
+    return this.live.drained(deadlineMs)
+  }
+
+  draining(): Promise<number> {
+    return Promise.resolve(this.live.retiringCount)
+  }
+
+  noteReadFault(version: number, err: unknown): void {
+    this.corrupt.note(version, err)
+  }
+
+  corruptReads(): Promise<CorruptReads | undefined> {
+    return Promise.resolve(this.corrupt.get())
+  }
+
+  accessMode(): Promise<string | undefined> {
+    const lease = this.live.acquire()
+    if (!lease) return Promise.resolve(undefined)
+    const mode = lease.reader.accessMode
+    lease.release()
+    return Promise.resolve(mode)
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    for (const reader of this.prepared.values()) closeQuietly(reader)
+    this.prepared.clear()
+    await this.live.close()
+  }
+
+  private open(version: number, dir: string): Promise<StoreReader> {
+    return openVersionReader(this.opts.openReader, dir, { store: this.opts.store, version, nodeId: this.opts.nodeId })
+  }
+}
+
+/** The read side of a single-process node: every store's LocalServingStore. */
+export function localServedStores(dataDir: {
+  get(store: string): { readonly serving: LocalServingStore } | undefined
+  all(): readonly { readonly serving: LocalServingStore }[]
+}): ServedStores {
+  return {
+    get: (store) => dataDir.get(store)?.serving,
+    all: () => dataDir.all().map((sv) => sv.serving),
+  }
+}

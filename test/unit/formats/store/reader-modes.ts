@@ -1,0 +1,19 @@
+import { nativeFunctions } from '../../../../common/native'
+import { readMetadata } from '../../../../formats/store/metadata-io'
+import { jsStoreOps } from '../../../../formats/store/store-ops'
+import { normalize, openMappedStore, openStore } from '../../../../formats/store/store-reader'
+import type { OpenOptions, StoreReader } from '../../../../formats/store/store-reader-api'
+
+/**
+ * The ways a reader can run, for describe.each: 'mmap' (the addon; absent when
+ * ROSTORE_NATIVE=0), 'mmap-js' (the same reader over the addon's JavaScript twins) and
+ * 'pread' (the fallback).
+ */
+export type ReaderMode = 'mmap' | 'mmap-js' | 'pread'
+
+export const READER_MODES: readonly ReaderMode[] = [...(nativeFunctions() ? (['mmap'] as const) : []), 'mmap-js', 'pread']
+
+export async function openIn(mode: ReaderMode, dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
+  if (mode === 'mmap-js') return openMappedStore(jsStoreOps, dir, await readMetadata(dir), normalize(opts))
+  return openStore(dir, { ...opts, access: mode })
+}
