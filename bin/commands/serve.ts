@@ -134,7 +134,10 @@ export function builder(y: Argv): Argv<ServeArgs> {
     })
     .option('resp-default-store', { type: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' })
     .option('resp-max-clients', { ...integerOption('resp-max-clients'), describe: 'open RESP connections at most (default 10000)' })
-    .option('resp-idle-timeout-ms', { ...integerOption('resp-idle-timeout-ms'), describe: 'close RESP connections idle this long, 0 for never (default 300000)' })
+    .option('resp-idle-timeout-ms', {
+      ...integerOption('resp-idle-timeout-ms'),
+      describe: 'close RESP connections idle this long, 0 for never (default 300000)',
+    })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0)
         throw new StoreError('RO_BAD_OPTION', `--node-id must be a non-negative integer, got ${a['node-id']}`)

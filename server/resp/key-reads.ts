@@ -204,8 +204,7 @@ export class KeyReads {
         if (failure !== undefined) {
           this.forwardFailure(b.store, failure)
           d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
-        }
-        else this.finish(conn, d.w, values, reply)
+        } else this.finish(conn, d.w, values, reply)
         conn.complete(d)
       })
     }

@@ -70,8 +70,7 @@ export interface RespServerOptions {
   readonly peerRetryMs?: number
 }
 
-export interface NormalizedRespOptions
-  extends Required<Omit<RespServerOptions, 'defaultStore' | 'requestLimits' | 'tls' | 'peerTls'>> {
+export interface NormalizedRespOptions extends Required<Omit<RespServerOptions, 'defaultStore' | 'requestLimits' | 'tls' | 'peerTls'>> {
   readonly defaultStore: string | undefined
   readonly tls: NodeTlsOptions | undefined
   readonly peerTls: NodeTls | undefined

@@ -10,7 +10,7 @@ import {
   type Handler,
   type RespService,
 } from '../command-table'
-import { BAD_NAME, CLIENT_COMMAND, validName } from './client'
+import { BAD_NAME, CLIENT_COMMAND, validName } from './client-command'
 import { REDIS_COMPAT_VERSION } from './info'
 
 const WRONGPASS = 'WRONGPASS invalid username-password pair or user is disabled.'
