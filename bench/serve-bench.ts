@@ -26,7 +26,7 @@ import { goal, type BenchContext, type GoalRow, type Section } from './report'
 import { runRespBench } from './resp-bench'
 import { ensureArtifact, rostoreNodeDir, STORE, benchCluster } from './rostore'
 import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from './stats'
-import { cpuSecondsOf, duBytes, freePort, log, memoryOf, pinArgs, runTimed } from './system'
+import { treeCpuSeconds, duBytes, freePort, log, memoryOf, pinArgs, runTimed } from './system'
 import { ensureWrk, runWrk } from './wrk'
 
 const CONNECTIONS = 50
@@ -46,14 +46,23 @@ export class ServeProcess {
   static async start(
     dataDir: string,
     cluster: string,
-    opts: { nodeId?: number; extraArgs?: readonly string[] } = {},
+    opts: {
+      nodeId?: number
+      extraArgs?: readonly string[]
+      /** --workers; default 1 (one serving process, pinned with the supervisor to the server core). */
+      workers?: number
+      /** Pin the node to the server core (default); false lets it use every core. */
+      pinned?: boolean
+    } = {},
   ): Promise<ServeProcess> {
     const port = await freePort()
     const argv = [
-      ...pinArgs(SERVER_CPU),
+      ...(opts.pinned === false ? [] : pinArgs(SERVER_CPU)),
       process.execPath,
       cliPath(),
       'serve',
+      '--workers',
+      String(opts.workers ?? 1),
       '--cluster',
       cluster,
       '--node-id',
@@ -103,9 +112,12 @@ export class ServeProcess {
     return this.child.pid ?? -1
   }
 
-  /** The node's own pid: under taskset the child is taskset, which execs node (same pid). */
+  /**
+   * The node's CPU time, its serving workers included. Under taskset the child is taskset,
+   * which execs node (same pid).
+   */
   cpuSeconds(): number {
-    return cpuSecondsOf(this.pid)
+    return treeCpuSeconds(this.pid)
   }
 
   async stop(): Promise<void> {
