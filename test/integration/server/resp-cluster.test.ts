@@ -32,7 +32,17 @@ const keyOf = (i: number): string => `key-${i}`
 const valueOf = (i: number): string => `v1-${i}`
 
 beforeAll(async () => {
-  nodes = await startCluster({ dir: tmp.dir, nodes: 3, partitionsPerNode: 3, token: ADMIN, resp: true, env: { ROSTORE_READ_TOKEN: READ } })
+  // One serving process per node: INFO's counters are per serving loop, and these tests
+  // compare them across connections (RESP with several workers: resp-workers.test.ts).
+  nodes = await startCluster({
+    dir: tmp.dir,
+    nodes: 3,
+    partitionsPerNode: 3,
+    token: ADMIN,
+    resp: true,
+    env: { ROSTORE_READ_TOKEN: READ },
+    extraArgs: ['--workers', '1'],
+  })
   cluster = await loadCluster(nodes.clusterFile)
   const input = join(tmp.dir, 'in.tsv')
   await writeInput(
