@@ -12,6 +12,22 @@ import type { GoalRow } from './report'
 const CONTENTION =
   'All numbers come from a 2-core machine shared with other work (see the load average per section); the spread column shows how much runs moved.'
 
+const RESP_LAYER = `The rows "diagnostic, RESP layer alone" run the same listener (server/resp) over lookups that cost nothing
+(bench/resp-memory-node.ts), so they split a rostore row into the RESP layer's own work and the store lookup's. Measured while
+this was written (2 cores shared with other work, load average 10-17, so absolute numbers are inflated; same-run ratios hold):
+the RESP layer alone costs what the issue's calibration loop costs (a byte-level plain-Node RESP loop over a Map, one output
+buffer per read event): 5.0-5.7 against 5.0-6.1 µs per GET at -P 16, 37-39 against 36-38 µs unpipelined, interleaved runs
+of both. Profiles (\`--cpu-prof\` under redis-benchmark) of the layer show no hot spot of its own: the socket write
+(writeBuffer) and Node's stream machinery around each read event, then parsing and dispatch at about 1% each. What separates
+rostore from Redis is the lookup: \`StoreReader.get\` cost 5.8 µs of CPU per key in a loop on the same machine (1.5 µs of it
+system time: one \`pread\` per key), plus MD5 through WebAssembly, the interpolation search, a CRC32 of the record and two
+copies of the value; Redis answers from a hash table in memory.
+
+What moves it (the reader's code, being rewritten for speed: memory-mapped files, native addon): no system call per key
+(mmap), no record CRC on the hot path once a file is verified, and the batch lookup that writes framed values straight into
+the output buffer; \`writeLocalMget\` in server/resp/mget-encoding.ts is the one function to switch to it. The diagnostic
+rows are the floor such a reader can bring the RESP rows down to; compare them with Redis in the same table. ${CONTENTION}`
+
 const WHY: Record<string, string> = {
   'build-lmdb': `Profile (\`node --cpu-prof\` of \`rostore build\`, 1M × 100 B, both worker threads): no hot spot — the time is spread over the
 per-record pipeline in JavaScript: encoding the mapped record into the sort buffer (~8%), reading hash prefixes with \`readUInt32BE\`
@@ -98,6 +114,20 @@ dir + in-memory replace), whose p99 is well above the "LIVE write alone" row mea
 extra is not the fsyncs alone but what happens around them inside the serving process (event loop busy with the admin
 request's other work, closing the old reader). The owners of swapper/ should profile the flip; on this shared machine the
 fsync tail also follows the write-back of everything else running.`,
+
+  'resp-get': `On 2 cores redis-benchmark saturates its own core well before either server does (see the client CPU column), so this
+ratio mostly compares how quickly each server turns a request around once the load generator's core lets it; the server
+µs/req column is the fairer comparison. ${RESP_LAYER}`,
+  'resp-get-cpu': RESP_LAYER,
+  'resp-pipeline': `At -P 16 the per-request system calls are shared by 16 commands, so the per-key lookup cost weighs most here. ${RESP_LAYER}`,
+  'resp-mget': `An MGET of 100 keys is 100 lookups in one request: the rows are dominated by \`getMany\` (today a loop of \`get\`, one
+\`pread\` each). ${RESP_LAYER}`,
+  'resp-p99': `Measured with the open-loop paced client (bench/paced-client.ts, RESP mode) at half of rostore's own GET peak, Redis
+paced at the same rate beside it. On a busy 2-core machine both servers' tails are set by scheduling delays of the pinned
+server and client processes (the load average is printed per section; Redis's tail moves with it too); a node wakes up for
+each request, so a descheduled server holds every request queued behind it. Rerun \`--only resp\` on an idle machine; if
+the p99 stays above 1 ms there, profile at the paced rate (\`--cpu-prof\`) and look at synchronous \`pread\`s of records out of
+the page cache first.`,
 }
 
 export function explain(id: string, rows: readonly GoalRow[]): string {

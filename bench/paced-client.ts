@@ -27,6 +27,33 @@ export interface PacedJob {
   readonly rate: number
   readonly connections: number
   readonly durationSec: number
+  /** 'http' (default): GET /stores/<store>/keys/<key>; 'resp': `GET <key>` on a RESP port (bare keys). */
+  readonly protocol?: 'http' | 'resp'
+}
+
+/** One parsed response: bytes it took and its status (200 hit, 404 miss, else other); undefined when incomplete; null when unparseable. */
+type Parsed = { readonly used: number; readonly status: number } | undefined | null
+
+function parseHttp(buf: Buffer): Parsed {
+  const end = buf.indexOf('\r\n\r\n')
+  if (end < 0) return undefined
+  const head = buf.toString('latin1', 0, end)
+  const m = /\r\ncontent-length:\s*(\d+)/i.exec(head)
+  if (!m) return null
+  const need = end + 4 + Number(m[1])
+  return buf.length < need ? undefined : { used: need, status: Number(head.slice(9, 12)) }
+}
+
+/** `$-1` (miss), `$N` + N bytes (hit), `-...` (error, counted as other). */
+function parseResp(buf: Buffer): Parsed {
+  const nl = buf.indexOf('\r\n')
+  if (nl < 0) return undefined
+  if (buf[0] === 0x2d) return { used: nl + 2, status: 500 }
+  if (buf[0] !== 0x24) return null
+  const n = Number(buf.toString('latin1', 1, nl))
+  if (n < 0) return { used: nl + 2, status: 404 }
+  const need = nl + 2 + n + 2
+  return buf.length < need ? undefined : { used: need, status: 200 }
 }
 
 interface Conn {
@@ -40,9 +67,19 @@ async function main(): Promise<void> {
   const job = JSON.parse(process.argv[2] ?? '{}') as PacedJob
   const ids = streamIds('uniform', job.records, 200_000, job.seed + 17)
   const requests: Buffer[] = []
+  const resp = job.protocol === 'resp'
   for (let j = 0; j < ids.length; j++) {
-    requests.push(Buffer.from(`GET /stores/${job.store}/keys/${keyOf(ids[j] as number)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, 'latin1'))
+    const key = keyOf(ids[j] as number)
+    requests.push(
+      Buffer.from(
+        resp
+          ? `*2\r\n$3\r\nGET\r\n$${key.length}\r\n${key}\r\n`
+          : `GET /stores/${job.store}/keys/${key} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+        'latin1',
+      ),
+    )
   }
+  const parse = resp ? parseResp : parseHttp
   const total = Math.max(1, Math.round(job.rate * job.durationSec))
   const interval = 1000 / job.rate
   const latencies = new Float64Array(total)
@@ -84,19 +121,15 @@ async function main(): Promise<void> {
     c.socket.on('data', (chunk: Buffer) => {
       c.buf = c.buf.length === 0 ? chunk : Buffer.concat([c.buf, chunk])
       for (;;) {
-        const end = c.buf.indexOf('\r\n\r\n')
-        if (end < 0) return
-        const head = c.buf.toString('latin1', 0, end)
-        const status = Number(head.slice(9, 12))
-        const m = /\r\ncontent-length:\s*(\d+)/i.exec(head)
-        if (!m) {
+        const r = parse(c.buf)
+        if (r === undefined) return
+        if (r === null) {
           errors++
           c.socket.destroy()
           return
         }
-        const need = end + 4 + Number(m[1])
-        if (c.buf.length < need) return
-        c.buf = c.buf.subarray(need)
+        const status = r.status
+        c.buf = c.buf.subarray(r.used)
         if (done < total) latencies[done] = performance.now() - c.due
         done++
         if (status === 200) s200++

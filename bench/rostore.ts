@@ -30,6 +30,8 @@ export interface RostoreBuildOptions {
   readonly compression?: Compression
   readonly memoryMb?: number
   readonly version?: number
+  /** Another cluster file (default: the one-node benchCluster). */
+  readonly cluster?: string
   /** Build from this file instead of the data set's TSV (the same records in another format). */
   readonly input?: { readonly path: string; readonly format: InputFormat }
 }
@@ -45,7 +47,7 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
     '--format',
     o.input?.format ?? 'tsv',
     '--cluster',
-    benchCluster(tmp),
+    o.cluster ?? benchCluster(tmp),
     '--store',
     STORE,
     '--output',

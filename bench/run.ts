@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the whole benchmark suite, writing bench/RESULTS.md.
  *
- *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,lookup,serve,fetch,swap,push,memory,hadoop]
+ *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,lookup,serve,resp,fetch,swap,push,memory,hadoop]
  *                          [--runs N] [--seed N] [--out FILE]
  *   node dist/bench/run.js --render [FILE]   re-render FILE (default bench/RESULTS.md) from the
  *                                             sections the last run saved, e.g. after editing analysis.ts
@@ -23,11 +23,11 @@ import { EXTERNALS, runExternal } from './external'
 import { runLookupBench } from './lookup-bench'
 import { runMemoryBench } from './memory-bench'
 import { errorText, notRunSection, type BenchContext, type GoalRow, type Section } from './report'
-import { runServeBench } from './serve-bench'
+import { runRespServeBench, runServeBench } from './serve-bench'
 import { mdTable } from './stats'
 import { log, machineFacts, toolVersion, which } from './system'
 
-const ALL = ['build', 'lookup', 'serve', 'fetch', 'swap', 'push', 'memory', 'hadoop'] as const
+const ALL = ['build', 'lookup', 'serve', 'resp', 'fetch', 'swap', 'push', 'memory', 'hadoop'] as const
 type BenchId = (typeof ALL)[number]
 
 interface Args {
@@ -236,6 +236,7 @@ async function main(): Promise<void> {
     else if (id === 'build') plan.push({ id, title: '1. Build', run: () => runBuildBench(ctx) })
     else if (id === 'lookup') plan.push({ id, title: '2. In-process lookups (one thread)', run: () => runLookupBench(ctx) })
     else if (id === 'serve') plan.push({ id, title: '3. Serving over loopback', run: () => runServeBench(ctx) })
+    else if (id === 'resp') plan.push({ id, title: '3b. Serving over RESP (the Redis protocol)', run: () => runRespServeBench(ctx) })
     else if (id === 'memory') plan.push({ id, title: '5. Memory', run: () => runMemoryBench(ctx) })
   }
   warnDiskSpace(ctx)

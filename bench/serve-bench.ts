@@ -8,7 +8,8 @@
  * key distribution: uniform over the N keys plus 10% absent keys. Single-get latency "at
  * half of peak load" comes from an open-loop paced client (paced-client.ts). Server CPU (from /proc) tells whether the server was
  * the bottleneck (≈ 1.0 = one core busy). Also: node RSS against the size of the store's
- * files, and Redis's memory for the same records.
+ * files, and Redis's memory for the same records. Section 3b (runRespServeBench): the RESP
+ * port against Redis with redis-benchmark driving both (bench/resp-bench.ts).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, rmSync, writeFileSync } from 'node:fs'
@@ -22,9 +23,10 @@ import type { PacedJob } from './paced-client'
 import { loadPeerArtifact } from './lookup-bench'
 import { ensureRedis, ensureRespInput, redisBenchmark, RedisServer, type RedisBenchResult } from './peers/redis'
 import { goal, type BenchContext, type GoalRow, type Section } from './report'
+import { runRespBench } from './resp-bench'
 import { ensureArtifact, rostoreNodeDir, STORE, benchCluster } from './rostore'
 import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from './stats'
-import { cpuSecondsOf, duBytes, freePort, log, memoryOf, pinArgs, runTimed } from './system'
+import { treeCpuSeconds, duBytes, freePort, log, memoryOf, pinArgs, runTimed } from './system'
 import { ensureWrk, runWrk } from './wrk'
 
 const CONNECTIONS = 50
@@ -34,30 +36,44 @@ const BATCH = 100
 const SERVER_CPU = 0
 const CLIENT_CPU = 1
 
-class ServeProcess {
+export class ServeProcess {
   private constructor(
     readonly child: ChildProcess,
     readonly port: number,
     readonly stderr: string[],
   ) {}
 
-  static async start(dataDir: string, cluster: string): Promise<ServeProcess> {
+  static async start(
+    dataDir: string,
+    cluster: string,
+    opts: {
+      nodeId?: number
+      extraArgs?: readonly string[]
+      /** --workers; default 1 (one serving process, pinned with the supervisor to the server core). */
+      workers?: number
+      /** Pin the node to the server core (default); false lets it use every core. */
+      pinned?: boolean
+    } = {},
+  ): Promise<ServeProcess> {
     const port = await freePort()
     const argv = [
-      ...pinArgs(SERVER_CPU),
+      ...(opts.pinned === false ? [] : pinArgs(SERVER_CPU)),
       process.execPath,
       cliPath(),
       'serve',
+      '--workers',
+      String(opts.workers ?? 1),
       '--cluster',
       cluster,
       '--node-id',
-      '0',
+      String(opts.nodeId ?? 0),
       '--data-dir',
       dataDir,
       '--port',
       String(port),
       '--bind',
       '127.0.0.1',
+      ...(opts.extraArgs ?? []),
     ]
     const [bin, ...args] = argv as [string, ...string[]]
     const env = { ...process.env }
@@ -96,9 +112,12 @@ class ServeProcess {
     return this.child.pid ?? -1
   }
 
-  /** The node's own pid: under taskset the child is taskset, which execs node (same pid). */
+  /**
+   * The node's CPU time, its serving workers included. Under taskset the child is taskset,
+   * which execs node (same pid).
+   */
   cpuSeconds(): number {
-    return cpuSecondsOf(this.pid)
+    return treeCpuSeconds(this.pid)
   }
 
   async stop(): Promise<void> {
@@ -109,6 +128,27 @@ class ServeProcess {
     await exited
     clearTimeout(timer)
   }
+}
+
+/**
+ * A data directory under work/<name> serving the plain rostore artifact as version 1 of
+ * STORE (hard links: the version shares the artifact's immutable files), and a one-node
+ * cluster file.
+ */
+export async function serveDataDir(ds: Dataset, name: string): Promise<{ dataDir: string; cluster: string }> {
+  const nodeDir = rostoreNodeDir(ds, 'rostore-none')
+  await ensureArtifact(ds, 'rostore-none', loadPeerArtifact(ds))
+  const root = ensureDir(join(workRoot(), name))
+  return { dataDir: linkVersion(nodeDir, join(root, 'data')), cluster: benchCluster(root) }
+}
+
+/** `dataDir` afresh, holding `nodeDir` as version 1 of STORE (hard links) and live. */
+export function linkVersion(nodeDir: string, dataDir: string): string {
+  rmSync(dataDir, { recursive: true, force: true })
+  ensureDir(join(dataDir, STORE))
+  execFileSync('cp', ['-al', nodeDir, join(dataDir, STORE, 'version-1')])
+  writeFileSync(join(dataDir, STORE, 'LIVE'), '1\n')
+  return dataDir
 }
 
 function httpCall(port: number, method: string, path: string, body?: Buffer): Promise<{ status: number; body: Buffer }> {
@@ -198,15 +238,7 @@ async function rostoreServing(ctx: BenchContext, ds: Dataset, duration: number, 
   const half = emptyRow(`rostore serve: GET paced at half the peak rate (${PACED_CONNECTIONS} connections)`)
   const multi = emptyRow(`rostore serve: multi-get of ${BATCH} keys (${tool})`)
   const nodeDir = rostoreNodeDir(ds, 'rostore-none')
-  await ensureArtifact(ds, 'rostore-none', loadPeerArtifact(ds))
-  const root = ensureDir(join(workRoot(), 'serve'))
-  const dataDir = join(root, 'data')
-  rmSync(dataDir, { recursive: true, force: true })
-  ensureDir(join(dataDir, STORE))
-  // Hard links: the version directory shares the artifact's immutable files.
-  execFileSync('cp', ['-al', nodeDir, join(dataDir, STORE, 'version-1')])
-  writeFileSync(join(dataDir, STORE, 'LIVE'), '1\n')
-  const cluster = benchCluster(root)
+  const { dataDir, cluster } = await serveDataDir(ds, 'serve')
   let node: ServeProcess | undefined
   try {
     node = await ServeProcess.start(dataDir, cluster)
@@ -413,4 +445,23 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
     )
   }
   return { title: '3. Serving over loopback', markdown: parts.join('\n\n') + '\n', goals }
+}
+
+/** 3b: the RESP port against redis-server, redis-benchmark driving both; forwarding measured on the first shape. */
+export async function runRespServeBench(ctx: BenchContext): Promise<Section> {
+  const duration = ctx.quick ? 1.5 : 10
+  const parts: string[] = [
+    `Server pinned to core ${SERVER_CPU}, redis-benchmark to core ${CLIENT_CPU}; ${ctx.runs} runs of about ${duration} s per row, rostore and Redis ` +
+      'interleaved; medians, spread = ±half the range. "server µs/req" = server CPU time ÷ requests: on 2 cores the unpipelined GET rate is ' +
+      "bound by redis-benchmark's own core, so this column compares the servers' work. Same 12-digit keys (10% absent) on both.",
+  ]
+  const goals: GoalRow[] = []
+  for (const shape of ctx.shapes) {
+    const ds = ensureDataset(shape, ctx.seed)
+    log(`resp bench: ${shape.name}`)
+    const r = await runRespBench(ctx, ds, duration, shape === ctx.shapes[0])
+    parts.push(r.markdown)
+    goals.push(...r.goals)
+  }
+  return { title: '3b. Serving over RESP (the Redis protocol)', markdown: parts.join('\n\n') + '\n', goals }
 }

@@ -180,6 +180,29 @@ export function duBytes(path: string): number {
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc; NaN elsewhere. */
+/**
+ * CPU seconds of a process and its live descendants (a node's supervisor and its serving
+ * workers): /proc/<pid>/task/<tid>/children, walked down.
+ */
+export function treeCpuSeconds(pid: number): number {
+  let sum = cpuSecondsOf(pid)
+  for (const child of childrenOf(pid)) sum += treeCpuSeconds(child)
+  return sum
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    const out: number[] = []
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim()
+      if (text !== '') out.push(...text.split(' ').map(Number))
+    }
+    return out
+  } catch {
+    return []
+  }
+}
+
 export function cpuSecondsOf(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')

@@ -41,7 +41,7 @@ export function nodeAgent(tls: NodeTls | undefined, maxSockets: number): Agent {
   return new https.Agent({ keepAlive: true, maxSockets, ...tlsRequestOptions(tls) })
 }
 
-function tlsRequestOptions(tls: NodeTls): { ca?: string | Buffer; servername?: string } {
+export function tlsRequestOptions(tls: NodeTls): { ca?: string | Buffer; servername?: string } {
   return { ...(tls.ca === undefined ? {} : { ca: tls.ca }), ...(tls.servername === undefined ? {} : { servername: tls.servername }) }
 }
 

@@ -53,6 +53,16 @@ export interface NodeClientOptions {
   readonly adminToken?: string
   /** Largest response taken; default 64 MiB (a node's default --max-response-bytes). */
   readonly maxResponseBytes?: number
+  /** Sent as the bearer token of read requests, when the nodes require one. */
+  readonly readToken?: string
+}
+
+/** The reads the routing client makes of one node, over HTTP (NodeClient) or RESP (RespNodeClient). */
+export interface NodeReads {
+  readonly endpoint: string
+  get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }>
+  getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }>
+  close(): void
 }
 
 /**
@@ -60,7 +70,7 @@ export interface NodeClientOptions {
  * every failure is a StoreError: RO_UNAVAILABLE for connection errors, timeouts and 5xx,
  * the node's own code otherwise.
  */
-export class NodeClient {
+export class NodeClient implements NodeReads {
   readonly endpoint: string
   private readonly agent: Agent
   private readonly timeoutMs: number
@@ -77,7 +87,7 @@ export class NodeClient {
 
   /** The value (undefined when absent) and the store version that answered. */
   async get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }> {
-    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`)
+    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`, undefined, this.readHeaders())
     if (res.status === 404 && res.body.length === 0 && res.headers[VERSION_HEADER] !== undefined)
       return { value: undefined, version: versionOf(res) }
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
@@ -118,7 +128,7 @@ export class NodeClient {
       'POST',
       `/stores/${encodeURIComponent(store)}/multi-get`,
       encodeKeys(keys),
-      { 'Content-Type': 'application/octet-stream' },
+      { 'Content-Type': 'application/octet-stream', ...this.readHeaders() },
       true,
     )
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
@@ -184,8 +194,12 @@ export class NodeClient {
     this.agent.destroy()
   }
 
+  private readHeaders(): Record<string, string> {
+    return this.opts.readToken === undefined ? {} : { Authorization: `Bearer ${this.opts.readToken}` }
+  }
+
   private async json<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, admin = false): Promise<T> {
-    const headers: Record<string, string> = {}
+    const headers: Record<string, string> = admin ? {} : this.readHeaders()
     if (admin) {
       if (!this.opts.adminToken)
         throw new StoreError('RO_UNAUTHORIZED', `${this.endpoint}: no admin token (give --admin-token or set ROSTORE_ADMIN_TOKEN)`)

@@ -2,7 +2,8 @@ import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../commo
 import type { Cluster } from '../cluster/cluster'
 import { buildRing, routeHash, type Ring } from '../cluster/routing'
 import { createKeyHasher, keyBytes, type KeyHasher } from '../formats/store/key-hash'
-import { NodeClient, type RemoteStoreInfo } from './node-client'
+import { NodeClient, type NodeReads, type RemoteStoreInfo } from './node-client'
+import { RespNodeClient } from './resp-node-client'
 
 export interface StoreClientOptions {
   readonly cluster: Cluster
@@ -11,6 +12,14 @@ export interface StoreClientOptions {
   readonly timeoutMs?: number
   /** Keys per multi-get request; default 1000. */
   readonly batchSize?: number
+  /**
+   * How keys are read: 'http' (default; multi-get framing) or 'resp' (the nodes' RESP
+   * ports, one pipelined connection per node; every node needs a respPort in
+   * cluster.json). The store's description is read over HTTP either way.
+   */
+  readonly transport?: 'http' | 'resp'
+  /** The read token, when the nodes require one. */
+  readonly readToken?: string
   /**
    * Called each time a replica's answer is not used and the next replica is asked: the
    * node was unreachable, failing, stale, or answered that its copy is damaged. For an
@@ -57,7 +66,7 @@ export class StoreClient {
   private constructor(
     readonly store: string,
     readonly info: RemoteStoreInfo,
-    private readonly nodes: ReadonlyMap<number, NodeClient>,
+    private readonly nodes: ReadonlyMap<number, NodeReads>,
     private readonly ring: Ring,
     private readonly hasher: KeyHasher,
     private readonly batchSize: number,
@@ -88,20 +97,34 @@ export class StoreClient {
   }
 
   static async connect(opts: StoreClientOptions): Promise<StoreClient> {
-    const nodes = new Map(opts.cluster.nodes.map((n) => [n.id, new NodeClient(n, { timeoutMs: opts.timeoutMs ?? 2000 })]))
-    const answers = await Promise.allSettled([...nodes.values()].map((c) => c.storeInfo(opts.store)))
+    const timeoutMs = opts.timeoutMs ?? 2000
+    const readToken = opts.readToken
+    const http = new Map(opts.cluster.nodes.map((n) => [n.id, new NodeClient(n, { timeoutMs, readToken })]))
+    const answers = await Promise.allSettled([...http.values()].map((c) => c.storeInfo(opts.store)))
     const infos = answers.flatMap((a) => (a.status === 'fulfilled' && !a.value.stale ? [a.value] : []))
     const newest = infos.sort((a, b) => b.version - a.version)[0]
+    const fail = (err: StoreError): never => {
+      for (const c of http.values()) c.close()
+      throw err
+    }
+    if (!newest && answers.every((a) => a.status === 'rejected' && isStoreError(a.reason, 'RO_UNAUTHORIZED'))) {
+      fail(new StoreError('RO_UNAUTHORIZED', `no node would describe store ${opts.store}: missing or wrong read token`))
+    }
     if (!newest) {
-      for (const c of nodes.values()) c.close()
       const why = answers.map((a) => (a.status === 'rejected' ? errorMessage(a.reason) : 'stale'))
-      throw new StoreError('RO_UNAVAILABLE', `no node could describe store ${opts.store}: ${why.join('; ')}`)
+      return fail(new StoreError('RO_UNAVAILABLE', `no node could describe store ${opts.store}: ${why.join('; ')}`))
     }
     for (const n of newest.layout) {
-      if (!nodes.has(n.id)) {
-        for (const c of nodes.values()) c.close()
-        throw new StoreError('RO_BAD_CLUSTER', `store ${opts.store} was built for node ${n.id}, which cluster.json does not list`)
-      }
+      if (!http.has(n.id))
+        fail(new StoreError('RO_BAD_CLUSTER', `store ${opts.store} was built for node ${n.id}, which cluster.json does not list`))
+    }
+    let nodes: Map<number, NodeReads> = http
+    if (opts.transport === 'resp') {
+      const missing = opts.cluster.nodes.filter((n) => n.respPort === undefined).map((n) => n.id)
+      if (missing.length > 0)
+        fail(new StoreError('RO_BAD_CLUSTER', `the RESP transport needs a respPort in cluster.json for node(s) ${missing.join(', ')}`))
+      for (const c of http.values()) c.close()
+      nodes = new Map(opts.cluster.nodes.map((n) => [n.id, new RespNodeClient(n, { timeoutMs, readToken })]))
     }
     return new StoreClient(
       opts.store,

@@ -7,6 +7,8 @@ export interface ClusterNode {
   readonly id: number
   readonly host: string
   readonly port: number
+  /** The node's RESP (Redis protocol) port, when it serves one; nodes forward keys to it. */
+  readonly respPort?: number
   readonly partitions: readonly number[]
   /**
    * Reach the node over HTTPS, trusting these settings. Not read from cluster.json: the
@@ -71,6 +73,14 @@ export function parseCluster(json: unknown, where = 'cluster'): Cluster {
     const endpoint = `${host}:${port}`
     if (endpoints.has(endpoint)) fail(`node ${id}: ${endpoint} is used by another node`)
     endpoints.add(endpoint)
+    const respPort = raw['respPort']
+    if (respPort !== undefined) {
+      if (!isNonNegativeInt(respPort) || respPort < 1 || respPort > 65535)
+        return fail(`node ${id}: bad respPort ${JSON.stringify(respPort)} (1-65535)`)
+      const respEndpoint = `${host}:${respPort}`
+      if (endpoints.has(respEndpoint)) fail(`node ${id}: respPort ${respEndpoint} is used by another port`)
+      endpoints.add(respEndpoint)
+    }
     const partitions = raw['partitions']
     if (!Array.isArray(partitions) || partitions.length === 0) return fail(`node ${id}: has no partitions`)
     for (const p of partitions as unknown[]) {
@@ -79,7 +89,12 @@ export function parseCluster(json: unknown, where = 'cluster'): Cluster {
       if (prev !== undefined) fail(`node ${id}: duplicate partition ${p} (also on node ${prev})`)
       owner.set(p, id)
     }
-    nodes.push({ id, host, port, partitions: [...(partitions as number[])].sort((a, b) => a - b) })
+    const sorted = [...(partitions as number[])].sort((a, b) => a - b)
+    nodes.push(
+      respPort === undefined
+        ? { id, host, port, partitions: sorted }
+        : { id, host, port, respPort: respPort as number, partitions: sorted },
+    )
   }
   for (let p = 0; p < owner.size; p++) {
     if (!owner.has(p)) fail(`gap in partition ids: partition ${p} is missing (partitions must be 0..${owner.size - 1})`)

@@ -23,12 +23,15 @@ export class AdminAuth {
   /** Throws RO_UNAUTHORIZED (401), or AdminDisabledError (403) when no token is configured. */
   check(req: IncomingMessage): void {
     if (!this.digest) throw new AdminDisabledError()
-    const header = req.headers.authorization
-    const m = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null
-    const given = m?.[1]
+    const given = bearerOf(req)
     // Always hash and compare, also without a header, so both paths cost the same.
     const ok = timingSafeEqual(sha256(given ?? ''), this.digest) && given !== undefined
     if (!ok) throw new StoreError('RO_UNAUTHORIZED', 'missing or wrong admin token')
+  }
+
+  /** Whether `given` is the admin token (false when admin is disabled). */
+  matches(given: string): boolean {
+    return this.digest !== undefined && timingSafeEqual(sha256(given), this.digest)
   }
 }
 
@@ -72,6 +75,52 @@ export class AdminDisabledError extends Error {
   }
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest()
+/**
+ * Read authentication, off by default: with a read token configured (`--read-token`,
+ * `ROSTORE_READ_TOKEN`), HTTP read routes want `Authorization: Bearer <token>` and RESP
+ * connections `AUTH <token>` before any read. Compared like the admin token (SHA-256 +
+ * timingSafeEqual). HTTP reads also accept the admin token (whoever may swap a store may
+ * read it, and admin tools need no second secret); RESP AUTH accepts the read token only,
+ * so the admin secret never travels over the port opened to every service.
+ */
+export class ReadAuth {
+  private readonly digest: Buffer | undefined
+
+  /** Throws RO_BAD_OPTION for a token that could never authenticate (checkToken). */
+  constructor(
+    token: string | undefined,
+    private readonly admin?: AdminAuth,
+  ) {
+    this.digest = token === undefined || token === '' ? undefined : sha256(checkToken('the read token', token))
+  }
+
+  get enabled(): boolean {
+    return this.digest !== undefined
+  }
+
+  /** Whether `given` is the read token (bytes, as a RESP argument arrives). */
+  matches(given: Uint8Array | string): boolean {
+    if (!this.digest) return false
+    return timingSafeEqual(sha256(given), this.digest)
+  }
+
+  /** HTTP: throws RO_UNAUTHORIZED unless the request carries the read (or admin) token. */
+  check(req: IncomingMessage): void {
+    if (!this.digest) return
+    const given = bearerOf(req)
+    const ok = this.matches(given ?? '') && given !== undefined
+    if (ok || (given !== undefined && this.admin?.matches(given))) return
+    throw new StoreError('RO_UNAUTHORIZED', 'missing or wrong read token')
+  }
+}
+
+function bearerOf(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization
+  const m = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null
+  return m?.[1]
+}
+
+function sha256(text: Uint8Array | string): Buffer {
+  const h = createHash('sha256')
+  return (typeof text === 'string' ? h.update(text, 'utf8') : h.update(text)).digest()
 }

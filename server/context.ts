@@ -3,7 +3,7 @@ import type { Cluster } from '../cluster/cluster'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServedStores } from '../swapper/served-store'
 import type { ServingMirror } from '../swapper/serving-mirror'
-import type { AdminAuth } from './auth'
+import type { AdminAuth, ReadAuth } from './auth'
 import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
@@ -19,6 +19,8 @@ export interface ReadContext {
   readonly cluster: Cluster
   /** The stores as the read routes see them (live readers, stale marks). */
   readonly stores: ServedStores
+  /** Checked on routes with access 'read' in every serving loop (off when no read token is configured). */
+  readonly readAuth: ReadAuth
   readonly metrics: NodeMetrics
   readonly log: Logger
   readonly accessLog: boolean

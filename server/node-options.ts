@@ -2,8 +2,10 @@ import { StoreError } from '../common/errors'
 import { loadCluster, type Cluster, type NodeTls } from '../cluster/cluster'
 import type { OpenReader } from '../swapper/open-version'
 import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
+import { checkToken } from './auth'
 import type { Logger } from './log'
 import { readLimits, type ReadLimits } from './read-limits'
+import { normalizeRespOptions, type RespServerOptions } from './resp/resp-context'
 import type { NodeTlsOptions } from './tls'
 
 const DEFAULT_MAX_CONNECTIONS = 2048
@@ -27,6 +29,15 @@ export interface NodeOptions {
   readonly dataDir: string
   /** Admin bearer token; without one every admin route answers 403. */
   readonly adminToken?: string
+  /** Read token: HTTP reads need it as a bearer token, RESP connections with AUTH. Off when unset. */
+  readonly readToken?: string
+  /**
+   * The RESP (Redis protocol) listener, on `bind` like HTTP, in every serving loop (each
+   * worker of a multi-process node listens on the shared port). It starts when `resp.port`
+   * is given (0: any free port) or cluster.json has a `respPort` for this node. With `tls`
+   * it speaks TLS too, with the same certificate.
+   */
+  readonly resp?: RespNodeOptions
   /** Backups kept besides the live version (default 2). */
   readonly keepVersions?: number
   /** Host to listen on; default the node's host in cluster.json. */
@@ -82,6 +93,8 @@ export interface NodeOptions {
   readonly verify?: VerifyDir
 }
 
+export type RespNodeOptions = Omit<RespServerOptions, 'host' | 'port' | 'tls' | 'peerTls'> & { readonly port?: number }
+
 /** What every kind of node derives from its options before it starts anything. */
 export interface NodeSetup {
   readonly cluster: Cluster
@@ -91,6 +104,8 @@ export interface NodeSetup {
   readonly workers: number
   readonly readLimits: ReadLimits
   readonly maxConnections: number
+  /** The RESP listener's options (host and port resolved), or undefined when the node runs none. */
+  readonly resp: RespServerOptions | undefined
 }
 
 /** Loads the cluster and checks the options a user gave; RO_BAD_OPTION / RO_BAD_CLUSTER. */
@@ -112,5 +127,12 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
     throw new StoreError('RO_BAD_OPTION', `--max-connections must be a positive integer, got ${maxConnections}`)
   }
   const limits = readLimits({ maxResponseBytes: opts.maxResponseBytes, sendTimeoutMs: opts.sendTimeoutMs })
-  return { cluster, host: opts.bind ?? me.host, port: opts.port ?? me.port, keepVersions, workers, readLimits: limits, maxConnections }
+  const host = opts.bind ?? me.host
+  const respPort = opts.resp?.port ?? me.respPort
+  // A node that serves HTTPS serves RESP over TLS too, with the same certificate.
+  const resp = respPort === undefined ? undefined : { ...opts.resp, host, port: respPort, tls: opts.tls, peerTls: opts.peerTls }
+  // Checked here, before anything starts (and before a supervisor forks workers that would fail).
+  if (resp) normalizeRespOptions(resp)
+  if (opts.readToken !== undefined && opts.readToken !== '') checkToken('the read token', opts.readToken)
+  return { cluster, host, port: opts.port ?? me.port, keepVersions, workers, readLimits: limits, maxConnections, resp }
 }

@@ -2,6 +2,7 @@ import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import type { Jobs } from './jobs'
 import type { NodeMetrics } from './metrics'
+import type { RespServer } from './resp/resp-context'
 import { resolveNodeSetup, type NodeOptions } from './node-options'
 import { startSingleProcessNode } from './single-node'
 import { startSupervisedNode } from './supervisor/supervisor'
@@ -19,6 +20,10 @@ export interface RunningNode {
   readonly dataDir: DataDir<ServingMirror>
   readonly jobs: Jobs
   readonly metrics: NodeMetrics
+  /** The RESP port, when the node serves one (every serving loop listens on it). */
+  readonly respPort?: number
+  /** The RESP listener itself: single-process nodes only (a multi-process node's are in its workers). */
+  readonly resp?: RespServer
   /**
    * Certificate rotation (`--tls-cert`/`--tls-key` read again): new connections on every
    * serving loop use the new files, open ones keep theirs. RO_BAD_OPTION when the node

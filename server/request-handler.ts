@@ -138,6 +138,9 @@ function dispatch(
   }
   info.op = match.route.op
   const route = match.route
+  // Read routes run in every serving loop (a worker, or the only process), so each checks
+  // the read token itself; supervisors only ever see forwarded control routes.
+  if (route.access === 'read') ctx.readAuth.check(req)
   if (route.scope === 'read') return route.handle(ctx, req, res, match.params)
   if (control.kind === 'local') return route.handle(control.ctx, req, res, match.params)
   throw new RangeError(`control route ${route.path} outside the control paths`)
@@ -175,7 +178,7 @@ function fail(
     return
   }
   const headers: Record<string, string> = {}
-  if (status === 401) headers['WWW-Authenticate'] = 'Bearer realm="rostore-admin"'
+  if (status === 401) headers['WWW-Authenticate'] = `Bearer realm="${req.url?.startsWith('/admin') ? 'rostore-admin' : 'rostore-read'}"`
   // The request body may still be arriving (413, early 401): do not keep the connection.
   if (!req.complete) headers['Connection'] = 'close'
   sendJson(res, status, body, headers)

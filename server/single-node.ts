@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
-import { AdminAuth } from './auth'
+import { AdminAuth, ReadAuth } from './auth'
 import { createFetchRunner, SourceAccess } from './fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from './http-listener'
 import { Jobs } from './jobs'
@@ -11,14 +11,17 @@ import type { RunningNode } from './node'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { PeerCheck } from './peer-check'
 import { PushLocks } from './push-lock'
+import { respLogFields, startLoopResp } from './node-resp'
 import { createRequestHandler } from './request-handler'
 import { StoreCreation } from './store-creation'
-import { reloadTls } from './tls'
+import { loadTlsFiles, reloadTls } from './tls'
+import type { RespServer } from './resp/resp-context'
 
 /** A node in one process: the versions, the admin API and the reads share one event loop. */
 export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
   const log = opts.log ?? createLogger()
   const auth = new AdminAuth(opts.adminToken)
+  const readAuth = new ReadAuth(opts.readToken, auth)
   warnAboutAuth(auth, opts.adminToken, log)
 
   let dataDir: DataDir | undefined = undefined
@@ -71,6 +74,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     stores: localServedStores(dd),
     dataDir: dd,
     auth,
+    readAuth,
     metrics,
     jobs,
     pushLocks: new PushLocks(),
@@ -99,6 +103,14 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     throw err
   }
   bound = { host: addr.address, port: addr.port }
+  let resp: RespServer | undefined
+  try {
+    resp = await startLoopResp(ctx, setup.resp, opts.readToken)
+  } catch (err) {
+    server.close()
+    await dd.close()
+    throw err
+  }
   const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
   // Listening already (peers asking this node get answers), serving stores only once decided.
   await peers.start()
@@ -113,7 +125,9 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
     keepVersions: setup.keepVersions,
     admin: auth.enabled,
+    readAuth: readAuth.enabled,
     tls: opts.tls !== undefined,
+    ...respLogFields(setup.resp, resp?.port),
   })
 
   let closing: Promise<boolean> | undefined
@@ -125,10 +139,12 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
       const timeoutMs = opts.drainTimeoutMs ?? 30_000
       // Running jobs are cancelled; one stuck in a long file copy is not waited for past the
       // drain timeout (its staging directory is removed at the next start).
-      const [inTime] = await Promise.all([
+      const [httpInTime, respInTime] = await Promise.all([
         drainHttpServer(server, handler, timeoutMs),
+        resp ? resp.close(timeoutMs) : true,
         Promise.race([jobs.cancelAll().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]),
       ])
+      const inTime = httpInTime && respInTime
       if (!inTime) log.warn('shutdown-drain-timeout', { drainTimeoutMs: timeoutMs })
       await dd.close()
       log.info('shutdown-complete', { drained: inTime })
@@ -146,8 +162,13 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     dataDir: dd,
     jobs,
     metrics,
+    resp,
+    respPort: resp?.port,
     close,
-    reloadTls: (certFile, keyFile) => reloadTls(server, certFile, keyFile),
+    reloadTls: async (certFile, keyFile) => {
+      await reloadTls(server, certFile, keyFile)
+      if (resp?.tls) resp.setSecureContext(await loadTlsFiles(certFile, keyFile))
+    },
   }
 }
 

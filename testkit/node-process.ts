@@ -20,6 +20,7 @@ export interface ClusterNodeSpec {
   readonly id: number
   readonly host: string
   readonly port: number
+  readonly respPort?: number
   readonly partitions: readonly number[]
 }
 
@@ -36,7 +37,7 @@ export { freePort }
  */
 export async function writeClusterFile(
   dir: string,
-  opts: { nodes?: number; partitionsPerNode?: number; name?: string; file?: string; ports?: readonly number[] } = {},
+  opts: { nodes?: number; partitionsPerNode?: number; name?: string; file?: string; ports?: readonly number[]; resp?: boolean } = {},
 ): Promise<{ path: string; cluster: ClusterSpec }> {
   const n = opts.nodes ?? 1
   const per = opts.partitionsPerNode ?? 2
@@ -44,7 +45,8 @@ export async function writeClusterFile(
   for (let id = 0; id < n; id++) {
     const partitions: number[] = []
     for (let k = 0; k < per; k++) partitions.push(k * n + id)
-    nodes.push({ id, host: LOOPBACK, port: opts.ports?.[id] ?? (await freePort()), partitions })
+    const port = opts.ports?.[id] ?? (await freePort())
+    nodes.push(opts.resp ? { id, host: LOOPBACK, port, respPort: await freePort(), partitions } : { id, host: LOOPBACK, port, partitions })
   }
   const cluster: ClusterSpec = { name: opts.name ?? 'test-cluster', nodes }
   await mkdir(dir, { recursive: true })
@@ -142,6 +144,7 @@ export class NodeProcess {
   private exitInfo: ExitInfo | undefined
   private host = LOOPBACK
   private boundPort = 0
+  private boundRespPort: number | undefined
   private waiters: { pred: (e: Record<string, unknown>) => boolean; resolve: (e: Record<string, unknown>) => void }[] = []
 
   private constructor(readonly opts: NodeProcessOptions) {
@@ -153,6 +156,7 @@ export class NodeProcess {
     args.push(...(opts.extraArgs ?? []))
     const env: NodeJS.ProcessEnv = { ...process.env, ...opts.env }
     delete env.ROSTORE_ADMIN_TOKEN
+    delete env.ROSTORE_READ_TOKEN
     delete env.ROSTORE_CRASH_AT
     Object.assign(env, opts.env)
     if (opts.token !== undefined) env.ROSTORE_ADMIN_TOKEN = opts.token
@@ -204,11 +208,17 @@ export class NodeProcess {
     ])
     p.host = String(ready['host'])
     p.boundPort = Number(ready['port'])
+    if (ready['respPort'] !== undefined) p.boundRespPort = Number(ready['respPort'])
     return p
   }
 
   get port(): number {
     return this.boundPort
+  }
+
+  /** The RESP port the node listens on, when it runs one. */
+  get respPort(): number | undefined {
+    return this.boundRespPort
   }
 
   get url(): string {
@@ -382,13 +392,17 @@ export async function startCluster(opts: {
   keepVersions?: number
   env?: Readonly<Record<string, string>>
   dataDir?: (id: number) => string
+  /** Give every node a respPort in cluster.json (so each serves RESP and forwards to the others). */
+  resp?: boolean
+  extraArgs?: readonly string[]
 }): Promise<TestCluster> {
-  const { path } = await writeClusterFile(opts.dir, { nodes: opts.nodes, partitionsPerNode: opts.partitionsPerNode })
+  const { path } = await writeClusterFile(opts.dir, { nodes: opts.nodes, partitionsPerNode: opts.partitionsPerNode, resp: opts.resp })
   return startClusterFromFile(path, {
     dataDir: opts.dataDir ?? ((id) => join(opts.dir, `data-${id}`)),
     token: opts.token,
     keepVersions: opts.keepVersions,
     env: opts.env,
+    extraArgs: opts.extraArgs,
   })
 }
 

@@ -138,6 +138,8 @@ export class RedisServer {
 
 export interface RedisBenchResult {
   readonly rps: number
+  /** CPU seconds of the server during the run. */
+  readonly cpuSecs: number
   readonly p50Ms: number
   readonly p99Ms: number
   readonly requests: number
@@ -148,14 +150,22 @@ export interface RedisBenchResult {
   readonly clientCpu: number
 }
 
+/** A server redis-benchmark can drive: Redis, or a rostore node's RESP port. */
+export interface RespTarget {
+  readonly port: number
+  /** CPU seconds the server process(es) used so far. */
+  cpuSeconds(): number
+}
+
 /**
  * One redis-benchmark run of `command` (e.g. ['GET', '__rand_int__']) with `requests`
- * requests from `clients` connections, keys drawn from 0..keyspace-1.
+ * requests from `clients` connections, keys drawn from 0..keyspace-1; `pipeline` commands
+ * in flight per connection (-P, default 1).
  */
 export async function redisBenchmark(
-  server: RedisServer,
+  server: RespTarget,
   command: readonly string[],
-  opts: { requests: number; clients: number; keyspace: number; cpu?: number; timeoutMs: number },
+  opts: { requests: number; clients: number; keyspace: number; cpu?: number; timeoutMs: number; pipeline?: number },
 ): Promise<RedisBenchResult> {
   const cpu0 = server.cpuSeconds()
   const t = await runTimed(
@@ -171,6 +181,7 @@ export async function redisBenchmark(
       String(opts.requests),
       '-r',
       String(opts.keyspace),
+      ...(opts.pipeline && opts.pipeline > 1 ? ['-P', String(opts.pipeline)] : []),
       '--csv',
       ...command,
     ],
@@ -188,6 +199,7 @@ export async function redisBenchmark(
   if (!(rps > 0)) throw new Error(`redis-benchmark printed no result: ${t.stdout.slice(0, 500)} ${t.stderr.slice(0, 500)}`)
   return {
     rps,
+    cpuSecs: cpu,
     p50Ms: col('p50_latency_ms'),
     p99Ms: col('p99_latency_ms'),
     requests: opts.requests,

@@ -14,13 +14,25 @@ export const builder = (y: Argv) =>
     .option('keys-file', { type: 'string', describe: 'file with one key per line' })
     .option('json', { type: 'boolean', default: false, describe: 'one JSON line per key: {"key", "found", "value"}' })
     .option('timeout', { ...integerOption('timeout'), default: 2000, describe: 'per-request timeout in ms' })
+    .option('transport', {
+      choices: ['http', 'resp'] as const,
+      default: 'http' as const,
+      describe: "read over HTTP or the nodes' RESP ports",
+    })
+    .option('read-token', { type: 'string', describe: 'read token, when the nodes require one (default: env ROSTORE_READ_TOKEN)' })
 
 /** One key without --json: the raw value on stdout, exit 1 when absent. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const keys = [...(a.keys ?? []).map(String)]
   if (a['keys-file']) keys.push(...(await readFile(a['keys-file'], 'utf8')).split(/\r?\n/).filter((k) => k.length > 0))
   if (keys.length === 0) throw new StoreError('RO_BAD_OPTION', 'give keys on the command line or with --keys-file')
-  const client = await StoreClient.connect({ cluster: await loadClusterOption(a), store: a.store, timeoutMs: a.timeout })
+  const client = await StoreClient.connect({
+    cluster: await loadClusterOption(a),
+    store: a.store,
+    timeoutMs: a.timeout,
+    transport: a.transport,
+    readToken: a['read-token'] ?? (process.env.ROSTORE_READ_TOKEN || undefined),
+  })
   try {
     const values = keys.length === 1 ? [await client.get(keys[0]!)] : await client.getMany(keys)
     if (!a.json && keys.length === 1) {

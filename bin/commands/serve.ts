@@ -34,6 +34,12 @@ interface ServeArgs {
   'self-repair': boolean
   'peer-check-timeout-ms'?: number
   'peer-check-grace-ms'?: number
+  'read-token'?: string
+  'read-token-file'?: string
+  'resp-port'?: number
+  'resp-default-store'?: string
+  'resp-max-clients'?: number
+  'resp-idle-timeout-ms'?: number
 }
 
 export const command = 'serve'
@@ -115,6 +121,23 @@ export function builder(y: Argv): Argv<ServeArgs> {
       ...integerOption('peer-check-grace-ms'),
       describe: 'with no peer answering at startup, refuse reads of the stores this long, then serve them (default 30000)',
     })
+    .option('drain-timeout-ms', { type: 'number', default: 30_000, describe: 'on SIGTERM, wait this long for in-flight requests' })
+    .option('read-token', {
+      type: 'string',
+      describe: 'token reads need: HTTP bearer, RESP AUTH (prefer env ROSTORE_READ_TOKEN or --read-token-file); off by default',
+    })
+    .option('read-token-file', { type: 'string', describe: 'file whose first line is the read token' })
+    .option('resp-port', {
+      ...integerOption('resp-port'),
+      describe:
+        "serve reads over RESP (the Redis protocol) on this port, 0 for any (default: the node's respPort in cluster.json, else none)",
+    })
+    .option('resp-default-store', { type: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' })
+    .option('resp-max-clients', { ...integerOption('resp-max-clients'), describe: 'open RESP connections at most (default 10000)' })
+    .option('resp-idle-timeout-ms', {
+      ...integerOption('resp-idle-timeout-ms'),
+      describe: 'close RESP connections idle this long, 0 for never (default 300000)',
+    })
     .check((a) => {
       if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0)
         throw new StoreError('RO_BAD_OPTION', `--node-id must be a non-negative integer, got ${a['node-id']}`)
@@ -134,8 +157,23 @@ export function builder(y: Argv): Argv<ServeArgs> {
       const stall = a['fetch-stall-timeout-ms']
       if (stall !== undefined && (!Number.isSafeInteger(stall) || stall < 1))
         throw new StoreError('RO_BAD_OPTION', `--fetch-stall-timeout-ms must be a positive integer, got ${a['fetch-stall-timeout-ms']}`)
+      if (a['read-token'] !== undefined && a['read-token-file'] !== undefined)
+        throw new StoreError('RO_BAD_OPTION', 'give --read-token or --read-token-file, not both')
+      if (a['resp-port'] !== undefined && (!Number.isSafeInteger(a['resp-port']) || a['resp-port'] < 0 || a['resp-port'] > 65535))
+        throw new StoreError('RO_BAD_OPTION', `--resp-port must be 0..65535, got ${a['resp-port']}`)
+      if (a['resp-max-clients'] !== undefined && (!Number.isSafeInteger(a['resp-max-clients']) || a['resp-max-clients'] < 1))
+        throw new StoreError('RO_BAD_OPTION', `--resp-max-clients must be a positive integer, got ${a['resp-max-clients']}`)
+      if (a['resp-idle-timeout-ms'] !== undefined && (!Number.isSafeInteger(a['resp-idle-timeout-ms']) || a['resp-idle-timeout-ms'] < 0))
+        throw new StoreError('RO_BAD_OPTION', `--resp-idle-timeout-ms must be a non-negative integer, got ${a['resp-idle-timeout-ms']}`)
       return true
     }) as unknown as Argv<ServeArgs>
+}
+
+function readToken(a: ServeArgs): string | undefined {
+  if (a['read-token-file'] !== undefined) {
+    return readFileSync(a['read-token-file'], 'utf8').split(/\r?\n/)[0]?.trim() || undefined
+  }
+  return a['read-token'] ?? (process.env.ROSTORE_READ_TOKEN || undefined)
 }
 
 function adminToken(a: ServeArgs): string | undefined {
@@ -175,6 +213,13 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       nodeId: argv['node-id'],
       dataDir: argv['data-dir'],
       adminToken: adminToken(argv),
+      readToken: readToken(argv),
+      resp: {
+        port: argv['resp-port'],
+        defaultStore: argv['resp-default-store'],
+        maxClients: argv['resp-max-clients'],
+        idleTimeoutMs: argv['resp-idle-timeout-ms'],
+      },
       keepVersions: argv['keep-versions'],
       bind: argv.bind,
       port: argv.port,

@@ -2,6 +2,7 @@ import type { Cluster } from '../../cluster/cluster'
 import type { StaleMark } from '../../swapper/stale-mark'
 import type { NodeTimeouts } from '../node-options'
 import type { ReadLimits } from '../read-limits'
+import type { RespServerOptions } from '../resp/resp-context'
 
 /**
  * Messages between a node's supervisor and its serving workers (node:cluster IPC, JSON).
@@ -41,6 +42,14 @@ export interface WorkerConfig {
   readonly maxConnections: number
   /** The supervisor's control socket, where workers forward admin, status and metrics. */
   readonly controlSocket: string
+  /**
+   * Read authentication of the worker's HTTP reads and RESP connections: the read token,
+   * and the admin token (HTTP reads accept it too; see ReadAuth). Undefined: off.
+   */
+  readonly readToken?: string
+  readonly adminToken?: string
+  /** The worker's RESP listener on the node's shared RESP port (TLS from `tls`); none when absent. */
+  readonly resp?: Omit<RespServerOptions, 'tls'>
 }
 
 /** What the supervisor asks of every worker; each call is answered by one reply. */
@@ -70,6 +79,8 @@ export type FromWorker =
       readonly rostore: 'ready'
       readonly host: string
       readonly port: number
+      /** The RESP port the worker listens on, when the node serves RESP. */
+      readonly respPort?: number
       /** Stores whose live version this worker could not open, with the reason. */
       readonly loadErrors: Readonly<Record<string, string>>
     }

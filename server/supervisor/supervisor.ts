@@ -5,7 +5,7 @@ import { StoreError } from '../../common/errors'
 import { DataDir } from '../../swapper/data-dir'
 import { defaultOpenReader } from '../../swapper/open-version'
 import type { ServedStores } from '../../swapper/served-store'
-import { AdminAuth } from '../auth'
+import { AdminAuth, ReadAuth } from '../auth'
 import type { AppContext } from '../context'
 import { createFetchRunner, SourceAccess } from '../fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from '../http-listener'
@@ -17,6 +17,8 @@ import type { NodeOptions, NodeSetup } from '../node-options'
 import { PeerCheck } from '../peer-check'
 import { PushLocks } from '../push-lock'
 import { createRequestHandler } from '../request-handler'
+import { respLogFields } from '../node-resp'
+import type { RespServerOptions } from '../resp/resp-context'
 import { warnAboutAuth } from '../single-node'
 import { StoreCreation } from '../store-creation'
 import { loadTlsFiles } from '../tls'
@@ -36,6 +38,7 @@ const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
 export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
   const log = opts.log ?? createLogger()
   const auth = new AdminAuth(opts.adminToken)
+  const readAuth = new ReadAuth(opts.readToken, auth)
   warnAboutAuth(auth, opts.adminToken, log)
 
   let pool: WorkerPool | undefined
@@ -88,13 +91,14 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   })
 
   let shuttingDown = false
-  let bound = { host: setup.host, port: setup.port }
+  let bound: { host: string; port: number; respPort?: number } = { host: setup.host, port: setup.port }
   const ctx: AppContext = {
     nodeId: opts.nodeId,
     cluster: setup.cluster,
     stores: NO_STORES,
     dataDir: dd,
     auth,
+    readAuth,
     metrics,
     jobs,
     pushLocks: new PushLocks(),
@@ -141,6 +145,8 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
         readLimits: setup.readLimits,
         maxConnections: setup.maxConnections,
         controlSocket,
+        ...(opts.readToken ? { readToken: opts.readToken, adminToken: opts.adminToken } : {}),
+        ...(setup.resp ? { resp: respForWorkers(setup.resp) } : {}),
       },
       // Stores dropped since (a failed first fetch) are not reproduced.
       snapshot: () => [...mirrors.values()].filter((m) => dd.get(m.store)?.serving === m).map((m) => m.snapshot()),
@@ -166,7 +172,9 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
     keepVersions: setup.keepVersions,
     admin: auth.enabled,
+    readAuth: readAuth.enabled,
     tls: opts.tls !== undefined,
+    ...respLogFields(setup.resp, bound.respPort),
   })
 
   let closing: Promise<boolean> | undefined
@@ -205,7 +213,15 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     dataDir: dd,
     jobs,
     metrics,
+    respPort: bound.respPort,
     close,
     reloadTls,
   }
+}
+
+/** The RESP options as JSON can carry them to a worker: no certificate (it comes with `tls`), the peers' CA as text. */
+function respForWorkers(resp: RespServerOptions): Omit<RespServerOptions, 'tls'> {
+  const { tls: _tls, peerTls, ...rest } = resp
+  if (peerTls === undefined) return rest
+  return { ...rest, peerTls: { ...peerTls, ...(peerTls.ca === undefined ? {} : { ca: peerTls.ca.toString() }) } }
 }

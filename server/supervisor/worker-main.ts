@@ -13,6 +13,9 @@ import { createHttpServer, drainHttpServer, listen } from '../http-listener'
 import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
 import { createRequestHandler, type RequestHandler } from '../request-handler'
+import { AdminAuth, ReadAuth } from '../auth'
+import { startLoopResp } from '../node-resp'
+import type { RespServer } from '../resp/resp-context'
 import { createControlProxy } from './control-proxy'
 import { isToWorker, type FromWorker, type ToWorker, type WorkerCall, type WorkerConfig } from './protocol'
 import { WorkerStores } from './worker-stores'
@@ -26,6 +29,7 @@ let stores: WorkerStores | undefined
 let metrics: NodeMetrics | undefined
 let server: NodeServer | undefined
 let handler: RequestHandler | undefined
+let resp: RespServer | undefined
 let config: WorkerConfig | undefined
 let shuttingDown = false
 
@@ -78,6 +82,8 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
     nodeId: cfg.nodeId,
     cluster: cfg.cluster,
     stores,
+    // The admin token only ever matches here (HTTP reads accept it); admin routes run in the supervisor.
+    readAuth: new ReadAuth(cfg.readToken, new AdminAuth(cfg.adminToken)),
     metrics,
     log,
     accessLog: cfg.accessLog,
@@ -90,7 +96,10 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
     onDrop: () => m.connectionsDropped.inc(),
   })
   const addr = (await listen(server, { host: cfg.host, port: cfg.port })) as AddressInfo
-  send({ rostore: 'ready', host: addr.address, port: addr.port, loadErrors })
+  // node:cluster shares the RESP port between the workers as it does the HTTP port (a
+  // plain net or tls server listening in a worker is handed out round-robin by the primary).
+  resp = await startLoopResp(ctx, cfg.resp ? { ...cfg.resp, tls: cfg.tls } : undefined, cfg.readToken)
+  send({ rostore: 'ready', host: addr.address, port: addr.port, respPort: resp?.port, loadErrors })
 }
 
 async function call(c: WorkerCall): Promise<unknown> {
@@ -103,6 +112,7 @@ async function call(c: WorkerCall): Promise<unknown> {
     case 'tls':
       if (!(server instanceof HttpsServer)) throw new StoreError('RO_BAD_OPTION', 'the node does not serve TLS')
       server.setSecureContext({ cert: c.cert, key: c.key })
+      if (resp?.tls) resp.setSecureContext({ cert: c.cert, key: c.key })
       return undefined
     default:
       return stores.apply(c)
@@ -111,7 +121,12 @@ async function call(c: WorkerCall): Promise<unknown> {
 
 async function shutdown(): Promise<boolean> {
   shuttingDown = true
-  const inTime = server && handler && config ? await drainHttpServer(server, handler, config.drainTimeoutMs) : true
+  const drainMs = config?.drainTimeoutMs ?? 30_000
+  const [httpInTime, respInTime] = await Promise.all([
+    server && handler ? drainHttpServer(server, handler, drainMs) : true,
+    resp ? resp.close(drainMs) : true,
+  ])
+  const inTime = httpInTime && respInTime
   await stores?.close()
   // Exit after the reply is on its way.
   setImmediate(() => process.exit(inTime ? 0 : 1))

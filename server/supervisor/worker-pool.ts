@@ -43,12 +43,12 @@ export class WorkerPool {
   private stopping = false
   private restarts = 0
   private recentExits: number[] = []
-  private address: { host: string; port: number } | undefined
+  private address: { host: string; port: number; respPort?: number } | undefined
 
   constructor(private readonly opts: WorkerPoolOptions) {}
 
   /** Fork every worker and wait until all listen; rejects if one dies first. */
-  async start(): Promise<{ host: string; port: number }> {
+  async start(): Promise<{ host: string; port: number; respPort?: number }> {
     cluster.setupPrimary({ exec: this.opts.exec, args: [], silent: false })
     const started = Array.from({ length: this.opts.size }, (_, i) => this.fork(i))
     try {
@@ -124,7 +124,7 @@ export class WorkerPool {
           this.opts.log.error('worker-open-live-failed', { index: member.index, store, error })
         }
         member.serving = true
-        this.address ??= { host: m.host, port: m.port }
+        this.address ??= { host: m.host, port: m.port, ...(m.respPort === undefined ? {} : { respPort: m.respPort }) }
         this.opts.log.info('worker-serving', { index: member.index, pid: member.worker.process.pid })
         member.onReady?.()
         return

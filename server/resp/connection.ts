@@ -1,0 +1,258 @@
+import type { Socket } from 'node:net'
+import { errorMessage } from '../../common/errors'
+import type { RespProto } from '../../formats/wire/resp'
+import { RespRequestParser } from '../../formats/wire/resp-request'
+import { RespWriter } from '../../formats/wire/resp-writer'
+import type { NormalizedRespOptions } from './resp-context'
+import type { RespStats } from './resp-stats'
+
+/** A reply given later (a forwarded read), or replies queued behind one. */
+export interface Deferred {
+  readonly w: RespWriter
+  ready: boolean
+}
+
+/** What a connection needs of its listener. */
+export interface ConnectionHost {
+  /** Shared by all connections: replies of one read event, sent with one write. */
+  readonly writer: RespWriter
+  readonly opts: NormalizedRespOptions
+  readonly stats: RespStats
+  /** Runs the command now in `conn.parser`. Never throws. */
+  dispatch(conn: RespConnection): void
+  closed(conn: RespConnection): void
+}
+
+/** Deferred replies in flight per connection before it stops reading commands. */
+const MAX_DEFERRED = 512
+
+/**
+ * One client connection: reads bytes, runs every complete command they hold, and sends
+ * the replies of one read event with one socket write. Replies leave in command order:
+ * while a forwarded read is in flight, later replies queue behind it (`Deferred`).
+ *
+ * Back pressure: when more than `outputHighWaterBytes` of replies wait (the client reads
+ * slowly, or a forwarded read holds up the queue), the connection stops reading commands;
+ * the socket's receive window then stops the client. A client that does not read its
+ * replies for `sendTimeoutMs` is disconnected, so it holds a bounded amount of memory
+ * and never stalls anyone else (nothing here blocks). An idle connection is closed after
+ * `idleTimeoutMs`. A protocol error is answered, then the connection is closed.
+ */
+export class RespConnection {
+  proto: RespProto = 2
+  authed: boolean
+  name = ''
+  libName = ''
+  libVer = ''
+  readonly createdAt = Date.now()
+  lastActiveAt = this.createdAt
+  lastCommand = 'NULL'
+  readonly parser: RespRequestParser
+  readonly remote: string
+  readonly local: string
+  /** No more commands are run; the socket ends once the queued replies are out (QUIT, protocol error). */
+  closing = false
+  /** Shutdown: no more bytes are read; the commands already received run, then the socket ends. */
+  private draining = false
+  /** The last run() found no complete command left in the parser. */
+  private parserEmpty = true
+  private readonly queue: Deferred[] = []
+  private running = false
+  private paused = false
+  private flushScheduled = false
+  private sendTimer: NodeJS.Timeout | undefined
+
+  constructor(
+    readonly id: number,
+    readonly socket: Socket,
+    private readonly host: ConnectionHost,
+    authRequired: boolean,
+  ) {
+    this.authed = !authRequired
+    this.parser = new RespRequestParser(host.opts.requestLimits)
+    this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`
+    this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
+    socket.setNoDelay(true)
+    socket.on('data', (chunk: Buffer) => this.onData(chunk))
+    socket.on('drain', () => this.onDrain())
+    // 'close' follows every error; the error itself is the client's business.
+    socket.on('error', () => undefined)
+    socket.on('close', () => this.onClose())
+    if (host.opts.idleTimeoutMs > 0) {
+      socket.setTimeout(host.opts.idleTimeoutMs, () => {
+        if (this.queue.length > 0 || this.paused) return
+        host.stats.idleTimeouts++
+        socket.destroy()
+      })
+    }
+  }
+
+  /** Where the next reply goes: the shared writer, or the queue behind a deferred reply. */
+  out(): RespWriter {
+    const n = this.queue.length
+    if (n === 0) return this.host.writer
+    const last = this.queue[n - 1] as Deferred
+    if (last.ready) return last.w
+    const tail: Deferred = { w: new RespWriter(1024), ready: true }
+    this.queue.push(tail)
+    return tail.w
+  }
+
+  /** A place in the reply order for a reply written later into `w`; then call complete(). */
+  defer(): Deferred {
+    const d: Deferred = { w: new RespWriter(256), ready: false }
+    this.queue.push(d)
+    return d
+  }
+
+  complete(d: Deferred): void {
+    d.ready = true
+    // Sent after the current call stack: completions never write while another
+    // connection's replies sit in the shared writer, and several go out in one write.
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      process.nextTick(() => {
+        this.flushScheduled = false
+        this.run()
+      })
+    }
+  }
+
+  /** Ends the connection once the replies queued so far are sent (QUIT). */
+  closeAfterReplies(): void {
+    this.closing = true
+    if (!this.running && this.queue.length === 0) this.socket.end()
+  }
+
+  /**
+   * Shutdown: reads no more, answers the commands already received, then ends the
+   * connection (a command cut in half by the stop is dropped).
+   */
+  drain(): void {
+    this.draining = true
+    this.socket.pause()
+    if (!this.running) this.run()
+  }
+
+  /** Cuts the connection now (shutdown past its drain time). */
+  destroy(): void {
+    this.socket.destroy()
+  }
+
+  private onData(chunk: Buffer): void {
+    this.host.stats.netInputBytes += chunk.length
+    if (this.closing) return
+    this.lastActiveAt = Date.now()
+    this.parser.push(chunk)
+    this.run()
+  }
+
+  private onDrain(): void {
+    if (this.sendTimer) {
+      clearTimeout(this.sendTimer)
+      this.sendTimer = undefined
+    }
+    this.run()
+  }
+
+  /** Runs the complete commands received, sends the replies, and decides about reading on. */
+  private run(): void {
+    if (this.running || this.socket.destroyed) return
+    this.running = true
+    this.parserEmpty = false
+    try {
+      for (;;) {
+        let full = false
+        while (!this.closing) {
+          if (this.blocked()) {
+            full = true
+            break
+          }
+          let more: boolean
+          try {
+            more = this.parser.next()
+          } catch (err) {
+            this.host.stats.protocolErrors++
+            this.out().error(`ERR ${errorMessage(err)}`)
+            this.closing = true
+            break
+          }
+          if (!more) {
+            this.parserEmpty = true
+            break
+          }
+          this.host.dispatch(this)
+        }
+        this.flush()
+        if (!full || this.blocked()) break
+      }
+    } finally {
+      this.running = false
+    }
+    if ((this.closing || (this.draining && this.parserEmpty)) && this.queue.length === 0) {
+      this.socket.end()
+      return
+    }
+    this.updateReading()
+  }
+
+  /** Too many replies waiting: read no more commands until they move. */
+  private blocked(): boolean {
+    if (this.queue.length >= MAX_DEFERRED) return true
+    let waiting = this.socket.writableLength
+    if (this.queue.length === 0) waiting += this.host.writer.length
+    else for (const d of this.queue) waiting += d.w.length
+    return waiting > this.host.opts.outputHighWaterBytes
+  }
+
+  private flush(): void {
+    const w = this.host.writer
+    if (w.length > 0) {
+      const bytes = w.take()
+      if (this.socket.destroyed) return
+      this.socket.write(bytes)
+      // A socket that could not send everything at once keeps the buffer.
+      w.release(this.socket.writableLength > 0)
+    }
+    let corked = false
+    while (this.queue.length > 0 && (this.queue[0] as Deferred).ready) {
+      const d = this.queue.shift() as Deferred
+      if (d.w.length === 0 || this.socket.destroyed) continue
+      if (!corked) {
+        this.socket.cork()
+        corked = true
+      }
+      this.socket.write(d.w.take())
+    }
+    if (corked) this.socket.uncork()
+  }
+
+  private updateReading(): void {
+    const outputStuck = this.socket.writableLength > this.host.opts.outputHighWaterBytes
+    const stop = outputStuck || this.blocked()
+    if (stop && !this.paused) {
+      this.paused = true
+      this.socket.pause()
+    } else if (!stop && this.paused && !this.draining) {
+      this.paused = false
+      this.socket.resume()
+    }
+    if (outputStuck && !this.sendTimer) {
+      this.sendTimer = setTimeout(() => {
+        this.host.stats.sendTimeouts++
+        this.socket.destroy()
+      }, this.host.opts.sendTimeoutMs)
+    } else if (!outputStuck && this.sendTimer) {
+      clearTimeout(this.sendTimer)
+      this.sendTimer = undefined
+    }
+  }
+
+  private onClose(): void {
+    if (this.sendTimer) clearTimeout(this.sendTimer)
+    this.sendTimer = undefined
+    this.closing = true
+    this.queue.length = 0
+    this.host.closed(this)
+  }
+}

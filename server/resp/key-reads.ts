@@ -1,0 +1,303 @@
+import { errorMessage, isStoreError } from '../../common/errors'
+import type { StoreReader } from '../../formats/store/store-reader-api'
+import type { RespWriter } from '../../formats/wire/resp-writer'
+import type { Logger } from '../log'
+import type { ServedStore } from '../../swapper/served-store'
+import type { RespConnection } from './connection'
+import { FORWARD_BATCH, getsCommand, type Forwarder } from './forwarder'
+import type { KeySpace } from './key-space'
+import { mgetReplyBytes } from './mget-encoding'
+import type { RespStats } from './resp-stats'
+import { publicRespError } from './public-error'
+import { partitionOf, type StoreRoute, type StoreRoutes } from './store-routes'
+
+/** Writes the reply of a one-key command from the key's value (undefined: absent). */
+export type ValueReply = (out: RespWriter, value: Buffer | undefined, conn: RespConnection) => void
+/** Writes the reply of a many-key command from the values, in key order. */
+export type ValuesReply = (out: RespWriter, values: readonly (Buffer | undefined)[], conn: RespConnection) => void
+/** Writes a whole reply straight from one local reader (MGET: writeLocalMget); -1 when too large. */
+export type DirectReply = (out: RespWriter, reader: StoreReader, keys: readonly Buffer[], conn: RespConnection) => number
+
+const LOADING = publicRespError('RO_UNAVAILABLE', 'the store key hash is loading')
+
+/** Keys of one store within a many-key command, and where each must be read. */
+interface StoreGroup {
+  readonly sv: ServedStore
+  readonly idx: number[]
+  readonly keys: Buffer[]
+}
+
+/** Keys sent together to the same replica list. */
+interface Batch {
+  readonly store: string
+  readonly targets: readonly number[]
+  readonly minVersion: number
+  readonly idx: number[]
+  readonly keys: Buffer[]
+}
+
+export interface KeyReadsDeps {
+  readonly keys: KeySpace
+  readonly routes: StoreRoutes
+  readonly forwarder: Forwarder
+  readonly stats: RespStats
+  readonly log: Logger
+  readonly maxReplyBytes: number
+}
+
+/**
+ * Reads the keys of a command: from this node's files when it holds them (a lease on the
+ * live reader for the duration of the lookups), else from their replicas through the
+ * forwarder, master first. Local keys of a store marked stale here, or whose lookup
+ * failed (a damaged record), go to the other replicas too. A command's reply is written
+ * at once when every key was local, else into a deferred place in the reply order.
+ */
+export class KeyReads {
+  constructor(private readonly d: KeyReadsDeps) {}
+
+  /** GET-like: the value of the key in argument `arg`. */
+  one(conn: RespConnection, arg: number, reply: ValueReply): void {
+    const p = conn.parser
+    const end = p.ends[arg] as number
+    const sv = this.d.keys.resolve(p.args, p.starts[arg] as number, end)
+    if (typeof sv === 'string') {
+      conn.out().error(sv)
+      return
+    }
+    const key = p.args.subarray(this.d.keys.keyStart, end)
+    const st = this.d.stats.store(sv.store)
+    let route: StoreRoute | undefined
+    let minVersion = 0
+    let part = -1
+    const lease = sv.live.acquire()
+    if (lease) {
+      try {
+        route = this.d.routes.of(lease.reader.metadata)
+        if (!route) {
+          conn.out().error(LOADING)
+          return
+        }
+        minVersion = lease.version
+        if (!route.allLocal) part = partitionOf(route, key)
+        if (sv.stale === undefined && (part < 0 || route.local[part] === 1)) {
+          let value: Buffer | undefined
+          let ok = true
+          try {
+            value = lease.reader.get(key)
+          } catch (err) {
+            if (!isLookupFailure(err)) throw err
+            ok = false
+            this.localFailure(sv, lease.version, err)
+          }
+          if (ok) {
+            this.d.stats.localKeys++
+            if (value === undefined) st.localMisses++
+            else st.localHits++
+            reply(conn.out(), value, conn)
+            return
+          }
+        }
+      } finally {
+        lease.release()
+      }
+    } else {
+      route = this.d.routes.lastKnown(sv.store)
+      if (!route) {
+        conn.out().error(publicRespError('RO_UNAVAILABLE', 'no live version'))
+        return
+      }
+    }
+    if (part < 0) part = partitionOf(route, key)
+    const targets = route.local[part] === 1 ? route.others[part] : route.replicas[part]
+    if (!targets || targets.length === 0) {
+      conn.out().error(publicRespError('RO_UNAVAILABLE', 'no other replica'))
+      return
+    }
+    const d = conn.defer()
+    this.d.forwarder.fetch(getsCommand(sv.store, [key]), 1, targets, minVersion, (err, r) => {
+      if (err || !r) {
+        this.forwardFailure(sv.store, err)
+        d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
+      } else {
+        const v = r.values[0]
+        if (v === undefined) st.forwardedMisses++
+        else st.forwardedHits++
+        reply(d.w, v, conn)
+      }
+      conn.complete(d)
+    })
+  }
+
+  /** MGET-like: the values of the keys in arguments `from` to the last, in order. */
+  many(conn: RespConnection, from: number, reply: ValuesReply, direct?: DirectReply): void {
+    const p = conn.parser
+    const n = p.argc - from
+    const groups: StoreGroup[] = []
+    for (let i = 0; i < n; i++) {
+      const end = p.ends[from + i] as number
+      const sv = this.d.keys.resolve(p.args, p.starts[from + i] as number, end)
+      if (typeof sv === 'string') {
+        conn.out().error(sv)
+        return
+      }
+      let g = groups.find((x) => x.sv === sv)
+      if (!g) groups.push((g = { sv, idx: [], keys: [] }))
+      g.idx.push(i)
+      g.keys.push(p.args.subarray(this.d.keys.keyStart, end))
+    }
+    // One store, all local: the reply is written straight from the reader.
+    const only = groups.length === 1 ? (groups[0] as StoreGroup) : undefined
+    if (direct && only && only.sv.stale === undefined) {
+      const lease = only.sv.live.acquire()
+      if (lease) {
+        try {
+          const route = this.d.routes.of(lease.reader.metadata)
+          if (route?.allLocal) {
+            const hits = direct(conn.out(), lease.reader, only.keys, conn)
+            if (hits < 0) {
+              conn.out().error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
+              return
+            }
+            const st = this.d.stats.store(only.sv.store)
+            this.d.stats.localKeys += n
+            st.localHits += hits
+            st.localMisses += n - hits
+            return
+          }
+        } catch (err) {
+          if (!isLookupFailure(err)) throw err
+          this.localFailure(only.sv, lease.version, err)
+        } finally {
+          lease.release()
+        }
+      }
+    }
+    const values = new Array<Buffer | undefined>(n)
+    const batches: Batch[] = []
+    for (const g of groups) {
+      const problem = this.plan(g, values, batches)
+      if (problem) {
+        conn.out().error(problem)
+        return
+      }
+    }
+    if (batches.length === 0) {
+      this.finish(conn, conn.out(), values, reply)
+      return
+    }
+    const d = conn.defer()
+    let pending = batches.length
+    let failure: Error | undefined
+    for (const b of batches) {
+      const st = this.d.stats.store(b.store)
+      this.d.forwarder.fetch(getsCommand(b.store, b.keys), b.keys.length, b.targets, b.minVersion, (err, r) => {
+        if (err || !r) failure ??= err ?? new Error('no answer')
+        else {
+          b.idx.forEach((i, j) => {
+            const v = r.values[j]
+            values[i] = v
+            if (v === undefined) st.forwardedMisses++
+            else st.forwardedHits++
+          })
+        }
+        if (--pending > 0) return
+        if (failure !== undefined) {
+          this.forwardFailure(b.store, failure)
+          d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
+        } else this.finish(conn, d.w, values, reply)
+        conn.complete(d)
+      })
+    }
+  }
+
+  /**
+   * Reads the local keys of a group into `values` and adds its other keys to `batches`
+   * (by replica list, at most FORWARD_BATCH keys each). Returns an error text, if any.
+   */
+  private plan(g: StoreGroup, values: (Buffer | undefined)[], batches: Batch[]): string | undefined {
+    const lease = g.sv.live.acquire()
+    let route: StoreRoute | undefined
+    let minVersion = 0
+    const remote: number[] = []
+    if (lease) {
+      try {
+        route = this.d.routes.of(lease.reader.metadata)
+        if (!route) return LOADING
+        minVersion = lease.version
+        const local: number[] = []
+        if (g.sv.stale === undefined) {
+          for (let j = 0; j < g.keys.length; j++) {
+            if (route.allLocal || route.local[partitionOf(route, g.keys[j] as Buffer)] === 1) local.push(j)
+            else remote.push(j)
+          }
+        } else {
+          for (let j = 0; j < g.keys.length; j++) remote.push(j)
+        }
+        if (local.length > 0) {
+          try {
+            const got = lease.reader.getMany(local.map((j) => g.keys[j] as Buffer))
+            const st = this.d.stats.store(g.sv.store)
+            this.d.stats.localKeys += local.length
+            local.forEach((j, k) => {
+              const v = got[k]
+              values[g.idx[j] as number] = v
+              if (v === undefined) st.localMisses++
+              else st.localHits++
+            })
+          } catch (err) {
+            if (!isLookupFailure(err)) throw err
+            this.localFailure(g.sv, lease.version, err)
+            remote.push(...local)
+          }
+        }
+      } finally {
+        lease.release()
+      }
+    } else {
+      route = this.d.routes.lastKnown(g.sv.store)
+      if (!route) return publicRespError('RO_UNAVAILABLE', 'no live version')
+      for (let j = 0; j < g.keys.length; j++) remote.push(j)
+    }
+    const byTargets = new Map<readonly number[], Batch>()
+    for (const j of remote) {
+      const key = g.keys[j] as Buffer
+      const part = partitionOf(route, key)
+      const targets = (route.local[part] === 1 ? route.others[part] : route.replicas[part]) as readonly number[]
+      if (targets.length === 0) return publicRespError('RO_UNAVAILABLE', 'no other replica')
+      let b = byTargets.get(targets)
+      if (!b || b.keys.length >= FORWARD_BATCH) {
+        b = { store: g.sv.store, targets, minVersion, idx: [], keys: [] }
+        byTargets.set(targets, b)
+        batches.push(b)
+      }
+      b.idx.push(g.idx[j] as number)
+      b.keys.push(key)
+    }
+    return undefined
+  }
+
+  private finish(conn: RespConnection, out: RespWriter, values: readonly (Buffer | undefined)[], reply: ValuesReply): void {
+    if (mgetReplyBytes(values) > this.d.maxReplyBytes)
+      out.error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
+    else reply(out, values, conn)
+  }
+
+  /** A local lookup failed: counted for /status (damaged files) and logged; another replica answers. */
+  private localFailure(sv: ServedStore, version: number, err: unknown): void {
+    sv.noteReadFault(version, err)
+    this.d.log.error('resp-local-read-failed', {
+      store: sv.store,
+      code: isStoreError(err) ? err.code : undefined,
+      error: errorMessage(err),
+    })
+  }
+
+  private forwardFailure(store: string, err: unknown): void {
+    this.d.log.warn('resp-forward-failed', { store, code: isStoreError(err) ? err.code : undefined, error: errorMessage(err) })
+  }
+}
+
+/** A lookup that failed on this node's files: another replica may still answer. */
+function isLookupFailure(err: unknown): boolean {
+  return isStoreError(err, 'RO_CORRUPT') || isStoreError(err, 'RO_IO') || isStoreError(err, 'RO_CHECKSUM_MISMATCH')
+}

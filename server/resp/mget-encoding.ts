@@ -1,0 +1,70 @@
+import type { RespProto } from '../../formats/wire/resp'
+import type { RespWriter } from '../../formats/wire/resp-writer'
+import type { StoreReader, ValueFraming } from '../../formats/store/store-reader-api'
+
+/** Bytes of an MGET reply of these values, headers included. */
+export function mgetReplyBytes(values: readonly (Uint8Array | undefined)[]): number {
+  let n = 16
+  for (const v of values) n += v === undefined ? 5 : v.length + 16
+  return n
+}
+
+/** `*N` then one bulk string (or null) per value, in order. */
+export function writeValues(out: RespWriter, values: readonly (Uint8Array | undefined)[], proto: RespProto): void {
+  out.array(values.length)
+  for (const v of values) {
+    if (v === undefined) out.nil(proto)
+    else out.bulk(v)
+  }
+}
+
+const CRLF = Buffer.from('\r\n', 'latin1')
+const ABSENT: Readonly<Record<RespProto, Buffer>> = { 2: Buffer.from('$-1\r\n', 'latin1'), 3: Buffer.from('_\r\n', 'latin1') }
+
+/** The reader's RESP framing of an MGET reply of `count` keys: `*N`, then `$len value` or the protocol's null per key. */
+export function mgetFraming(count: number, proto: RespProto): ValueFraming {
+  return { prefix: Buffer.from(`*${count}\r\n`, 'latin1'), length: 'resp', absent: ABSENT[proto], suffix: CRLF }
+}
+
+/**
+ * The MGET reply of keys that are all answered by one local reader: the one place where
+ * a batch of lookups turns into reply bytes. The reader's batch lookup writes the whole
+ * reply, framed, into one Buffer (getManyFramed: values copied straight from the mapped
+ * files, no Buffer per value), which is appended to the connection's output.
+ *
+ * Returns the number of keys found, or -1 (nothing written) when the reply would be
+ * larger than `maxBytes`. Lookups that fail throw before anything is written.
+ */
+export function writeLocalMget(
+  out: RespWriter,
+  reader: StoreReader,
+  keys: readonly Uint8Array[],
+  proto: RespProto,
+  maxBytes: number,
+): number {
+  const framed = reader.getManyFramed(keys, mgetFraming(keys.length, proto))
+  if (framed.length > maxBytes) return -1
+  out.raw(framed)
+  return countPresent(framed, keys.length)
+}
+
+/**
+ * Values present in a framed MGET reply of `count` entries: walks the length headers
+ * (`$-1` or `_` is absent) without reading the values.
+ */
+export function countPresent(framed: Uint8Array, count: number): number {
+  let at = framed.indexOf(0x0a) + 1
+  let hits = 0
+  for (let i = 0; i < count; i++) {
+    if (framed[at] === 0x5f || framed[at + 1] === 0x2d) {
+      at += framed[at] === 0x5f ? 3 : 5
+      continue
+    }
+    let len = 0
+    at++
+    while (framed[at] !== 0x0d) len = len * 10 + (framed[at++] as number) - 0x30
+    at += 2 + len + 2
+    hits++
+  }
+  return hits
+}
