@@ -3,7 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { StoreError } from '../../../common/errors'
 import { readRecordBatches } from '../../../formats/input/record-batch'
 import type { InputSplit } from '../../../formats/input/splits'
-import { checksumFile } from '../../../formats/store/checksum'
+import { createFileChecksummer } from '../../../formats/store/checksum'
 import { ChunkWriter } from '../../../formats/store/chunk-writer'
 import { codecByName } from '../../../formats/store/codec'
 import { createKeyHasher } from '../../../formats/store/key-hash'
@@ -29,6 +29,7 @@ const PROGRESS_EVERY = 20000
 let ctx: MapContext | undefined
 let buffer: SortBuffer | undefined
 let mapper: BatchMapper | undefined
+let checksummer: ((path: string) => string) | undefined
 /** Seconds per stage in this thread, cumulative; sent with every reply. */
 const times: StageTimes = emptyStageTimes()
 const runs: SortedRun[] = []
@@ -125,10 +126,9 @@ async function reduce(task: ReduceTask): Promise<void> {
   const t1 = process.hrtime.bigint()
   // Checksums are taken from the finished files (headers included), just written and
   // so still in the page cache.
-  const [indexChecksum, dataChecksum] = await Promise.all([
-    checksumFile(join(task.dir, indexFileName(task.chunk))),
-    checksumFile(join(task.dir, dataFileName(task.chunk))),
-  ])
+  checksummer ??= await createFileChecksummer()
+  const indexChecksum = checksummer(join(task.dir, indexFileName(task.chunk)))
+  const dataChecksum = checksummer(join(task.dir, dataFileName(task.chunk)))
   const t2 = process.hrtime.bigint()
   times.write += stats.writeSeconds
   times.fsync += stats.fsyncSeconds
