@@ -29,33 +29,32 @@ the output buffer; \`writeLocalMget\` in server/resp/mget-encoding.ts is the one
 rows are the floor such a reader can bring the RESP rows down to; compare them with Redis in the same table. ${CONTENTION}`
 
 const WHY: Record<string, string> = {
-  'build-lmdb': `Profile (\`node --cpu-prof\` of \`rostore build\`, 1M × 100 B, both worker threads): no hot spot — the time is spread over the
-per-record pipeline in JavaScript: encoding the mapped record into the sort buffer (~8%), reading hash prefixes with \`readUInt32BE\`
-in sort comparisons (~7%), garbage collection (~5%), Buffer views created per record (\`subarray\`/\`FastBuffer\`, ~7%), the reduce
-step (~5%), CRC32 per record (\`zlib.crc32\`, ~5%), TSV parsing (~5%), MD5 per key through hash-wasm (~3–5%). That is ~3–4 µs of
-JavaScript per record per core. LMDB's and SQLite's bulk loads are one native B-tree insert per record called from JavaScript,
-which costs about the same per record, so rostore's edge has to come from parallelism — and this machine has 2 cores: the best
-case is 2× a single-writer peer, not 3×, and the builder reached ~1.3× from its second worker (1M × 100 B on a quiet moment:
-2.6–2.8 s with 2 workers, 3.5 s with 1). The peers lose ground as values grow (page splits, overflow pages), so the 1024-byte
-shape is rostore's better case. ${CONTENTION}
+  'build-lmdb': `Issue 12 removed the per-record JavaScript costs the earlier profile found (Buffer views, comparator sort, one
+hash call per key, one CRC call per record): batches of byte ranges, a radix sort over hash prefixes, one MD5 and one CRC
+call per few thousand records (native addon), in-place merge and reduce, reused buffers. Profile after it (\`--cpu-prof\`,
+1M × 100 B, --workers 1): about a third of the worker's time is the first touch of the sort buffer's memory (copying records
+into it: on this VM a page fault costs ~17 µs per 4 KiB, ~4 ns per byte, measured with a C loop; with transparent huge pages
+via madvise it is ~0.25 µs), a sixth the reduce loop reading records from the buffer in hash order (cache and TLB misses),
+the rest MD5, the sort, fsync and process start (the CLI and each worker thread load their modules: ~0.5 s of CPU). On 2
+cores the all-cores build can be at most 2× a single-writer peer. ${CONTENTION}
 
-What would move it (builder code, not bench/): sort (hash prefix, record index) pairs in a packed Uint32Array with a radix sort
-instead of a comparator reading Buffers; pass offsets instead of allocating a Buffer view per record; hash keys in batches
-(one wasm call for many keys) instead of one hash-wasm call per key. With those, ~1.5–2× per core looks reachable; ≥ 3× a
-native B-tree load on 2 cores does not. On a machine with 8+ cores the goal is a question of scaling, which the
-\`--workers 1\` row lets you check.`,
+What would move it further: huge pages for the sort arena (an madvise entry point in the addon; not done: issue 12 only
+added batch entry points there), a smaller mapped-record header (48 bytes per record today), and lazy loading of the CLI's
+commands (every command loads the server's modules).`,
 
-  'build-sqlite': `Same causes as for LMDB above: per-record JavaScript cost of the build pipeline about equal to one native SQLite insert per record,
-and only 2 cores to spread it over. SQLite is measured at its best settings (16 KiB pages, no journal, no sync until one fsync
-at the end, in input order and sorted first); with SQLite's default 4 KiB pages the 1024-byte shape loads 4× slower and rostore
-would "meet" the goal, which is why the peer is tuned rather than taken with defaults.`,
+  'build-sqlite': `Same causes as for LMDB above. SQLite is measured at its best settings (16 KiB pages, no journal, no sync until one fsync
+at the end, in input order and sorted first); with SQLite's default 4 KiB pages the 1024-byte shape loads 4× slower.`,
+
+  'build-btree': `See "Build (all cores) vs LMDB bulk load": the goal of issue 12 (≥ 1.5× the faster B-tree load) on 2 shared cores.`,
+
+  'build-per-core': `See "Build (all cores) vs LMDB bulk load" for where the time goes after issue 12. The per-core rate is that of a
+whole \`rostore build --workers 1\` process, start-up included (~0.5 s of CPU to load the CLI and the worker's modules).`,
 
   'build-cdb': `tinycdb's \`cdb -c\` is a C loop: a cheap 32-bit hash per key, records appended to the output as they come, a hash table
-built in memory and written at the end — no sort, no MD5, no per-record checksum, no fsync of its own (we add one). It reaches
-millions of records/s on 100-byte values and is bound by its single write pass on 1024-byte values. rostore does more per
-record (MD5 routing and index key, external sort, CRC32 per record, index + data files) in JavaScript, at roughly a tenth to a
-third of cdb's rate here. 0.5× needs the per-record cost down by 2–6×: the builder changes listed under LMDB, plus moving the
-sort and record encoding into fewer, larger operations (or a native/wasm inner loop).`,
+built in memory and written at the end — no sort, no MD5, no per-record checksum, no fsync of its own (we add one). It is
+bound by its single write pass on 1024-byte values. rostore reads every byte, copies it into its sort buffer, copies it again
+into the chunk files, reads the files back for their XXH64, and fsyncs; on this VM every first touch of memory costs ~4 ns
+per byte (see LMDB above), which alone is about a second per GB.`,
 
   'lookup-lmdb': `Since issue 19 the default reader memory-maps the files through the addon (native/) and does a lookup in one
 call into C: no system call, no copy, the value a view of the mapping. Profile (\`perf record\` of the mmap reader in a loop,

@@ -7,7 +7,9 @@
  */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { cpus } from 'node:os'
 import { readInput } from '../formats/input/read-input'
+import { readRecordBatches } from '../formats/input/record-batch'
 import type { InputFormat } from '../formats/input/types'
 import { DERIVED_INPUTS, ensureDataset, ensureDerivedInput, ensureDir, KEY_DIGITS, workRoot, type Dataset, type Shape } from './data'
 import { goal, type BenchContext, type GoalRow } from './report'
@@ -68,6 +70,15 @@ async function parseSeconds(input: Input): Promise<number> {
   const started = process.hrtime.bigint()
   let rows = 0
   for await (const rec of readInput(input.path, input.format, {})) rows += rec.key.length > 0 ? 1 : 0
+  if (rows === 0) throw new Error(`${input.path}: no records`)
+  return Number(process.hrtime.bigint() - started) / 1e9
+}
+
+/** Seconds to read every record of `input` through the batch reader the build uses (readRecordBatches). */
+async function parseBatchSeconds(input: Input): Promise<number> {
+  const started = process.hrtime.bigint()
+  let rows = 0
+  for await (const b of readRecordBatches(input.path, input.format, {})) rows += b.count
   if (rows === 0) throw new Error(`${input.path}: no records`)
   return Number(process.hrtime.bigint() - started) / 1e9
 }
@@ -150,12 +161,31 @@ export async function runInputBench(ctx: BenchContext, shape: Shape): Promise<{ 
     }),
   )
   const parseRows: string[][] = []
+  // The build's workers each parse their own splits: parsing is the bottleneck when one
+  // thread parses slower than a worker builds (the all-cores build rate per worker).
+  const workers = Math.max(1, Math.min(cpus().length, 16))
+  let worstShare: { id: string; share: number } | undefined
   for (const input of inputs) {
     const secs: number[] = []
-    for (let r = 0; r < ctx.runs; r++) secs.push(await parseSeconds(input))
+    const batchSecs: number[] = []
+    for (let r = 0; r < ctx.runs; r++) {
+      secs.push(await parseSeconds(input))
+      batchSecs.push(await parseBatchSeconds(input))
+    }
     const s = summarize(secs).median
-    log(`input bench: parse ${input.id}: ${s.toFixed(2)} s`)
-    parseRows.push([input.id, fmt(shape.records / s), fmt(input.bytes / 1e6 / s), fmt(ds.payloadBytes / 1e6 / s)])
+    const b = summarize(batchSecs).median
+    log(`input bench: parse ${input.id}: ${s.toFixed(2)} s (records), ${b.toFixed(2)} s (batches)`)
+    const perWorker = rate(input.id) / workers
+    const share = perWorker / (shape.records / b)
+    if (Number.isFinite(share) && (!worstShare || share > worstShare.share)) worstShare = { id: input.id, share }
+    parseRows.push([
+      input.id,
+      fmt(shape.records / s),
+      fmt(shape.records / b),
+      fmt(input.bytes / 1e6 / b),
+      fmt(ds.payloadBytes / 1e6 / b),
+      Number.isFinite(share) ? `${Math.round(100 * share)}%` : '',
+    ])
   }
   const memory = await memoryRows(ctx)
   const goals = (['parquet-snappy', 'parquet-zstd'] as const).map((id) => {
@@ -169,13 +199,25 @@ export async function runInputBench(ctx: BenchContext, shape: Shape): Promise<{ 
     )
   })
   goals.push(memory.goal)
+  goals.push(
+    goal(
+      'parse-share',
+      `Parsing is not the build's bottleneck at ${workers} workers, ${shape.name}`,
+      'every format: one thread parses faster than a worker builds (share < 100%)',
+      worstShare ? `slowest: ${worstShare.id}, parsing ${Math.round(100 * worstShare.share)}% of a worker's time` : 'not run',
+      worstShare ? worstShare.share < 1 : undefined,
+    ),
+  )
   const markdown =
     `### Input formats, ${shape.name}\n\n` +
     `The same records in file order as TSV, Parquet (DuckDB, default row groups of 122,880 rows), CSV and JSON lines (DuckDB) and an ` +
     `Arrow IPC file (pyarrow, batches of 65,536 rows). \`rostore build\` (all cores, default memory budget), ${ctx.runs} interleaved runs:\n\n` +
-    `${buildTable}\n\nParse rate of each reader alone (one thread in the benchmark process, every record pulled, no build; ` +
-    `file MB/s = the file's bytes, payload MB/s = key and value bytes):\n\n` +
-    `${mdTable(['input', 'rows/s', 'file MB/s', 'payload MB/s'], parseRows)}\n\n` +
+    `${buildTable}\n\nParse rate of each reader alone (one thread in the benchmark process, every record pulled, no build): ` +
+    `through the record reader (readInput, one object per record) and through the batch reader the build uses ` +
+    `(readRecordBatches: byte ranges in typed arrays); file MB/s = the file's bytes, payload MB/s = key and value bytes, both ` +
+    `for the batch reader; share of a worker = the all-cores build rate per worker ÷ the batch parse rate, the part of a ` +
+    `worker's time its parsing takes (${workers} workers):\n\n` +
+    `${mdTable(['input', 'rows/s (records)', 'rows/s (batches)', 'file MB/s', 'payload MB/s', 'share of a worker'], parseRows)}\n\n` +
     `Peak RSS (GNU time) of \`rostore build --memory-mb M\` from a Snappy Parquet file of 10 × M MiB (1024-byte values); the reader ` +
     `holds one page per column (stored and decompressed), so the writer's page size counts:\n\n` +
     `${mdTable(['Parquet written by', '--memory-mb', 'input MiB', 'peak RSS MiB', 'limit MiB', 'within', 'records/s'], memory.rows)}`

@@ -1,6 +1,7 @@
 import { SingleBar, Presets } from 'cli-progress'
 import type { BuildProgress } from '../builder/build-options'
 import type { BuildSummary } from '../builder/engines/local/build-job'
+import { STAGES } from '../builder/stage-times'
 
 /** A terminal progress bar over input bytes (map) then chunks (reduce). */
 export function createBuildProgressBar(): { update: (p: BuildProgress) => void; stop: () => void } {
@@ -44,6 +45,7 @@ export function printBuildSummary(s: BuildSummary): void {
     `  ${s.inputRecords.toLocaleString('en-US')} input records, ${mb(s.inputBytes)} MiB read, ${s.chunks} chunks per node, ${s.runs} runs spilled to disk, ${s.seconds.toFixed(2)} s` +
       ` (${Math.round(s.inputRecords / Math.max(s.seconds, 0.001)).toLocaleString('en-US')} records/s)`,
     ...(s.duplicates > 0 ? [`  ${s.duplicates} duplicate keys dropped`] : []),
+    `  stages (worker seconds): ${STAGES.map((k) => `${k} ${s.stages[k].toFixed(2)}`).join(', ')}`,
     ...s.nodes.map((n) => `  node ${n.nodeId}: ${n.records.toLocaleString('en-US')} records, ${mb(n.bytes)} MiB`),
   ]
   process.stdout.write(lines.join('\n') + '\n')

@@ -18,6 +18,8 @@ export interface MapContext {
   readonly chunks: number
   readonly hasher: KeyHasher
   readonly codec: ValueCodec
+  /** Per master partition: node position × chunks of each replica node, master first. */
+  readonly bucketBases: readonly (readonly number[])[]
 }
 
 export function createMapContext(
@@ -29,13 +31,16 @@ export function createMapContext(
 ): MapContext {
   const ring = buildRing(layout)
   const sorted = [...layout].sort((a, b) => a.id - b.id)
+  const nodePosition = new Map(sorted.map((n, i) => [n.id, i]))
+  const replicas = replicaTable(ring, replication)
   return {
     ring,
-    replicas: replicaTable(ring, replication),
-    nodePosition: new Map(sorted.map((n, i) => [n.id, i])),
+    replicas,
+    nodePosition,
     chunks,
     hasher,
     codec,
+    bucketBases: replicas.map((nodes) => nodes.map((node) => (nodePosition.get(node) as number) * chunks)),
   }
 }
 
@@ -44,9 +49,8 @@ export function mapRecord(rec: InputRecord, fileIndex: number, ctx: MapContext, 
   const chunk = chunkOf(hash, ctx.chunks)
   const value = ctx.codec.encode(rec.value)
   const line = rec.source.line ?? rec.source.row ?? 0
-  for (const node of ctx.replicas[masterPartition(hash, ctx.ring.partitionCount)] as readonly number[]) {
-    const bucket = (ctx.nodePosition.get(node) as number) * ctx.chunks + chunk
-    emit({ bucket, hash, fileIndex, order: rec.order, line, key: rec.key, value })
+  for (const base of ctx.bucketBases[masterPartition(hash, ctx.ring.partitionCount)] as readonly number[]) {
+    emit({ bucket: base + chunk, hash, fileIndex, order: rec.order, line, key: rec.key, value })
   }
 }
 

@@ -1,7 +1,8 @@
 import { StoreError } from '../common/errors'
 import type { ChunkWriter } from '../formats/store/chunk-writer'
 import type { DuplicatePolicy } from './build-options'
-import { sameKey, type MappedRecord } from './mapped-record'
+import { MAPPED_HEADER_SIZE, decodeMapped } from './mapped-record'
+import { keyLengthAt, sameKeyAt, valueLengthAt, type MappedStream } from './mapped-stream'
 
 /**
  * The reduce step, shared by the local engine and Hadoop Streaming: the records of one
@@ -14,7 +15,7 @@ export interface ReduceResult {
 }
 
 export function reduceBucket(
-  records: Iterable<MappedRecord>,
+  records: MappedStream,
   writer: ChunkWriter,
   policy: DuplicatePolicy,
   describeSource: (fileIndex: number, line: number) => string,
@@ -23,46 +24,67 @@ export function reduceBucket(
 ): ReduceResult {
   // Buffered readers reuse their buffers, so the look-behind record is copied into one
   // reusable buffer of its own (the writer copies it again when it is written).
-  const held = stableViews ? { hold: (r: MappedRecord) => r } : new HeldRecord()
-  let pending: MappedRecord | undefined
+  const held = new HeldRecord()
+  let pBuf: Buffer | undefined
+  let pAt = 0
   let written = 0
   let duplicates = 0
-  for (const r of records) {
-    if (pending !== undefined && sameKey(pending, r)) {
-      duplicates++
-      if (policy === 'error') {
-        throw new StoreError(
-          'RO_DUPLICATE_KEY',
-          `duplicate key ${showKey(r.key)}: ${describeSource(pending.fileIndex, pending.line)} and ${describeSource(r.fileIndex, r.line)} (use --on-duplicate first|last to keep one)`,
-        )
-      }
-      if (policy === 'last') pending = held.hold(r)
-      continue
+  const hold = (buf: Buffer, at: number): void => {
+    if (stableViews) {
+      pBuf = buf
+      pAt = at
+    } else {
+      pBuf = held.hold(buf, at)
+      pAt = 0
     }
-    if (pending !== undefined) {
-      writer.add(pending.hash, pending.key, pending.value)
-      written++
-    }
-    pending = held.hold(r)
   }
-  if (pending !== undefined) {
-    writer.add(pending.hash, pending.key, pending.value)
+  const write = (buf: Buffer, at: number): void => {
+    const keyLen = keyLengthAt(buf, at)
+    const k = at + MAPPED_HEADER_SIZE
+    writer.addFrom(buf, at + 4, k, keyLen, k + keyLen, valueLengthAt(buf, at))
     written++
   }
+  try {
+    while (records.next()) {
+      const { buf, at } = records
+      if (pBuf !== undefined && sameKeyAt(pBuf, pAt, buf, at)) {
+        duplicates++
+        if (policy === 'error') {
+          const first = decodeMapped(pBuf, pAt)
+          const second = decodeMapped(buf, at)
+          throw new StoreError(
+            'RO_DUPLICATE_KEY',
+            `duplicate key ${showKey(second.key)}: ${describeSource(first.fileIndex, first.line)} and ${describeSource(second.fileIndex, second.line)} (use --on-duplicate first|last to keep one)`,
+          )
+        }
+        if (policy === 'last') hold(buf, at)
+        continue
+      }
+      if (pBuf !== undefined) write(pBuf, pAt)
+      hold(buf, at)
+    }
+  } finally {
+    records.close()
+  }
+  if (pBuf !== undefined) write(pBuf, pAt)
   return { records: written, duplicates }
 }
 
+/** One encoded record copied aside; two buffers, so holding a copy of the held one is safe. */
 class HeldRecord {
-  private buf = Buffer.allocUnsafe(4096)
+  private bufs: Buffer[] = [Buffer.allocUnsafe(4096), Buffer.allocUnsafe(4096)]
+  private i = 0
 
-  hold(r: MappedRecord): MappedRecord {
-    const size = 16 + r.key.length + r.value.length
-    if (size > this.buf.length) this.buf = Buffer.allocUnsafe(Math.max(size, this.buf.length * 2))
-    const b = this.buf
-    b.set(r.hash, 0)
-    b.set(r.key, 16)
-    b.set(r.value, 16 + r.key.length)
-    return { ...r, hash: b.subarray(0, 16), key: b.subarray(16, 16 + r.key.length), value: b.subarray(16 + r.key.length, size) }
+  hold(src: Buffer, at: number): Buffer {
+    const size = MAPPED_HEADER_SIZE + keyLengthAt(src, at) + valueLengthAt(src, at)
+    this.i ^= 1
+    let b: Buffer = this.bufs[this.i] as Buffer
+    if (size > b.length) {
+      b = Buffer.allocUnsafe(Math.max(size, b.length * 2))
+      this.bufs[this.i] = b
+    }
+    src.copy(b, 0, at, at + size)
+    return b
   }
 }
 

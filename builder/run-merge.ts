@@ -1,7 +1,8 @@
 import { closeSync, openSync } from 'node:fs'
 import { StoreError } from '../common/errors'
 import { readUpTo } from '../common/sync-io'
-import { compareWithinBucket, decodeMapped, encodedSizeAt, type MappedRecord } from './mapped-record'
+import { encodedSizeAt } from './mapped-record'
+import { compareMappedAt, type MappedStream } from './mapped-stream'
 import type { RunSegment, SortedRun } from './sort-buffer'
 
 /** One bucket's part of one sorted run. */
@@ -10,14 +11,10 @@ export interface SegmentRef {
   readonly segment: RunSegment
 }
 
-interface RecordSource {
-  next(): MappedRecord | undefined
-  close(): void
-}
-
 /** A segment of a memory run: records read in place from the shared arena. */
-class MemorySegmentReader implements RecordSource {
-  private readonly arena: Buffer
+class MemorySegmentReader implements MappedStream {
+  readonly buf: Buffer
+  at = 0
   private readonly order: Uint32Array
   private i: number
 
@@ -25,22 +22,24 @@ class MemorySegmentReader implements RecordSource {
     run: Extract<SortedRun, { kind: 'memory' }>,
     private readonly segment: RunSegment,
   ) {
-    this.arena = Buffer.from(run.arena)
+    this.buf = Buffer.from(run.arena)
     this.order = new Uint32Array(run.order)
     this.i = segment.start
   }
 
-  next(): MappedRecord | undefined {
-    if (this.i >= this.segment.end) return undefined
-    return decodeMapped(this.arena, this.order[this.i++] as number)
+  next(): boolean {
+    if (this.i >= this.segment.end) return false
+    this.at = this.order[this.i++] as number
+    return true
   }
 
   close(): void {}
 }
 
 /** A segment of a run file, read sequentially through a buffer. */
-class FileSegmentReader implements RecordSource {
-  private buf: Buffer
+class FileSegmentReader implements MappedStream {
+  buf: Buffer
+  at = 0
   private start = 0
   private end = 0
   private filePos: number
@@ -56,24 +55,24 @@ class FileSegmentReader implements RecordSource {
     this.filePos = segment.start
   }
 
-  /** The next record, as views valid until the following call. */
-  next(): MappedRecord | undefined {
+  /** The next record, valid until the following call. */
+  next(): boolean {
     let size = encodedSizeAt(this.buf, this.start, this.end)
     if (size < 0 || this.end - this.start < size) {
       this.refill(size)
       size = encodedSizeAt(this.buf, this.start, this.end)
       if (size < 0) {
         if (this.end > this.start) this.truncated()
-        return undefined
+        return false
       }
       // The header came with this refill: a record bigger than the buffer needs another,
       // now that its size is known.
       if (this.end - this.start < size) this.refill(size)
       if (this.end - this.start < size) this.truncated()
     }
-    const r = decodeMapped(this.buf, this.start)
+    this.at = this.start
     this.start += size
-    return r
+    return true
   }
 
   close(): void {
@@ -104,63 +103,91 @@ class FileSegmentReader implements RecordSource {
 }
 
 /**
- * K-way merge of sorted segments of one bucket through a binary heap. Yields views: a
- * consumer that keeps a record past the next iteration must copy it.
+ * K-way merge of sorted segments of one bucket through a binary heap of streams, compared
+ * in place. The current record is valid until the next call: a consumer that keeps one
+ * past that must copy it (memory runs excepted: their arena does not move).
  */
-export function* mergeSegments(refs: readonly SegmentRef[], bufferBytes: number): Generator<MappedRecord> {
-  const readers: RecordSource[] = refs.map((r) =>
+export function mergeSegments(refs: readonly SegmentRef[], bufferBytes: number): MappedStream {
+  const readers: MappedStream[] = refs.map((r) =>
     r.run.kind === 'memory' ? new MemorySegmentReader(r.run, r.segment) : new FileSegmentReader(r.run.path, r.segment, bufferBytes),
   )
-  try {
-    const heap: Entry[] = []
-    for (const src of readers) {
-      const r = src.next()
-      if (r) heapPush(heap, { r, src })
-    }
-    while (heap.length > 0) {
-      const top = heap[0] as Entry
-      yield top.r
-      const next = top.src.next()
-      if (next) {
-        top.r = next
-        siftDown(heap, 0)
-      } else {
-        const last = heap.pop() as Entry
+  if (readers.length === 1) return readers[0] as MappedStream
+  return new HeapMerge(readers)
+}
+
+class HeapMerge implements MappedStream {
+  private readonly heap: MappedStream[] = []
+  private started = false
+  private top: MappedStream | undefined
+
+  constructor(private readonly readers: readonly MappedStream[]) {}
+
+  get buf(): Buffer {
+    return (this.top as MappedStream).buf
+  }
+
+  get at(): number {
+    return (this.top as MappedStream).at
+  }
+
+  next(): boolean {
+    const heap = this.heap
+    if (!this.started) {
+      this.started = true
+      for (const r of this.readers) if (r.next()) this.push(r)
+    } else if (heap.length > 0) {
+      // The stream on top gave the last record: advance it, or drop it when done.
+      const top = heap[0] as MappedStream
+      if (top.next()) this.siftDown(0)
+      else {
+        const last = heap.pop() as MappedStream
         if (heap.length > 0) {
           heap[0] = last
-          siftDown(heap, 0)
+          this.siftDown(0)
         }
       }
     }
-  } finally {
-    for (const r of readers) r.close()
+    this.top = heap[0]
+    return this.top !== undefined
   }
-}
 
-type Entry = { r: MappedRecord; src: RecordSource }
-
-function heapPush(heap: Entry[], e: Entry): void {
-  heap.push(e)
-  let i = heap.length - 1
-  while (i > 0) {
-    const parent = (i - 1) >> 1
-    if (compareWithinBucket((heap[parent] as Entry).r, e.r) <= 0) break
-    heap[i] = heap[parent] as Entry
-    i = parent
+  close(): void {
+    for (const r of this.readers) r.close()
   }
-  heap[i] = e
-}
 
-function siftDown(heap: Entry[], i: number): void {
-  const e = heap[i] as Entry
-  for (;;) {
-    let child = 2 * i + 1
-    if (child >= heap.length) break
-    const right = child + 1
-    if (right < heap.length && compareWithinBucket((heap[right] as Entry).r, (heap[child] as Entry).r) < 0) child = right
-    if (compareWithinBucket((heap[child] as Entry).r, e.r) >= 0) break
-    heap[i] = heap[child] as Entry
-    i = child
+  private push(e: MappedStream): void {
+    const heap = this.heap
+    heap.push(e)
+    let i = heap.length - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      const p = heap[parent] as MappedStream
+      if (compareMappedAt(p.buf, p.at, e.buf, e.at) <= 0) break
+      heap[i] = p
+      i = parent
+    }
+    heap[i] = e
   }
-  heap[i] = e
+
+  private siftDown(i: number): void {
+    const heap = this.heap
+    const e = heap[i] as MappedStream
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= heap.length) break
+      const right = child + 1
+      let c = heap[child] as MappedStream
+      if (right < heap.length) {
+        const r = heap[right] as MappedStream
+        if (compareMappedAt(r.buf, r.at, c.buf, c.at) < 0) {
+          child = right
+          c = r
+        }
+      }
+      if (compareMappedAt(c.buf, c.at, e.buf, e.at) >= 0) break
+      heap[i] = c
+      i = child
+    }
+    heap[i] = e
+  }
 }

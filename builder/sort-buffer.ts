@@ -1,14 +1,16 @@
 import { closeSync, openSync } from 'node:fs'
-import { readU32BE as readU32 } from '../common/bytes'
+import { readU32BE as readU32, writeU32BE } from '../common/bytes'
 import { writeAll } from '../common/sync-io'
 import { StoreError } from '../common/errors'
 import { MAPPED_HEADER_SIZE, encodeMapped, mappedSize, type MappedRecord } from './mapped-record'
+import { RadixSorter, sortTies } from './radix-sort'
+import type { StageTimes } from './stage-times'
 
 /**
  * The mapper's memory: mapped records appended to one arena buffer, sorted by
  * (bucket, hash, key, input position) and written out as a sorted run when full.
- * Sorting positions through three u32 keys keeps the comparator off the arena for all
- * but exact ties of the first 8 hash bytes.
+ * Positions are sorted by a radix sort over three u32 keys (bucket, hash bytes 0-7); the
+ * comparator reads the arena only for exact ties of the first 8 hash bytes.
  */
 export interface RunSegment {
   readonly bucket: number
@@ -38,8 +40,8 @@ export interface MemoryRun {
 
 export type SortedRun = FileRun | MemoryRun
 
-/** Bytes of bookkeeping per record beside the arena (positions and sort keys). */
-const PER_RECORD_OVERHEAD = 16
+/** Bytes of bookkeeping per record beside the arena: position, sort keys, two order arrays. */
+const PER_RECORD_OVERHEAD = 24
 
 export class SortBuffer {
   private readonly arena: Buffer
@@ -47,11 +49,15 @@ export class SortBuffer {
   private readonly buckets: Uint32Array
   private readonly his: Uint32Array
   private readonly los: Uint32Array
+  private readonly sorter = new RadixSorter()
   private used = 0
   private count = 0
 
-  /** `budgetBytes` covers the arena and the per-record arrays. */
-  constructor(budgetBytes: number) {
+  /** `budgetBytes` covers the arena and the per-record arrays; `times` receives sort and spill seconds. */
+  constructor(
+    budgetBytes: number,
+    private readonly times?: StageTimes,
+  ) {
     const arenaBytes = Math.max(64 << 10, Math.min(Math.floor(budgetBytes * 0.8), 0x7fff0000))
     const maxRecords = Math.max(16, Math.floor((budgetBytes - arenaBytes) / PER_RECORD_OVERHEAD), Math.floor(arenaBytes / 256))
     this.arena = Buffer.from(new SharedArrayBuffer(arenaBytes))
@@ -84,9 +90,57 @@ export class SortBuffer {
     return true
   }
 
+  /**
+   * `add` from byte ranges, the batch map step's way: the hash is hashes[hashAt, +16), the
+   * key keySrc[keyStart, keyEnd), the value valueSrc[valueStart, valueEnd). No object and
+   * no view per record. False when full.
+   */
+  addRaw(
+    bucket: number,
+    hashes: Uint8Array,
+    hashAt: number,
+    fileIndex: number,
+    order: number,
+    line: number,
+    keySrc: Buffer,
+    keyStart: number,
+    keyEnd: number,
+    valueSrc: Buffer,
+    valueStart: number,
+    valueEnd: number,
+  ): boolean {
+    const keyLen = keyEnd - keyStart
+    const valueLen = valueEnd - valueStart
+    const at = this.used
+    const size = MAPPED_HEADER_SIZE + keyLen + valueLen
+    if (this.count === this.positions.length || at + size > this.arena.length) return false
+    const a = this.arena
+    writeU32BE(a, at, bucket)
+    for (let i = 0; i < 16; i++) a[at + 4 + i] = hashes[hashAt + i]!
+    writeU32BE(a, at + 20, fileIndex)
+    a.writeDoubleBE(order, at + 24)
+    a.writeDoubleBE(line, at + 32)
+    writeU32BE(a, at + 40, keyLen)
+    writeU32BE(a, at + 44, valueLen)
+    const k = at + MAPPED_HEADER_SIZE
+    // Short keys: a byte loop beats the call into Buffer.copy.
+    if (keyLen <= 32) for (let i = 0; i < keyLen; i++) a[k + i] = keySrc[keyStart + i]!
+    else keySrc.copy(a, k, keyStart, keyEnd)
+    if (valueLen > 0) valueSrc.copy(a, k + keyLen, valueStart, valueEnd)
+    const n = this.count
+    this.positions[n] = at
+    this.buckets[n] = bucket
+    this.his[n] = readU32(hashes, hashAt)
+    this.los[n] = readU32(hashes, hashAt + 4)
+    this.used = at + size
+    this.count = n + 1
+    return true
+  }
+
   /** Sorts what is buffered, writes it to `path` as one run, and empties the buffer. */
   spill(path: string): FileRun {
     const order = this.sortedOrder()
+    const t0 = process.hrtime.bigint()
     const segments: RunSegment[] = []
     const fd = openSync(path, 'w')
     try {
@@ -127,6 +181,7 @@ export class SortBuffer {
     }
     this.used = 0
     this.count = 0
+    if (this.times) this.times.spill += Number(process.hrtime.bigint() - t0) / 1e9
     return { kind: 'file', path, segments }
   }
 
@@ -151,22 +206,11 @@ export class SortBuffer {
   }
 
   private sortedOrder(): Uint32Array {
-    const n = this.count
-    const order = new Uint32Array(n)
-    for (let i = 0; i < n; i++) order[i] = i
+    const t0 = process.hrtime.bigint()
     const { buckets, his, los, arena, positions } = this
-    order.sort((a, b) => {
-      const ba = buckets[a] as number
-      const bb = buckets[b] as number
-      if (ba !== bb) return ba - bb
-      const ha = his[a] as number
-      const hb = his[b] as number
-      if (ha !== hb) return ha < hb ? -1 : 1
-      const la = los[a] as number
-      const lb = los[b] as number
-      if (la !== lb) return la < lb ? -1 : 1
-      return compareTail(arena, positions[a] as number, positions[b] as number)
-    })
+    const order = this.sorter.sort(this.count, buckets, his, los)
+    sortTies(order, buckets, his, los, (a, b) => compareTail(arena, positions[a] as number, positions[b] as number))
+    if (this.times) this.times.sort += Number(process.hrtime.bigint() - t0) / 1e9
     return order
   }
 }

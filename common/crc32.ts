@@ -33,10 +33,15 @@ function makeTables(): Int32Array[] {
 }
 
 export function crc32(src: Uint8Array, initial = 0): number {
+  return crc32Range(src, 0, src.length, initial)
+}
+
+/** CRC-32 of src[from, to): no view per record in batches. */
+function crc32Range(src: Uint8Array, from: number, to: number, initial: number): number {
   let c = ~initial
-  let i = 0
-  const len = src.length
-  const end8 = len - (len % 8)
+  let i = from
+  const len = to
+  const end8 = len - ((len - from) % 8)
   while (i < end8) {
     const lo = (src[i]! | (src[i + 1]! << 8) | (src[i + 2]! << 16) | (src[i + 3]! << 24)) ^ c
     const hi = src[i + 4]! | (src[i + 5]! << 8) | (src[i + 6]! << 16) | (src[i + 7]! << 24)
@@ -53,4 +58,16 @@ export function crc32(src: Uint8Array, initial = 0): number {
   }
   while (i < len) c = T0[(c ^ src[i++]!) & 0xff]! ^ (c >>> 8)
   return ~c >>> 0
+}
+
+/** The twin of the addon's `crc32Batch`: zlib's CRC-32 of each range [starts[i], ends[i]) of `src` into out[i]. */
+export function crc32Batch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint32Array): void {
+  if (count > starts.length || count > ends.length) throw new RangeError('count exceeds the starts or ends arrays')
+  if (out.length < count) throw new RangeError('crc32Batch: out must hold one number per range')
+  for (let i = 0; i < count; i++) {
+    const s = starts[i]!
+    const e = ends[i]!
+    if (s > e || e > src.length) throw new RangeError('a range lies outside src')
+    out[i] = crc32Range(src, s, e, 0)
+  }
 }

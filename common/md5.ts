@@ -11,22 +11,27 @@ const state = new Int32Array(4)
 
 export function md5(src: Uint8Array, out: Uint8Array): void {
   if (out.length < 16) throw new RangeError('md5: out must hold 16 bytes')
+  md5Range(src, 0, src.length, out, 0)
+}
+
+/** MD5 of src[from, to) into out[outAt, outAt + 16): no view per key in batches. */
+function md5Range(src: Uint8Array, from: number, to: number, out: Uint8Array, outAt: number): void {
   state[0] = 0x67452301
   state[1] = 0xefcdab89 | 0
   state[2] = 0x98badcfe | 0
   state[3] = 0x10325476
-  const len = src.length
+  const len = to - from
   const full = len - (len % 64)
   for (let at = 0; at < full; at += 64) {
     for (let i = 0; i < 16; i++) {
-      const p = at + 4 * i
+      const p = from + at + 4 * i
       block[i] = src[p]! | (src[p + 1]! << 8) | (src[p + 2]! << 16) | (src[p + 3]! << 24)
     }
     rounds(block)
   }
   const rest = len - full
   tail.fill(0)
-  for (let i = 0; i < rest; i++) tail[i] = src[full + i]!
+  for (let i = 0; i < rest; i++) tail[i] = src[from + full + i]!
   tail[rest] = 0x80
   const blocks = rest < 56 ? 1 : 2
   const bits = len * 8
@@ -49,10 +54,10 @@ export function md5(src: Uint8Array, out: Uint8Array): void {
   }
   for (let i = 0; i < 4; i++) {
     const v = state[i]!
-    out[4 * i] = v & 0xff
-    out[4 * i + 1] = (v >>> 8) & 0xff
-    out[4 * i + 2] = (v >>> 16) & 0xff
-    out[4 * i + 3] = (v >>> 24) & 0xff
+    out[outAt + 4 * i] = v & 0xff
+    out[outAt + 4 * i + 1] = (v >>> 8) & 0xff
+    out[outAt + 4 * i + 2] = (v >>> 16) & 0xff
+    out[outAt + 4 * i + 3] = (v >>> 24) & 0xff
   }
 }
 
@@ -194,4 +199,17 @@ function rounds(x: Int32Array): void {
   state[1] = (state[1]! + b) | 0
   state[2] = (state[2]! + c) | 0
   state[3] = (state[3]! + d) | 0
+}
+
+/** The twin of the addon's `md5Batch`: MD5 of each range [starts[i], ends[i]) of `src` into out[16i, 16i + 16). */
+export function md5Batch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint8Array): void {
+  checkBatch(src, starts, ends, count)
+  if (out.length < 16 * count) throw new RangeError('md5Batch: out must hold 16 bytes per range')
+  for (let i = 0; i < count; i++) md5Range(src, starts[i]!, ends[i]!, out, 16 * i)
+}
+
+/** Bounds of a batch call, checked as the addon checks them. */
+export function checkBatch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number): void {
+  if (count > starts.length || count > ends.length) throw new RangeError('count exceeds the starts or ends arrays')
+  for (let i = 0; i < count; i++) if (starts[i]! > ends[i]! || ends[i]! > src.length) throw new RangeError('a range lies outside src')
 }

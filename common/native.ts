@@ -78,6 +78,10 @@ export const LOOKUP_HIT = 1
 export interface NativeFunctions {
   md5(src: Uint8Array, out: Uint8Array): void
   crc32(src: Uint8Array, initial: number): number
+  /** MD5 of each range [starts[i], ends[i]) of `src` into out[16i, 16i + 16) (the builder's batches). */
+  md5Batch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint8Array): void
+  /** zlib's CRC-32 of each range [starts[i], ends[i]) of `src` into out[i]. */
+  crc32Batch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint32Array): void
   /** Drops the file's unmapped pages from the page cache (benchmarks of cold stores); false when not possible. */
   dropCache(path: string): boolean
   mapFile(path: string, privateWritable: boolean, windowBytes: number): Promise<MappedFile>
@@ -198,6 +202,8 @@ function wrap(raw: RawAddon): NativeFunctions {
   return {
     md5: raw.md5,
     crc32: raw.crc32,
+    md5Batch: raw.md5Batch,
+    crc32Batch: raw.crc32Batch,
     dropCache: (path) => raw.dropCache(path) === 0,
     mapFile: async (path, privateWritable, windowBytes) => {
       try {

@@ -4,20 +4,34 @@
  */
 import { readdir, realpath, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { readArrow } from './arrow'
 import { readCsv } from './csv'
 import { badInput, wrapFileError } from './input-error'
 import { readJsonl } from './jsonl'
-import { readParquet } from './parquet'
 import { readTsv } from './tsv'
 import type { InputFormat, InputRecord, ReadOptions } from './types'
+
+/**
+ * The columnar readers are loaded when first used: their libraries (hyparquet, codecs,
+ * apache-arrow) take ~0.25 s of CPU to load, paid by every build worker thread, also
+ * the ones that only ever read TSV. A synchronous require, so the reader's generator is
+ * returned as it is, with no extra step per record.
+ */
+function readParquetLazily(path: string, opts: ReadOptions): AsyncGenerator<InputRecord> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('./parquet') as typeof import('./parquet')).readParquet(path, opts)
+}
+
+function readArrowLazily(path: string, opts: ReadOptions): AsyncGenerator<InputRecord> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('./arrow') as typeof import('./arrow')).readArrow(path, opts)
+}
 
 const READERS: Readonly<Record<InputFormat, (path: string, opts: ReadOptions) => AsyncGenerator<InputRecord>>> = {
   tsv: readTsv,
   csv: readCsv,
   jsonl: readJsonl,
-  parquet: readParquet,
-  arrow: readArrow,
+  parquet: readParquetLazily,
+  arrow: readArrowLazily,
 }
 
 /** Records of one file (or one byte range of it, for TSV and JSON lines), read as pulled. */

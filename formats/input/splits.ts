@@ -7,9 +7,7 @@
  * files and Arrow IPC streams cannot be entered in the middle and are one split per file.
  */
 import { stat } from 'node:fs/promises'
-import { recordBatchRanges } from './arrow'
 import { wrapFileError } from './input-error'
-import { rowGroupRanges } from './parquet/file'
 import type { InputFormat } from './types'
 
 export interface InputSplit {
@@ -34,7 +32,13 @@ export async function planSplits(files: string[], format: InputFormat, targetByt
   for (let fileIndex = 0; fileIndex < files.length; fileIndex++) {
     const path = files[fileIndex]!
     if (format === 'parquet' || format === 'arrow') {
-      const ranges = format === 'parquet' ? await rowGroupRanges(path, targetBytes) : await recordBatchRanges(path, targetBytes)
+      // Loaded here, not at the top: a TSV build need not load the columnar libraries (see read-input.ts).
+      const ranges =
+        format === 'parquet'
+          ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+            await (require('./parquet/file') as typeof import('./parquet/file')).rowGroupRanges(path, targetBytes)
+          : // eslint-disable-next-line @typescript-eslint/no-require-imports
+            await (require('./arrow') as typeof import('./arrow')).recordBatchRanges(path, targetBytes)
       if (ranges === undefined || ranges.length === 0) splits.push({ path, fileIndex })
       for (const [groupStart, groupEnd] of ranges ?? []) splits.push({ path, fileIndex, groupStart, groupEnd })
       continue

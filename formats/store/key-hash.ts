@@ -1,4 +1,5 @@
 import { createMD5, type IHasher } from 'hash-wasm'
+import { batchHashes } from '../../common/batch-hash'
 import { md5 as md5Js } from '../../common/md5'
 
 /**
@@ -10,6 +11,8 @@ export interface KeyHasher {
   readonly name: string
   /** 16 bytes; a fresh buffer per call. */
   hash(key: Uint8Array): Uint8Array
+  /** The hashes of keys src[starts[i], ends[i]) into out[16i, 16i + 16): the builder's batches. */
+  hashBatch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint8Array): void
 }
 
 export const MD5 = 'md5'
@@ -40,19 +43,29 @@ export async function createKeyHasher(name: string = MD5): Promise<KeyHasher> {
     md5.update(key)
     return md5.digest('binary')
   }
-  if (name === MD5) return { name, hash: plain }
+  const batch = batchHashes()
+  const md5Batch = (src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint8Array): void =>
+    batch.md5Batch(src, starts, ends, count, out)
+  if (name === MD5) return { name, hash: plain, hashBatch: md5Batch }
   const collide = COLLIDE.exec(name)
   if (collide) {
     // Keep only `bits` bits of byte 0 and zero bytes 1-7: routing and chunking still
     // work, and the 8-byte index prefix collides for almost every pair of keys.
     const bits = Number(collide[1])
+    const collideAt = (h: Uint8Array, at: number): void => {
+      h[at] = (h[at] as number) & ((1 << bits) - 1)
+      h.fill(0, at + 1, at + 8)
+    }
     return {
       name,
       hash: (key) => {
         const h = plain(key)
-        h[0] = (h[0] as number) & ((1 << bits) - 1)
-        h.fill(0, 1, 8)
+        collideAt(h, 0)
         return h
+      },
+      hashBatch: (src, starts, ends, count, out) => {
+        md5Batch(src, starts, ends, count, out)
+        for (let i = 0; i < count; i++) collideAt(out, 16 * i)
       },
     }
   }

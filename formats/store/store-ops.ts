@@ -1,5 +1,5 @@
-import { crc32 } from '../../common/crc32'
-import { md5 } from '../../common/md5'
+import { crc32, crc32Batch } from '../../common/crc32'
+import { md5, md5Batch } from '../../common/md5'
 import { nativeFunctions, type NativeFunctions } from '../../common/native'
 import { createLookupJs } from './js-lookup'
 import { dropCacheJs, prefetchJs, readFileWindows, scanIndexJs } from './js-mapping'
@@ -14,6 +14,8 @@ export type StoreOps = NativeFunctions
 export const jsStoreOps: StoreOps = {
   md5,
   crc32,
+  md5Batch,
+  crc32Batch,
   dropCache: dropCacheJs,
   mapFile: readFileWindows,
   scanIndex: scanIndexJs,

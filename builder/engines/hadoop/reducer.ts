@@ -7,6 +7,7 @@ import { dataFileName, indexFileName, nodeDirName } from '../../../formats/store
 import { splitBucket } from '../../map-step'
 import type { MappedRecord } from '../../mapped-record'
 import { reduceBucket } from '../../reduce-step'
+import { streamOfRecords } from '../../mapped-stream'
 import { outputLocation, type OutputLocation } from './output-location'
 import type { HadoopJobSpec } from './job-spec'
 import { atOffset } from './line-records'
@@ -115,7 +116,7 @@ async function writeChunk(
   const writer = new ChunkWriter(dir, { store: job.store, version: job.version, nodeId, chunk }, codecId)
   let result
   try {
-    result = reduceBucket(records, writer, job.onDuplicate, describeSource)
+    result = reduceBucket(streamOfRecords(records), writer, job.onDuplicate, describeSource)
   } catch (err) {
     writer.close()
     throw err

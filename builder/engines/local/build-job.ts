@@ -13,6 +13,7 @@ import { defaultChunkCount } from '../../chunk-count'
 import { splitBucket } from '../../map-step'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
+import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
 
@@ -27,6 +28,8 @@ export interface BuildSummary {
   /** Sorted runs spilled to disk (0 when the input fit in memory). */
   readonly runs: number
   readonly seconds: number
+  /** Worker-thread seconds per stage, summed over the workers (builder/stage-times.ts). */
+  readonly stages: StageTimes
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
 }
 
@@ -57,6 +60,8 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
     for (const n of layout) await mkdir(join(tmpOut, nodeDirName(n.id)))
     runDir = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
     const progress = progressTracker(o, inputBytes)
+    // Each reply carries its worker's cumulative stage times: the last one counts.
+    const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
     for (let i = 0; i < o.workers; i++) {
       const setup: WorkerSetup = {
@@ -84,13 +89,18 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
     let inputRecords = 0
     await drain(workers, splits, o.signal, async (w, split) => {
       const r = await w.request({ type: 'map', split }, 'mapped')
+      times[workers.indexOf(w)] = r.times
       inputRecords += r.records
       for (const k of ['string', 'bytes'] as const) kinds.keys[k] += r.kinds.keys[k]
       for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += r.kinds.values[k]
       progress.splitDone(split.end !== undefined && split.start !== undefined ? split.end - split.start : 0)
     })
     const runs: SortedRun[] = []
-    for (const w of workers) runs.push(...(await w.request({ type: 'flush' }, 'flushed')).runs)
+    for (const [i, w] of workers.entries()) {
+      const r = await w.request({ type: 'flush' }, 'flushed')
+      runs.push(...r.runs)
+      times[i] = r.times
+    }
 
     // Reduce: every (node, chunk) bucket, also empty ones, becomes a chunk.
     const segmentsByBucket = new Map<number, SegmentRef[]>()
@@ -123,6 +133,7 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
         'reduced',
       )
       reduced.push(r.chunk)
+      times[workers.indexOf(w)] = r.times
       progress.bucketDone()
     })
 
@@ -138,6 +149,8 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
     await fsyncDir(tmpOut)
     await rename(tmpOut, output)
     await fsyncDir(dirname(output))
+    const stages = emptyStageTimes()
+    for (const t of times) addStageTimes(stages, t)
     return {
       output,
       store: o.store,
@@ -148,6 +161,7 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
       duplicates: reduced.reduce((s, r) => s + r.duplicates, 0) / o.replication,
       runs: runs.filter((r) => r.kind === 'file').length,
       seconds: (Date.now() - started) / 1000,
+      stages,
       nodes,
     }
   } catch (err) {

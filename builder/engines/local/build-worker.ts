@@ -1,18 +1,20 @@
 import { join } from 'node:path'
 import { parentPort, workerData } from 'node:worker_threads'
 import { StoreError } from '../../../common/errors'
-import { readInput } from '../../../formats/input/read-input'
+import { readRecordBatches } from '../../../formats/input/record-batch'
 import type { InputSplit } from '../../../formats/input/splits'
-import { checksumFile } from '../../../formats/store/checksum'
+import { createFileChecksummer } from '../../../formats/store/checksum'
 import { ChunkWriter } from '../../../formats/store/chunk-writer'
 import { codecByName } from '../../../formats/store/codec'
 import { createKeyHasher } from '../../../formats/store/key-hash'
 import { dataFileName, indexFileName } from '../../../formats/store/layout'
-import { mappedSize, type MappedRecord } from '../../mapped-record'
-import { createMapContext, mapRecord, type MapContext } from '../../map-step'
+import { MAPPED_HEADER_SIZE } from '../../mapped-record'
+import { BatchMapper, type MappedSink } from '../../map-batch'
+import { createMapContext, type MapContext } from '../../map-step'
 import { reduceBucket } from '../../reduce-step'
 import { mergeSegments } from '../../run-merge'
 import { SortBuffer, type SortedRun } from '../../sort-buffer'
+import { emptyStageTimes, type StageTimes } from '../../stage-times'
 import type { FromWorker, KindCounts, ReduceTask, ToWorker, WorkerSetup } from './worker-protocol'
 
 /**
@@ -26,6 +28,10 @@ if (!port) throw new Error('build-worker must run in a worker thread')
 const PROGRESS_EVERY = 20000
 let ctx: MapContext | undefined
 let buffer: SortBuffer | undefined
+let mapper: BatchMapper | undefined
+let checksummer: ((path: string) => string) | undefined
+/** Seconds per stage in this thread, cumulative; sent with every reply. */
+const times: StageTimes = emptyStageTimes()
 const runs: SortedRun[] = []
 let runSeq = 0
 
@@ -50,42 +56,55 @@ function spill(): void {
 
 async function mapSplit(split: InputSplit): Promise<void> {
   const c = await context()
-  buffer ??= new SortBuffer(setup.sortBufferBytes)
+  buffer ??= new SortBuffer(setup.sortBufferBytes, times)
+  mapper ??= new BatchMapper(c)
   const buf = buffer
   const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
   let records = 0
   let sinceProgress = 0
-  const emit = (m: MappedRecord): void => {
-    if (buf.add(m)) return
-    if (!buf.fitsEmpty(mappedSize(m))) {
+  const sink: MappedSink = (bucket, hashes, hashAt, fileIndex, order, line, keySrc, ks, ke, valueSrc, vs, ve) => {
+    if (buf.addRaw(bucket, hashes, hashAt, fileIndex, order, line, keySrc, ks, ke, valueSrc, vs, ve)) return
+    const size = MAPPED_HEADER_SIZE + (ke - ks) + (ve - vs)
+    if (!buf.fitsEmpty(size)) {
       // A record larger than the whole buffer becomes a run of its own.
-      const single = new SortBuffer(mappedSize(m) * 2)
-      single.add(m)
+      const single = new SortBuffer(size * 2, times)
+      single.addRaw(bucket, hashes, hashAt, fileIndex, order, line, keySrc, ks, ke, valueSrc, vs, ve)
       runs.push(single.spill(nextRunPath()))
       return
     }
     spill()
-    buf.add(m)
+    buf.addRaw(bucket, hashes, hashAt, fileIndex, order, line, keySrc, ks, ke, valueSrc, vs, ve)
   }
-  for await (const rec of readInput(split.path, setup.format, {
+  const batches = readRecordBatches(split.path, setup.format, {
     keyField: setup.keyField,
     valueField: setup.valueField,
     start: split.start,
     end: split.end,
     groupStart: split.groupStart,
     groupEnd: split.groupEnd,
-  })) {
-    mapRecord(rec, split.fileIndex, c, emit)
-    kinds.keys[rec.keyKind]++
-    kinds.values[rec.valueKind]++
-    records++
-    if (++sinceProgress === PROGRESS_EVERY) {
+  })
+  // Stage clocks per batch, not per record: reading (parse) and mapping into the buffer
+  // (map, which includes spilling: its sort and write are counted apart and taken out).
+  let t = process.hrtime.bigint()
+  for await (const batch of batches) {
+    const t1 = process.hrtime.bigint()
+    times.parse += Number(t1 - t) / 1e9
+    const spillBefore = times.sort + times.spill
+    mapper.map(batch, split.fileIndex, sink)
+    t = process.hrtime.bigint()
+    times.map += Number(t - t1) / 1e9 - (times.sort + times.spill - spillBefore)
+    for (const k of ['string', 'bytes'] as const) kinds.keys[k] += batch.kinds.keys[k]
+    for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += batch.kinds.values[k]
+    records += batch.count
+    sinceProgress += batch.count
+    if (sinceProgress >= PROGRESS_EVERY) {
       post({ type: 'progress', records: sinceProgress, bytes: 0 })
       sinceProgress = 0
     }
   }
+  times.parse += Number(process.hrtime.bigint() - t) / 1e9
   if (sinceProgress > 0) post({ type: 'progress', records: sinceProgress, bytes: 0 })
-  post({ type: 'mapped', records, kinds })
+  post({ type: 'mapped', records, kinds, times: { ...times } })
 }
 
 async function reduce(task: ReduceTask): Promise<void> {
@@ -95,6 +114,7 @@ async function reduce(task: ReduceTask): Promise<void> {
     codecByName(setup.compression).id,
   )
   let result
+  const t0 = process.hrtime.bigint()
   try {
     const stable = task.segments.every((s) => s.run.kind === 'memory')
     result = reduceBucket(mergeSegments(task.segments, setup.mergeBufferBytes), writer, setup.onDuplicate, describeSource, stable)
@@ -103,12 +123,17 @@ async function reduce(task: ReduceTask): Promise<void> {
     throw err
   }
   const stats = writer.finish()
+  const t1 = process.hrtime.bigint()
   // Checksums are taken from the finished files (headers included), just written and
   // so still in the page cache.
-  const [indexChecksum, dataChecksum] = await Promise.all([
-    checksumFile(join(task.dir, indexFileName(task.chunk))),
-    checksumFile(join(task.dir, dataFileName(task.chunk))),
-  ])
+  checksummer ??= await createFileChecksummer()
+  const indexChecksum = checksummer(join(task.dir, indexFileName(task.chunk)))
+  const dataChecksum = checksummer(join(task.dir, dataFileName(task.chunk)))
+  const t2 = process.hrtime.bigint()
+  times.write += stats.writeSeconds
+  times.fsync += stats.fsyncSeconds
+  times.merge += Number(t1 - t0) / 1e9 - stats.writeSeconds - stats.fsyncSeconds
+  times.checksum += Number(t2 - t1) / 1e9
   post({
     type: 'reduced',
     chunk: {
@@ -122,6 +147,7 @@ async function reduce(task: ReduceTask): Promise<void> {
       indexChecksum,
       dataChecksum,
     },
+    times: { ...times },
   })
 }
 
@@ -142,7 +168,7 @@ async function handle(m: ToWorker): Promise<void> {
       // What is still buffered stays in shared memory for the reducers.
       if (buffer && buffer.size > 0) runs.push(buffer.toMemoryRun())
       buffer = undefined
-      post({ type: 'flushed', runs: runs.splice(0) })
+      post({ type: 'flushed', runs: runs.splice(0), times: { ...times } })
       return
     case 'reduce':
       return reduce(m.task)

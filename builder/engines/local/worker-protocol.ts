@@ -5,6 +5,7 @@ import type { ClusterLayoutNode } from '../../../cluster/layout'
 import type { DuplicatePolicy } from '../../build-options'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
+import type { StageTimes } from '../../stage-times'
 
 /** Messages between the build job (main thread) and its worker threads. */
 export interface WorkerSetup {
@@ -54,9 +55,10 @@ export interface ReducedChunk {
   readonly dataChecksum: string
 }
 
+/** Replies carry the worker's cumulative stage times (stage-times.ts). */
 export type FromWorker =
   | { readonly type: 'progress'; readonly records: number; readonly bytes: number }
-  | { readonly type: 'mapped'; readonly records: number; readonly kinds: KindCounts }
-  | { readonly type: 'flushed'; readonly runs: readonly SortedRun[] }
-  | { readonly type: 'reduced'; readonly chunk: ReducedChunk }
+  | { readonly type: 'mapped'; readonly records: number; readonly kinds: KindCounts; readonly times: StageTimes }
+  | { readonly type: 'flushed'; readonly runs: readonly SortedRun[]; readonly times: StageTimes }
+  | { readonly type: 'reduced'; readonly chunk: ReducedChunk; readonly times: StageTimes }
   | { readonly type: 'error'; readonly code?: string; readonly message: string }

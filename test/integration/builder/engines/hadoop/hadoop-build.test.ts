@@ -85,6 +85,12 @@ describe.each(['tsv', 'jsonl', 'parquet'] as const)('%s input', (format) => {
   })
 })
 
+test('tasks on the JavaScript twins (ROSTORE_NATIVE=0) write the bytes the local build writes with the addon', async () => {
+  // The local build runs in this process (the addon unless the suite runs with ROSTORE_NATIVE=0),
+  // the map and reduce tasks in child processes forced onto the twins.
+  await compare({ format: 'tsv', files: 2, perFile: 1500, harness: { env: { ROSTORE_NATIVE: '0' } } })
+})
+
 test('csv with the default chunk count, gzip and key/value fields is byte-identical too', async () => {
   await compare({
     format: 'csv',

@@ -1,0 +1,122 @@
+import { join } from 'node:path'
+import { isStoreError } from '../../../../common/errors'
+import { BATCH_RECORDS, readRecordBatches } from '../../../../formats/input/record-batch'
+import { readInput } from '../../../../formats/input/read-input'
+import { INPUT_FORMATS, type InputFormat, type ReadOptions } from '../../../../formats/input/types'
+import { writeInput as writeRecords } from '../../../../testkit/input-files'
+import { tempDir, writeInput } from './helpers'
+
+/** The builder's batch reader gives exactly the records, positions and kinds of the record readers. */
+const dir = tempDir()
+let seq = 0
+
+interface Flat {
+  key: string
+  value: string
+  line: number
+  order: number
+}
+
+async function viaRecords(path: string, format: InputFormat, opts: ReadOptions = {}): Promise<{ recs: Flat[]; kinds: string[] }> {
+  const recs: Flat[] = []
+  const kinds: string[] = []
+  for await (const r of readInput(path, format, opts)) {
+    recs.push({ key: r.key.toString('hex'), value: r.value.toString('hex'), line: r.source.line ?? r.source.row ?? 0, order: r.order })
+    kinds.push(`${r.keyKind}/${r.valueKind}`)
+  }
+  return { recs, kinds: [...new Set(kinds)].sort() }
+}
+
+async function viaBatches(
+  path: string,
+  format: InputFormat,
+  opts: ReadOptions = {},
+): Promise<{ recs: Flat[]; kinds: string[]; batches: number }> {
+  const recs: Flat[] = []
+  const kinds = new Set<string>()
+  let batches = 0
+  for await (const b of readRecordBatches(path, format, opts)) {
+    batches++
+    expect(b.count).toBeGreaterThan(0)
+    expect(b.count).toBeLessThanOrEqual(BATCH_RECORDS)
+    for (let i = 0; i < b.count; i++) {
+      recs.push({
+        key: b.buf.subarray(b.keyStart[i], b.keyEnd[i]).toString('hex'),
+        value: b.buf.subarray(b.valueStart[i], b.valueEnd[i]).toString('hex'),
+        line: b.line[i]!,
+        order: b.order[i]!,
+      })
+    }
+    let tallied = 0
+    for (const [k, n] of Object.entries(b.kinds.keys))
+      for (const [v, m] of Object.entries(b.kinds.values)) if (n > 0 && m > 0) kinds.add(`${k}/${v}`)
+    for (const n of Object.values(b.kinds.keys)) tallied += n
+    expect(tallied).toBe(b.count)
+  }
+  return { recs, kinds: [...kinds].sort(), batches }
+}
+
+function records(n: number): [string, string][] {
+  return Array.from({ length: n }, (_, i) => [`k${i}-${'x'.repeat(i % 40)}`, i % 11 === 0 ? '' : `v${i} ${'é'.repeat(i % 5)}`])
+}
+
+test.each(INPUT_FORMATS)('%s: the same records, lines, orders and kinds as readInput, over several batches', async (format) => {
+  const path = join(dir, `${seq++}-in.${format}`)
+  await writeRecords(path, format, records(BATCH_RECORDS * 2 + 17))
+  const want = await viaRecords(path, format)
+  const got = await viaBatches(path, format)
+  expect(got.recs).toEqual(want.recs)
+  expect(got.kinds).toEqual(want.kinds)
+  expect(got.batches).toBeGreaterThanOrEqual(3)
+})
+
+test('TSV byte-range splits: each line once, as the record reader reads them', async () => {
+  const path = join(dir, `${seq++}-in.tsv`)
+  await writeRecords(path, 'tsv', records(3000))
+  const cuts = [0, 1, 777, 20000, 20001, 45000, Number.POSITIVE_INFINITY]
+  const all: Flat[] = []
+  for (let i = 0; i + 1 < cuts.length; i++) {
+    const opts = { start: cuts[i], end: cuts[i + 1] === Number.POSITIVE_INFINITY ? undefined : cuts[i + 1] }
+    const got = await viaBatches(path, 'tsv', opts)
+    expect(got.recs).toEqual((await viaRecords(path, 'tsv', opts)).recs)
+    all.push(...got.recs)
+  }
+  expect(all).toEqual((await viaRecords(path, 'tsv')).recs)
+})
+
+test('TSV lines longer than the reused 1 MiB read buffer, across its boundaries', async () => {
+  const long = (c: string, n: number): string => c.repeat(n)
+  const lines = [`a\t${long('1', 3 << 20)}`, 'b\tshort', `c\t${long('2', (1 << 20) - 5)}`, `${long('k', 60000)}\tv`, 'd\t']
+  const path = writeInput(dir, 'long.tsv', `${lines.join('\n')}\n`)
+  const got = await viaBatches(path, 'tsv')
+  expect(got.recs).toEqual((await viaRecords(path, 'tsv')).recs)
+  expect(got.recs.map((r) => Buffer.from(r.value, 'hex').length)).toEqual([3 << 20, 5, (1 << 20) - 5, 1, 0])
+})
+
+test('TSV with --key-field/--value-field goes through the record reader, same records', async () => {
+  const path = writeInput(dir, 'cols.tsv', 'a\tb\tc\nd\te\tf\n')
+  const opts = { keyField: '2', valueField: '3' }
+  expect((await viaBatches(path, 'tsv', opts)).recs).toEqual((await viaRecords(path, 'tsv', opts)).recs)
+})
+
+test.each([
+  ['no tab', 'a\tb\nnotab\n', /:2: no tab separator/],
+  ['empty key', 'a\tb\n\tvalue\n', /:2: /],
+  ['blank line before data', 'a\tb\n\nc\td\n', /:2: empty line/],
+  ['invalid UTF-8', Buffer.concat([Buffer.from('a\tb\nc\t'), Buffer.from([0xff]), Buffer.from('\n')]), /:2: invalid UTF-8/],
+])('TSV errors name the file and line as readTsv does: %s', async (_name, content, message) => {
+  const path = writeInput(dir, 'bad.tsv', content)
+  const messageOf = async (run: () => Promise<unknown>): Promise<string> => {
+    try {
+      await run()
+    } catch (err) {
+      expect(isStoreError(err)).toBe(true)
+      return (err as Error).message
+    }
+    throw new Error('expected an error')
+  }
+  const fromBatches = await messageOf(() => viaBatches(path, 'tsv'))
+  expect(fromBatches).toMatch(message)
+  expect(fromBatches).toContain(path)
+  expect(fromBatches).toBe(await messageOf(() => viaRecords(path, 'tsv')))
+})
