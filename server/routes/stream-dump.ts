@@ -139,9 +139,14 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       const out = batch.length === 1 ? (batch[0] as Buffer) : Buffer.concat(batch, batchBytes)
       batch = []
       batchBytes = 0
-      if (own) await own.take(out.length, ac.signal)
-      if (ctx.streamBucket) await ctx.streamBucket.take(out.length, ac.signal)
-      if (!res.write(out)) await once(res, 'drain', { signal: ac.signal })
+      // Pieces of at most WRITE_BATCH: a 1 MiB value is paid for and sent in steps, so
+      // the socket sees a smooth stream and a slow limit never waits seconds at once.
+      for (let at = 0; at < out.length; at += WRITE_BATCH) {
+        const piece = out.length <= WRITE_BATCH ? out : out.subarray(at, Math.min(out.length, at + WRITE_BATCH))
+        if (own) await own.take(piece.length, ac.signal)
+        if (ctx.streamBucket) await ctx.streamBucket.take(piece.length, ac.signal)
+        if (!res.write(piece)) await once(res, 'drain', { signal: ac.signal })
+      }
     }
     const walk = walkPartitions(opened, {
       partitions: new Set(wanted),
