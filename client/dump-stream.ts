@@ -13,6 +13,8 @@ export interface NodeDumpRequest {
   /** Master partitions wanted; default every partition the node holds. */
   readonly partitions?: readonly number[]
   readonly keysOnly?: boolean
+  /** Only this chunk of the node's version (one run in hash-prefix order). */
+  readonly chunk?: number
   readonly framing?: DumpFraming
   /** Per-request limit below the node's own `--stream-max-bytes-per-sec`. */
   readonly maxBytesPerSec?: number
@@ -27,6 +29,8 @@ export interface NodeDumpHead {
   readonly keySerializer: string
   readonly valueSerializer: string
   readonly estimatedRecords: number
+  /** Chunks of the version on the node. */
+  readonly chunks: number
 }
 
 export interface NodeDump {
@@ -41,6 +45,7 @@ export function dumpPath(r: NodeDumpRequest): string {
   const q = new URLSearchParams()
   if (r.version !== undefined) q.set('version', String(r.version))
   if (r.partitions !== undefined) q.set('partitions', r.partitions.join(','))
+  if (r.chunk !== undefined) q.set('chunk', String(r.chunk))
   q.set('format', r.framing ?? 'binary')
   if (r.maxBytesPerSec !== undefined) q.set('maxBytesPerSec', String(r.maxBytesPerSec))
   return `/admin/stores/${encodeURIComponent(r.store)}/dump/${r.keysOnly ? 'keys' : 'entries'}?${q.toString()}`
@@ -86,6 +91,7 @@ export function openNodeDump(node: ClusterNode, r: NodeDumpRequest): Promise<Nod
         keySerializer: header('x-rostore-key-serializer'),
         valueSerializer: header('x-rostore-value-serializer'),
         estimatedRecords: Number(header('x-rostore-estimated-records')) || 0,
+        chunks: Number(header('x-rostore-chunks')) || 0,
       }
       let received = 0
       const decoder = new DumpDecoder(r.framing ?? 'binary')

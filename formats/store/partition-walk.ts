@@ -60,12 +60,22 @@ export interface WalkOptions {
   readonly partitionCount: number
   /** Values are decoded with the version's codec unless false (keys-only walks skip them). */
   readonly values?: boolean
+  /** Only this chunk (diffs merge the chunks, each a sorted run); default all, in order. */
+  readonly chunk?: number
+  /** Bytes per read of each file (default 1 MiB): memory is about twice this per walk. */
+  readonly blockBytes?: number
   readonly signal?: AbortSignal
 }
 
 export type WalkItem =
-  | { readonly chunk: number; readonly key?: undefined; readonly value?: undefined }
-  | { readonly chunk: number; readonly key: Buffer; readonly value: Buffer }
+  | { readonly chunk: number; readonly key?: undefined; readonly value?: undefined; readonly prefix?: undefined }
+  | {
+      readonly chunk: number
+      readonly key: Buffer
+      readonly value: Buffer
+      /** The record's 8-byte hash prefix from the index (records are sorted by it in a chunk). */
+      readonly prefix: Buffer
+    }
 
 /** A forward reader of one file in blocks; `view(at, n)` is valid until the next call. */
 class BlockReader {
@@ -77,8 +87,9 @@ class BlockReader {
     private readonly fh: FileHandle,
     private readonly end: number,
     private readonly name: string,
+    block: number,
   ) {
-    this.buf = Buffer.allocUnsafe(Math.max(64, Math.min(BLOCK, end)))
+    this.buf = Buffer.allocUnsafe(Math.max(64, Math.min(block, end)))
   }
 
   async view(at: number, n: number): Promise<Buffer> {
@@ -111,14 +122,18 @@ function corrupt(file: string, why: string): StoreError {
 export async function* walkPartitions(v: OpenVersion, opts: WalkOptions): AsyncGenerator<WalkItem> {
   const codec = codecByName(v.meta.compression)
   const P = opts.partitionCount
-  for (let c = 0; c < v.chunks.length; c++) {
+  const block = opts.blockBytes ?? BLOCK
+  if (opts.chunk !== undefined && !(Number.isInteger(opts.chunk) && opts.chunk >= 0 && opts.chunk < v.chunks.length)) {
+    throw new RangeError(`chunk ${opts.chunk} is not a chunk of this version (0..${v.chunks.length - 1})`)
+  }
+  for (let c = opts.chunk ?? 0; c < (opts.chunk ?? v.chunks.length - 1) + 1; c++) {
     const files = v.chunks[c] as OpenVersion['chunks'][number]
     const indexName = `chunk ${c} index`
     const dataName = `chunk ${c} data`
     const count = v.meta.chunkRecords[c] ?? 0
     yield { chunk: c }
-    const index = new BlockReader(files.index, HEADER_SIZE + count * ENTRY, indexName)
-    const data = new BlockReader(files.data, files.dataSize, dataName)
+    const index = new BlockReader(files.index, HEADER_SIZE + count * ENTRY, indexName, block)
+    const data = new BlockReader(files.data, files.dataSize, dataName, block)
     for (let i = 0; i < count; i++) {
       opts.signal?.throwIfAborted()
       const entry = await index.view(HEADER_SIZE + i * ENTRY, ENTRY)
@@ -133,7 +148,7 @@ export async function* walkPartitions(v: OpenVersion, opts: WalkOptions): AsyncG
       const stored = rec.subarray(RECORD_HEADER_SIZE + keyLen)
       if (recordCrc(key, stored) !== crc) throw corrupt(dataName, `record at ${offset} fails its checksum`)
       const value = opts.values === false ? stored.subarray(0, 0) : codec.decode(stored)
-      yield { chunk: c, key, value }
+      yield { chunk: c, key, value, prefix: entry.subarray(0, 8) }
     }
   }
 }

@@ -52,6 +52,8 @@ interface StreamQuery {
   readonly partitions: number[] | undefined
   readonly framing: DumpFraming
   readonly maxBytesPerSec: number | undefined
+  /** Only this chunk: one run sorted by hash prefix (diffs merge such runs). */
+  readonly chunk: number | undefined
 }
 
 function parseQuery(req: IncomingMessage): StreamQuery {
@@ -59,7 +61,7 @@ function parseQuery(req: IncomingMessage): StreamQuery {
   const q = url.indexOf('?')
   const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
   for (const name of params.keys()) {
-    if (!['version', 'partitions', 'format', 'maxBytesPerSec'].includes(name)) throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
+    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk'].includes(name)) throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
   }
   const versionText = params.get('version')
   const version = versionText === null ? undefined : parseVersionText(versionText)
@@ -77,7 +79,10 @@ function parseQuery(req: IncomingMessage): StreamQuery {
   const rateText = params.get('maxBytesPerSec')
   const rate = rateText === null ? undefined : Number(rateText)
   if (rate !== undefined && (!Number.isFinite(rate) || rate <= 0)) throw badRequest('maxBytesPerSec must be a positive number')
-  return { version, partitions, framing: format as DumpFraming, maxBytesPerSec: rate }
+  const chunkText = params.get('chunk')
+  if (chunkText !== null && !/^(0|[1-9][0-9]{0,8})$/.test(chunkText)) throw badRequest('chunk must be a chunk number')
+  const chunk = chunkText === null ? undefined : Number(chunkText)
+  return { version, partitions, framing: format as DumpFraming, maxBytesPerSec: rate, chunk }
 }
 
 /** Partitions this node holds (as master or replica) in a version's layout. */
@@ -108,6 +113,9 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       `node ${ctx.nodeId} does not hold partition${missing.length > 1 ? 's' : ''} ${missing.slice(0, 20).join(', ')} of store ${store} version ${version}; it holds ${held.join(', ')}`,
     )
   }
+  if (query.chunk !== undefined && query.chunk >= meta.chunks) {
+    throw new StoreError('RO_BAD_REQUEST', `store ${store} version ${version} has chunks 0..${meta.chunks - 1}, not ${query.chunk}`)
+  }
   let opened: OpenVersion
   try {
     opened = await openVersion(sv.versionDir(version), meta)
@@ -130,6 +138,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       'X-Rostore-Key-Serializer': meta.keySerializer,
       'X-Rostore-Value-Serializer': meta.valueSerializer,
       'X-Rostore-Estimated-Records': String(estimate),
+      'X-Rostore-Chunks': String(meta.chunks),
     })
     const enc = new DumpEncoder(query.framing)
     let batch: Buffer[] = []
@@ -152,6 +161,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       partitions: new Set(wanted),
       partitionCount: buildRing(meta.layout).partitionCount,
       values: !keysOnly,
+      chunk: query.chunk,
       signal: ac.signal,
     })
     for await (const item of walk) {

@@ -5,6 +5,7 @@ import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { buildStore } from '../../../builder/engines/local/build-job'
+import { buildSide, clusterSide, diffSides } from '../../../client/diff'
 import { dumpCluster, type DumpSummary } from '../../../client/dump'
 import { columnsFor, createOutput, type DumpOutputFormat, type OutputSink } from '../../../client/dump-output'
 import { openNodeDump } from '../../../client/dump-stream'
@@ -94,15 +95,15 @@ afterAll(async () => {
 
 describe('round trip: dump a live store, rebuild from the dump, same chunk files', () => {
   const cases: [string, InputFormat, 'text' | 'binary', DumpOutputFormat, Compression][] = [
-    ['tsv', 'tsv', 'text', 'tsv', 'none'],
-    ['csv', 'csv', 'text', 'jsonl', 'gzip'],
-    ['jsonl', 'jsonl', 'text', 'arrow', 'snappy'],
-    ['parquet (text)', 'parquet', 'text', 'parquet', 'none'],
-    ['arrow (text)', 'arrow', 'text', 'jsonl', 'none'],
-    ['parquet (binary)', 'parquet', 'binary', 'arrow', 'gzip'],
-    ['arrow (binary)', 'arrow', 'binary', 'parquet', 'none'],
+    ['tsv input, dumped as tsv', 'tsv', 'text', 'tsv', 'none'],
+    ['csv input, dumped as jsonl', 'csv', 'text', 'jsonl', 'gzip'],
+    ['jsonl input, dumped as arrow', 'jsonl', 'text', 'arrow', 'snappy'],
+    ['parquet input (text), dumped as parquet', 'parquet', 'text', 'parquet', 'none'],
+    ['arrow input (text), dumped as jsonl', 'arrow', 'text', 'jsonl', 'none'],
+    ['parquet input (binary), dumped as arrow', 'parquet', 'binary', 'arrow', 'gzip'],
+    ['arrow input (binary), dumped as parquet', 'arrow', 'binary', 'parquet', 'none'],
   ]
-  test.each(cases)('%s input, dumped as %#', async (name, format, kind, out, compression) => {
+  test.each(cases)('%s', async (name, format, kind, out, compression) => {
     const dir = join(tmp.dir, `rt-${format}-${kind}`)
     const input = `${dir}.${format}`
     if (kind === 'text') await writeTextInput(input, format, textRecords(3000))
@@ -312,6 +313,48 @@ describe('one version per dump while pushes and swaps happen', () => {
     const prefix = summary.version === v ? `v-${v}-` : 'v-'
     expect(values.every((x) => x.startsWith(prefix))).toBe(true)
     expect(values.length).toBe(summary.version === v ? 2000 : 1)
+  })
+})
+
+describe('diff on the cluster', () => {
+  test('live vs the retained version, and a new build vs live', async () => {
+    const x = nextVersion++
+    const y = nextVersion++
+    const keys = (n: number, val: (i: number) => string) => Array.from({ length: n }, (_, i) => [`q-${i}`, val(i)] as [string, string])
+    // x: q-0..q-1499; y: q-0..q-1999 with every 3rd of the first 1500 changed.
+    const specs: [number, [string, string][]][] = [
+      [x, keys(1500, (i) => `a${i}`)],
+      [y, keys(2000, (i) => (i < 1500 && i % 3 === 0 ? `b${i}` : `a${i}`))],
+    ]
+    for (const [v, recs] of specs) {
+      await writeTextInput(join(tmp.dir, `diff-${v}.tsv`), 'tsv', recs)
+      await build({ input: join(tmp.dir, `diff-${v}.tsv`), format: 'tsv', version: v, compression: 'none' }, join(tmp.dir, `diff-${v}`))
+      await installEverywhere(join(tmp.dir, `diff-${v}`))
+    }
+    const changed: string[] = []
+    const counts = await diffSides(
+      clusterSide({ cluster, store: 'st', version: x, token }),
+      clusterSide({ cluster, store: 'st', token }),
+      (kind, key) => {
+        if (kind === 'changed') changed.push(key.toString())
+      },
+    )
+    expect(counts).toEqual({ added: 500, removed: 0, changed: 500, unchanged: 1000 })
+    expect(changed.every((k) => Number(k.slice(2)) % 3 === 0)).toBe(true)
+    // Tonight's build against what is live: only the build's changes show.
+    const z = nextVersion++
+    await writeTextInput(
+      join(tmp.dir, 'diff-z.tsv'),
+      'tsv',
+      keys(1999, (i) => (i < 1500 && i % 3 === 0 ? `b${i}` : i === 7 ? 'c' : `a${i}`)),
+    )
+    await build({ input: join(tmp.dir, 'diff-z.tsv'), format: 'tsv', version: z, compression: 'none' }, join(tmp.dir, 'diff-z'))
+    expect(await diffSides(clusterSide({ cluster, store: 'st', token }), buildSide(join(tmp.dir, 'diff-z')))).toEqual({
+      added: 0,
+      removed: 1,
+      changed: 1,
+      unchanged: 1998,
+    })
   })
 })
 
