@@ -13,6 +13,15 @@ const CONTENTION =
   'All numbers come from a 2-core machine shared with other work (see the load average per section); the spread column shows how much runs moved.'
 
 const WHY: Record<string, string> = {
+  'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
+workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
+record walk (async 1 MiB reads, CRC per record, framing) runs on the serving event loop in slices of 64 KiB between throttle
+waits. On this 2-core machine the probe, the node's workers and the dump's client compete for the same cores, so the tail moves
+with the load average of the section. A miss here first means rerunning on a quiet machine; if it persists, lower the default
+--stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
+  'dump-throttle': `The throttle is the fetcher's token bucket (one per node), taken in 64 KiB pieces before each write. The rate can
+only come out low, never high: a low reading means the walk, the proxy between a worker and the supervisor, or the client could
+not keep up with 10 MB/s on this shared machine during the section (see the unthrottled rate row for what it reaches at all).`,
   'build-lmdb': `Profile (\`node --cpu-prof\` of \`rostore build\`, 1M × 100 B, both worker threads): no hot spot — the time is spread over the
 per-record pipeline in JavaScript: encoding the mapped record into the sort buffer (~8%), reading hash prefixes with \`readUInt32BE\`
 in sort comparisons (~7%), garbage collection (~5%), Buffer views created per record (\`subarray\`/\`FastBuffer\`, ~7%), the reduce

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError, isStoreError } from '../../common/errors'
 import { buildRing, replicaNodes } from '../../cluster/routing'
 import type { StoreMetadata } from '../../formats/store/metadata'
-import { openVersion, walkPartitions, type OpenVersion } from '../../formats/store/partition-walk'
+import { openVersion, walkBatches, type OpenVersion } from '../../formats/store/partition-walk'
 import { DUMP_CONTENT_TYPES, DumpEncoder, DUMP_FORMATS, type DumpFraming } from '../../formats/wire/dump-frames'
 import { TokenBucket } from '../../fetcher/token-bucket'
 import { parseVersionText } from '../../swapper/versions'
@@ -61,7 +61,8 @@ function parseQuery(req: IncomingMessage): StreamQuery {
   const q = url.indexOf('?')
   const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
   for (const name of params.keys()) {
-    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk'].includes(name)) throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
+    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk'].includes(name))
+      throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
   }
   const versionText = params.get('version')
   const version = versionText === null ? undefined : parseVersionText(versionText)
@@ -157,17 +158,19 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
         if (!res.write(piece)) await once(res, 'drain', { signal: ac.signal })
       }
     }
-    const walk = walkPartitions(opened, {
+    const walk = walkBatches(opened, {
       partitions: new Set(wanted),
       partitionCount: buildRing(meta.layout).partitionCount,
       values: !keysOnly,
       chunk: query.chunk,
       signal: ac.signal,
     })
-    for await (const item of walk) {
-      const frame = item.key === undefined ? enc.chunk(item.chunk) : keysOnly ? enc.key(item.key) : enc.entry(item.key, item.value)
-      batch.push(frame)
-      batchBytes += frame.length
+    for await (const b of walk) {
+      const frames = [...(b.first ? [enc.chunk(b.chunk)] : []), ...(b.count > 0 ? [enc.many(b, keysOnly)] : [])]
+      for (const frame of frames) {
+        batch.push(frame)
+        batchBytes += frame.length
+      }
       if (batchBytes >= WRITE_BATCH) await flush()
     }
     await flush()

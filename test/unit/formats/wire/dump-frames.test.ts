@@ -100,3 +100,40 @@ test('binary frames, byte by byte as docs/API.md gives them', () => {
   expect(end[0]).toBe(0xff)
   expect(JSON.parse(end.subarray(5).toString())).toMatchObject({ records: 2, bytes: 5 + 12 + 6 })
 })
+
+describe.each(DUMP_FORMATS)('a batch of records (%s) encodes as the same frames one by one', (framing) => {
+  test.each([false, true])('keys only: %s; values in the block or decoded apart', (keysOnly) => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 300 }), fc.uint8Array({ maxLength: 300 })), { maxLength: 20 }),
+        fc.boolean(),
+        (recs, apart) => {
+          // Lay the records out as a data block does: key then value, with a gap between records.
+          const parts: Buffer[] = []
+          const keyAt: number[] = []
+          let at = 0
+          for (const [k, v] of recs) {
+            parts.push(Buffer.alloc(12), Buffer.from(k), Buffer.from(v))
+            keyAt.push(at + 12)
+            at += 12 + k.length + v.length
+          }
+          const batch = {
+            count: recs.length,
+            data: Buffer.concat(parts),
+            keyAt,
+            keyLen: recs.map(([k]) => k.length),
+            valueLen: recs.map(([, v]) => v.length),
+            values: apart ? recs.map(([, v]) => Buffer.from(v)) : undefined,
+          }
+          const one = new DumpEncoder(framing)
+          const expected = Buffer.concat(recs.map(([k, v]) => (keysOnly ? one.key(k) : one.entry(k, v))))
+          const many = new DumpEncoder(framing)
+          expect(many.many(batch, keysOnly).equals(expected)).toBe(true)
+          expect(many.end({ store: 's', version: 1, partitions: [] }).equals(one.end({ store: 's', version: 1, partitions: [] }))).toBe(
+            true,
+          )
+        },
+      ),
+    )
+  })
+})
