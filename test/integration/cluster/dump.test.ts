@@ -341,6 +341,16 @@ describe('diff on the cluster', () => {
     )
     expect(counts).toEqual({ added: 500, removed: 0, changed: 500, unchanged: 1000 })
     expect(changed.every((k) => Number(k.slice(2)) % 3 === 0)).toBe(true)
+    // The same through the CLI, with the keys listed.
+    const cli = await promisify(execFile)(
+      process.execPath,
+      [cliPath(), 'diff', '--cluster', tc.clusterFile, '--store', 'st', '--old', String(x), '--new', 'live', '--keys', '--json'],
+      { env: { ...process.env, ROSTORE_ADMIN_TOKEN: token }, maxBuffer: 16 << 20 },
+    )
+    const lines = cli.stdout.trim().split('\n')
+    expect(JSON.parse(lines.pop() as string)).toEqual(counts)
+    expect(lines.filter((l) => l.startsWith('~ ')).sort()).toEqual(changed.map((k) => `~ ${k}`).sort())
+    expect(lines.filter((l) => l.startsWith('+ ')).length).toBe(500)
     // Tonight's build against what is live: only the build's changes show.
     const z = nextVersion++
     await writeTextInput(
