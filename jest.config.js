@@ -10,6 +10,6 @@ module.exports = {
   // Our compiled files need no transform. hyparquet is ES modules only: Node ≥ 20.19
   // require()s it natively, Jest's own module loader does not (before Node 24.9), so
   // under Jest alone it is compiled to CommonJS.
-  transform: { '/node_modules/hyparquet/.+\\.js$': ['babel-jest', { plugins: ['@babel/plugin-transform-modules-commonjs'] }] },
-  transformIgnorePatterns: ['/node_modules/(?!hyparquet/)'],
+  transform: { '/node_modules/hyparquet(-writer)?/.+\\.js$': ['babel-jest', { plugins: ['@babel/plugin-transform-modules-commonjs'] }] },
+  transformIgnorePatterns: ['/node_modules/(?!hyparquet(-writer)?/)'],
 }

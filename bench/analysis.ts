@@ -18,17 +18,21 @@ this was written (2 cores shared with other work, load average 10-17, so absolut
 the RESP layer alone costs what the issue's calibration loop costs (a byte-level plain-Node RESP loop over a Map, one output
 buffer per read event): 5.0-5.7 against 5.0-6.1 µs per GET at -P 16, 37-39 against 36-38 µs unpipelined, interleaved runs
 of both. Profiles (\`--cpu-prof\` under redis-benchmark) of the layer show no hot spot of its own: the socket write
-(writeBuffer) and Node's stream machinery around each read event, then parsing and dispatch at about 1% each. What separates
-rostore from Redis is the lookup: \`StoreReader.get\` cost 5.8 µs of CPU per key in a loop on the same machine (1.5 µs of it
-system time: one \`pread\` per key), plus MD5 through WebAssembly, the interpolation search, a CRC32 of the record and two
-copies of the value; Redis answers from a hash table in memory.
-
-What moves it (the reader's code, being rewritten for speed: memory-mapped files, native addon): no system call per key
-(mmap), no record CRC on the hot path once a file is verified, and the batch lookup that writes framed values straight into
-the output buffer; \`writeLocalMget\` in server/resp/mget-encoding.ts is the one function to switch to it. The diagnostic
-rows are the floor such a reader can bring the RESP rows down to; compare them with Redis in the same table. ${CONTENTION}`
+(writeBuffer) and Node's stream machinery around each read event, then parsing and dispatch at about 1% each. Those figures
+were taken before the memory-mapped reader landed; with it a lookup is one call into the addon (MD5, search over the mapped
+index, CRC, key compare; MGET through \`getManyFramed\`, one buffer per reply), so what remains between the two rows is Node's
+per-event socket cost, which the diagnostic rows measure. ${CONTENTION}`
 
 const WHY: Record<string, string> = {
+  'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
+workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
+record walk (async 1 MiB reads, CRC per record, framing) runs on the serving event loop in slices of 64 KiB between throttle
+waits. On this 2-core machine the probe, the node's workers and the dump's client compete for the same cores, so the tail moves
+with the load average of the section. A miss here first means rerunning on a quiet machine; if it persists, lower the default
+--stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
+  'dump-throttle': `The throttle is the fetcher's token bucket (one per node), taken in 64 KiB pieces before each write. The rate can
+only come out low, never high: a low reading means the walk, the proxy between a worker and the supervisor, or the client could
+not keep up with 10 MB/s on this shared machine during the section (see the unthrottled rate row for what it reaches at all).`,
   'build-lmdb': `Issue 12 removed the per-record JavaScript costs the earlier profile found (Buffer views, comparator sort, one
 hash call per key, one CRC call per record): batches of byte ranges, a radix sort over hash prefixes, one MD5 and one CRC
 call per few thousand records (native addon), in-place merge and reduce, reused buffers. Profile after it (\`--cpu-prof\`,

@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'hadoop'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'hadoop'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -45,6 +45,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick', '--runs', '1'] : ['--runs', String(ctx.runs)]),
     timeoutSec: (ctx) => (ctx.quick ? 600 : 3 * 3600),
     goals: pushReadsGoals,
+  },
+  {
+    id: 'dump',
+    file: 'dump-bench.js',
+    title: '4d. Dump: live reads under a dump, throttle, rate vs cat',
+    args: (ctx) => (ctx.quick ? ['--quick', '--runs', '2'] : ['--runs', String(ctx.runs)]),
+    timeoutSec: (ctx) => (ctx.quick ? 300 : 1800),
+    goals: dumpGoals,
   },
   {
     id: 'hadoop',
@@ -210,5 +218,22 @@ export function pushReadsGoals(md: string | undefined, reason?: string): GoalRow
         undefined,
       )
     return goal(`push-reads-${n === 'p99' ? 'p99' : 'gap'}`, text, r[1] ?? '', r[2] ?? '', r[3] === 'met')
+  })
+}
+
+/** The goal rows dump-bench prints (bench/dump-bench.ts). */
+export function dumpGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const t = md
+    ? parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^reads during a dump/.test(r[0] ?? '')))
+    : undefined
+  const specs = [
+    ['dump-reads-p99', 'Reads during a dump at the default throttle: p99', /^reads during a dump/, 'within noise'],
+    ['dump-throttle', 'Dump throttle accuracy (default 10 MB/s)', /^dump throttle/, 'within ±10%'],
+    ['dump-vs-cat', 'Dump rate unthrottled vs cat of the same files', /^dump rate vs cat/, 'reported'],
+  ] as const
+  return specs.map(([id, text, re, target]) => {
+    const r = t?.rows.find((row) => re.test(row[0] ?? ''))
+    if (!t || !r) return goal(id, text, target, `not run: ${reason ?? 'no table'}`, undefined)
+    return goal(id, text, r[1] ?? target, r[2] ?? '', r[3] === 'met')
   })
 }

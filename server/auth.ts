@@ -114,6 +114,17 @@ export class ReadAuth {
   }
 }
 
+/**
+ * Routes that give data out in bulk (the dump streams): the admin token, or the read
+ * token where reads are protected. Without a read token configured only the admin token
+ * opens them (reads are then public, bulk extraction is not).
+ */
+export function checkAdminOrRead(req: IncomingMessage, admin: AdminAuth, read: ReadAuth): void {
+  const given = bearerOf(req)
+  if (given !== undefined && read.enabled && read.matches(given)) return
+  admin.check(req)
+}
+
 function bearerOf(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization
   const m = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null

@@ -4,6 +4,7 @@ import type { DataDir } from '../swapper/data-dir'
 import type { ServedStores } from '../swapper/served-store'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import type { AdminAuth, ReadAuth } from './auth'
+import type { TokenBucket } from '../fetcher/token-bucket'
 import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
 import type { Logger } from './log'
@@ -41,6 +42,8 @@ export interface AppContext extends ReadContext {
   readonly startedAt: number
   readonly keepVersions: number
   readonly fetch?: FetchRunner
+  /** The node-wide limit of the streaming routes (`--stream-max-bytes-per-sec`); none: unlimited. */
+  readonly streamBucket?: TokenBucket
   /** The allow-list and the bound on source file-system calls, for every admin path or URL. */
   readonly sources: SourceAccess
   /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */

@@ -52,6 +52,8 @@ export interface NodeOptions {
   readonly workers?: number
   /** Node-wide fetch rate limit in bytes per second. */
   readonly fetchMaxBytesPerSec?: number
+  /** Node-wide rate limit of the streaming (dump) routes in bytes per second; 0: unlimited. Default 10 MB/s. */
+  readonly streamMaxBytesPerSec?: number
   /** Sources fetch and install may read (prefixes of paths and URLs); default any. docs/API.md "Allowed sources". */
   readonly allowedSources?: readonly string[]
   /** A fetch download with no byte for this long is cut and retried. Default 30 s. */
@@ -106,7 +108,12 @@ export interface NodeSetup {
   readonly maxConnections: number
   /** The RESP listener's options (host and port resolved), or undefined when the node runs none. */
   readonly resp: RespServerOptions | undefined
+  /** The streaming routes' node-wide limit in bytes per second; 0: unlimited. */
+  readonly streamMaxBytesPerSec: number
 }
+
+/** Default of `--stream-max-bytes-per-sec`, Voldemort's `stream.read.byte.per.sec`. */
+export const DEFAULT_STREAM_MAX_BYTES_PER_SEC = 10_000_000
 
 /** Loads the cluster and checks the options a user gave; RO_BAD_OPTION / RO_BAD_CLUSTER. */
 export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
@@ -126,6 +133,13 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) {
     throw new StoreError('RO_BAD_OPTION', `--max-connections must be a positive integer, got ${maxConnections}`)
   }
+  const streamMaxBytesPerSec = opts.streamMaxBytesPerSec ?? DEFAULT_STREAM_MAX_BYTES_PER_SEC
+  if (!Number.isFinite(streamMaxBytesPerSec) || streamMaxBytesPerSec < 0) {
+    throw new StoreError(
+      'RO_BAD_OPTION',
+      `--stream-max-bytes-per-sec must be 0 (unlimited) or a positive number, got ${streamMaxBytesPerSec}`,
+    )
+  }
   const limits = readLimits({ maxResponseBytes: opts.maxResponseBytes, sendTimeoutMs: opts.sendTimeoutMs })
   const host = opts.bind ?? me.host
   const respPort = opts.resp?.port ?? me.respPort
@@ -134,5 +148,15 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   // Checked here, before anything starts (and before a supervisor forks workers that would fail).
   if (resp) normalizeRespOptions(resp)
   if (opts.readToken !== undefined && opts.readToken !== '') checkToken('the read token', opts.readToken)
-  return { cluster, host, port: opts.port ?? me.port, keepVersions, workers, readLimits: limits, maxConnections, resp }
+  return {
+    cluster,
+    host,
+    port: opts.port ?? me.port,
+    keepVersions,
+    workers,
+    readLimits: limits,
+    maxConnections,
+    resp,
+    streamMaxBytesPerSec,
+  }
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { errorMessage } from '../common/errors'
-import { AdminDisabledError } from './auth'
+import { AdminDisabledError, checkAdminOrRead } from './auth'
 import type { ControlTarget, ReadContext } from './context'
 import { badRequest, errorResponse, MAX_URL_BYTES, publicErrorResponse, sendJson } from './http-util'
 import { UNKNOWN_STORE } from './metrics'
@@ -112,7 +112,8 @@ function dispatch(
   if (segments[0] === 'admin' && control.kind === 'local') {
     // Authenticate before looking at anything else: an unknown admin path is a 401 too.
     info.op = 'admin'
-    control.ctx.auth.check(req)
+    if (isStreamPath(segments)) checkAdminOrRead(req, control.ctx.auth, control.ctx.readAuth)
+    else control.ctx.auth.check(req)
     info.admin = true
   } else if (segments[0] === 'stores') {
     info.op = 'store'
@@ -144,6 +145,11 @@ function dispatch(
   if (route.scope === 'read') return route.handle(ctx, req, res, match.params)
   if (control.kind === 'local') return route.handle(control.ctx, req, res, match.params)
   throw new RangeError(`control route ${route.path} outside the control paths`)
+}
+
+/** `/admin/stores/<s>/dump/...`: the streams a read token may open too (routes/stream-dump.ts). */
+function isStreamPath(segments: readonly string[]): boolean {
+  return segments.length === 5 && segments[1] === 'stores' && segments[3] === 'dump'
 }
 
 function fail(

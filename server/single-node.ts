@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
 import { AdminAuth, ReadAuth } from './auth'
+import { TokenBucket } from '../fetcher/token-bucket'
 import { createFetchRunner, SourceAccess } from './fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from './http-listener'
 import { Jobs } from './jobs'
@@ -86,6 +87,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     sources,
     storeCreation: new StoreCreation(dd),
     readLimits: setup.readLimits,
+    ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
     peers,
     shuttingDown: () => shuttingDown,
     address: () => bound,

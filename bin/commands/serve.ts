@@ -19,6 +19,7 @@ interface ServeArgs {
   bind?: string
   port?: number
   'fetch-max-bytes-per-sec'?: number
+  'stream-max-bytes-per-sec'?: number
   'allowed-source'?: string[]
   'access-log': boolean
   'drain-timeout-ms': number
@@ -64,6 +65,10 @@ export function builder(y: Argv): Argv<ServeArgs> {
     .option('bind', { type: 'string', describe: "address to listen on (default: the node's host in cluster.json)" })
     .option('port', { ...integerOption('port'), describe: "port to listen on, 0 for any (default: the node's port in cluster.json)" })
     .option('fetch-max-bytes-per-sec', { ...integerOption('fetch-max-bytes-per-sec'), describe: 'node-wide rate limit of fetches' })
+    .option('stream-max-bytes-per-sec', {
+      ...integerOption('stream-max-bytes-per-sec'),
+      describe: 'node-wide rate limit of dump streams (default 10000000; 0: unlimited)',
+    })
     .option('allowed-source', {
       type: 'string',
       array: true,
@@ -224,6 +229,7 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       bind: argv.bind,
       port: argv.port,
       fetchMaxBytesPerSec: argv['fetch-max-bytes-per-sec'],
+      streamMaxBytesPerSec: argv['stream-max-bytes-per-sec'],
       allowedSources: argv['allowed-source'],
       accessLog: argv['access-log'],
       drainTimeoutMs: argv['drain-timeout-ms'],

@@ -3,6 +3,7 @@ import { ADMIN_PEER_ROUTES } from './admin-peers'
 import { ADMIN_VERSION_ROUTES } from './admin-versions'
 import { NODE_INFO_ROUTES } from './node-info'
 import { READ_ROUTES } from './reads'
+import { STREAM_ROUTES } from './stream-dump'
 import type { Route } from './route'
 
 /** Every route of the node's HTTP API (docs/API.md). */
@@ -12,4 +13,5 @@ export const ROUTES: readonly Route[] = [
   ...ADMIN_VERSION_ROUTES,
   ...ADMIN_CONTROL_ROUTES,
   ...ADMIN_PEER_ROUTES,
+  ...STREAM_ROUTES,
 ]

@@ -7,6 +7,7 @@ import { defaultOpenReader } from '../../swapper/open-version'
 import type { ServedStores } from '../../swapper/served-store'
 import { AdminAuth, ReadAuth } from '../auth'
 import type { AppContext } from '../context'
+import { TokenBucket } from '../../fetcher/token-bucket'
 import { createFetchRunner, SourceAccess } from '../fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from '../http-listener'
 import { Jobs } from '../jobs'
@@ -109,6 +110,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     fetch,
     sources,
     readLimits: setup.readLimits,
+    ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
     peers,
     storeCreation: new StoreCreation(dd),
     shuttingDown: () => shuttingDown,

@@ -1,0 +1,245 @@
+import { open, type FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import { StoreError } from '../../common/errors'
+import { codecByName } from './codec'
+import { HEADER_SIZE } from './header'
+import { dataFileName, indexFileName } from './layout'
+import type { StoreMetadata } from './metadata'
+import { crc32 } from 'node:zlib'
+import { crc32 as crc32Js } from '../../common/crc32'
+import { RECORD_HEADER_SIZE } from './record'
+
+/**
+ * Walking a version directory's records in file order, filtered by master partition,
+ * with async reads only (a server streams with it: nothing blocks the event loop).
+ *
+ * A record's master partition is `u32be(hash[0..4]) mod P`; the index holds every
+ * record's 8-byte hash prefix in file order, so the filter reads the index, never hashes
+ * a key. Index and data are read forward in blocks of 1 MiB; records of other partitions
+ * are skipped over inside a block, and a gap longer than a block is skipped by reading
+ * the next block where the next wanted record starts (no seek per record).
+ */
+export interface OpenVersion {
+  readonly dir: string
+  readonly meta: StoreMetadata
+  /** Index and data handle of every chunk, opened before anything is streamed. */
+  readonly chunks: readonly { readonly index: FileHandle; readonly data: FileHandle; readonly dataSize: number }[]
+  close(): Promise<void>
+}
+
+const BLOCK = 1 << 20
+const ENTRY = 16
+
+/**
+ * Opens every chunk file of a version directory at once. Holding them open is what keeps
+ * a stream on ONE version: retention may delete the directory meanwhile (Linux keeps the
+ * files of open descriptors), and the stream still reads what it started with.
+ */
+export async function openVersion(dir: string, meta: StoreMetadata): Promise<OpenVersion> {
+  const handles: FileHandle[] = []
+  const chunks: { index: FileHandle; data: FileHandle; dataSize: number }[] = []
+  const close = async (): Promise<void> => {
+    await Promise.all(handles.splice(0).map((h) => h.close().catch(() => undefined)))
+  }
+  try {
+    for (let c = 0; c < meta.chunks; c++) {
+      const index = await open(join(dir, indexFileName(c)), 'r')
+      handles.push(index)
+      const data = await open(join(dir, dataFileName(c)), 'r')
+      handles.push(data)
+      chunks.push({ index, data, dataSize: (await data.stat()).size })
+    }
+  } catch (err) {
+    await close()
+    throw err
+  }
+  return { dir, meta, chunks, close }
+}
+
+export interface WalkOptions {
+  /** Master partitions wanted (ids below `partitionCount`); all when undefined. */
+  readonly partitions?: ReadonlySet<number>
+  readonly partitionCount: number
+  /** Values are decoded with the version's codec unless false (keys-only walks skip them). */
+  readonly values?: boolean
+  /** Only this chunk (diffs merge the chunks, each a sorted run); default all, in order. */
+  readonly chunk?: number
+  /** Bytes per read of each file (default 1 MiB): memory is about twice this per walk. */
+  readonly blockBytes?: number
+  readonly signal?: AbortSignal
+}
+
+export type WalkItem =
+  | { readonly chunk: number; readonly key?: undefined; readonly value?: undefined; readonly prefix?: undefined }
+  | {
+      readonly chunk: number
+      readonly key: Buffer
+      readonly value: Buffer
+      /** The record's 8-byte hash prefix from the index (records are sorted by it in a chunk). */
+      readonly prefix: Buffer
+    }
+
+/** A forward reader of one file in blocks: `peek` answers from the block in hand, `load` reads a new one. */
+class BlockReader {
+  private buf: Buffer
+  private start = 0
+  private len = 0
+
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly end: number,
+    private readonly name: string,
+    block: number,
+  ) {
+    this.buf = Buffer.allocUnsafe(Math.max(64, Math.min(block, end)))
+  }
+
+  /** The block in hand (valid until the next load). */
+  get block(): Buffer {
+    return this.buf
+  }
+
+  /** Where file offset `at` lies in `block` when [at, at + n) is all there; -1 when not. */
+  find(at: number, n: number): number {
+    return at < this.start || at + n > this.start + this.len ? -1 : at - this.start
+  }
+
+  /** Reads the block starting at `at` (views handed out before are overwritten); 0, where `at` lies in `block`. */
+  async load(at: number, n: number): Promise<number> {
+    if (at + n > this.end) throw corrupt(this.name, `read of ${n} bytes at ${at} runs past the end of the file`)
+    if (n > this.buf.length) this.buf = Buffer.allocUnsafe(n)
+    const want = Math.min(this.buf.length, this.end - at)
+    let got = 0
+    while (got < want) {
+      const { bytesRead } = await this.fh.read(this.buf, got, want - got, at + got)
+      if (bytesRead === 0) throw corrupt(this.name, `file ends at ${at + got}, before ${at + want}`)
+      got += bytesRead
+    }
+    this.start = at
+    this.len = want
+    return 0
+  }
+}
+
+function corrupt(file: string, why: string): StoreError {
+  return new StoreError('RO_CORRUPT', `${file}: ${why}`)
+}
+
+/**
+ * Records of one chunk that lie in the blocks in hand, as offsets (no object per record):
+ * record i's key is `data[keyAt[i], keyAt[i] + keyLen[i])`, its stored value follows the
+ * key (`valueLen[i]` bytes; `values[i]` holds it decoded when the store is compressed), its
+ * 8-byte hash prefix is `index[entryAt[i], entryAt[i] + 8)`. Valid until the next pull.
+ */
+export interface WalkBatch {
+  readonly chunk: number
+  /** True for the first batch of a chunk (it may hold no record). */
+  readonly first: boolean
+  readonly count: number
+  readonly data: Buffer
+  readonly index: Buffer
+  readonly keyAt: readonly number[]
+  readonly keyLen: readonly number[]
+  readonly valueLen: readonly number[]
+  readonly entryAt: readonly number[]
+  /** Decoded values, when the version's codec is not `none` and values are wanted. */
+  readonly values: readonly Buffer[] | undefined
+}
+
+/** Records gathered into one batch at most: bounds the work between two awaits. */
+const MAX_BATCH = 4096
+const SHORT_RECORD = 256
+
+/**
+ * The records of the wanted partitions, chunk by chunk in file order, in batches: every
+ * record that lies in the index and data blocks in hand is taken without an await, and a
+ * batch ends where a new block must be read. Per record the cost is a few integer reads
+ * and the CRC: no promise and no Buffer object per record (both made streams of small
+ * records several times slower). Every record's length and CRC are checked: a damaged
+ * record ends the walk with RO_CORRUPT.
+ */
+export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGenerator<WalkBatch> {
+  const codec = codecByName(v.meta.compression)
+  const decode = opts.values !== false && codec.name !== 'none'
+  const P = opts.partitionCount
+  const block = opts.blockBytes ?? BLOCK
+  if (opts.chunk !== undefined && !(Number.isInteger(opts.chunk) && opts.chunk >= 0 && opts.chunk < v.chunks.length)) {
+    throw new RangeError(`chunk ${opts.chunk} is not a chunk of this version (0..${v.chunks.length - 1})`)
+  }
+  for (let c = opts.chunk ?? 0; c < (opts.chunk ?? v.chunks.length - 1) + 1; c++) {
+    const files = v.chunks[c] as OpenVersion['chunks'][number]
+    const dataName = `chunk ${c} data`
+    const count = v.meta.chunkRecords[c] ?? 0
+    const index = new BlockReader(files.index, HEADER_SIZE + count * ENTRY, `chunk ${c} index`, block)
+    const data = new BlockReader(files.data, files.dataSize, dataName, block)
+    let first = true
+    let i = 0
+    while (i < count || first) {
+      opts.signal?.throwIfAborted()
+      const keyAt: number[] = []
+      const keyLen: number[] = []
+      const valueLen: number[] = []
+      const entryAt: number[] = []
+      const values: Buffer[] | undefined = decode ? [] : undefined
+      // A load overwrites the blocks the batch points into: it happens only while the batch is empty.
+      for (; i < count && keyAt.length < MAX_BATCH; i++) {
+        const at = HEADER_SIZE + i * ENTRY
+        let e = index.find(at, ENTRY)
+        if (e < 0) {
+          if (keyAt.length > 0) break
+          e = await index.load(at, ENTRY)
+        }
+        const ib = index.block
+        if (opts.partitions && !opts.partitions.has(ib.readUInt32BE(e) % P)) continue
+        const offset = ib.readUInt32LE(e + 8) + ib.readUInt32LE(e + 12) * 0x1_0000_0000
+        let h = data.find(offset, RECORD_HEADER_SIZE)
+        if (h < 0) {
+          if (keyAt.length > 0) break
+          h = await data.load(offset, RECORD_HEADER_SIZE)
+        }
+        let db = data.block
+        const kl = db.readUInt32LE(h)
+        const vl = db.readUInt32LE(h + 4)
+        const crc = db.readUInt32LE(h + 8)
+        const total = RECORD_HEADER_SIZE + kl + vl
+        let r = data.find(offset, total)
+        if (r < 0) {
+          if (keyAt.length > 0) break
+          r = await data.load(offset, total)
+          db = data.block
+        }
+        const k = r + RECORD_HEADER_SIZE
+        // Key and stored value are adjacent: one CRC pass over both (short ones in JavaScript,
+        // cheaper than a call into zlib: formats/store/record.ts).
+        const region = db.subarray(k, k + kl + vl)
+        if ((region.length <= SHORT_RECORD ? crc32Js(region, 0) : crc32(region)) !== crc)
+          throw corrupt(dataName, `record at ${offset} fails its checksum`)
+        keyAt.push(k)
+        keyLen.push(kl)
+        valueLen.push(opts.values === false ? 0 : vl)
+        entryAt.push(e)
+        if (values) values.push(codec.decode(db.subarray(k + kl, k + kl + vl)))
+      }
+      yield { chunk: c, first, count: keyAt.length, data: data.block, index: index.block, keyAt, keyLen, valueLen, entryAt, values }
+      first = false
+    }
+  }
+}
+
+/** The records of walkBatches one by one, each chunk announced by an item with only `chunk`. */
+export async function* walkPartitions(v: OpenVersion, opts: WalkOptions): AsyncGenerator<WalkItem> {
+  for await (const b of walkBatches(v, opts)) {
+    if (b.first) yield { chunk: b.chunk }
+    for (let i = 0; i < b.count; i++) {
+      const k = b.keyAt[i] as number
+      const kl = b.keyLen[i] as number
+      const e = b.entryAt[i] as number
+      yield {
+        chunk: b.chunk,
+        key: b.data.subarray(k, k + kl),
+        value: b.values ? (b.values[i] as Buffer) : b.data.subarray(k + kl, k + kl + (b.valueLen[i] as number)),
+        prefix: b.index.subarray(e, e + 8),
+      }
+    }
+  }
+}

@@ -1,0 +1,189 @@
+import { once } from 'node:events'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { StoreError, isStoreError } from '../../common/errors'
+import { buildRing, replicaNodes } from '../../cluster/routing'
+import type { StoreMetadata } from '../../formats/store/metadata'
+import { openVersion, walkBatches, type OpenVersion } from '../../formats/store/partition-walk'
+import { DUMP_CONTENT_TYPES, DumpEncoder, DUMP_FORMATS, type DumpFraming } from '../../formats/wire/dump-frames'
+import { TokenBucket } from '../../fetcher/token-bucket'
+import { parseVersionText } from '../../swapper/versions'
+import { checkAdminOrRead } from '../auth'
+import type { AppContext } from '../context'
+import { badRequest } from '../http-util'
+import { controlRoute } from './route'
+import { knownStore } from './store-access'
+
+/**
+ * Streaming a store version out (docs/API.md "Streaming a store out"): every entry, or
+ * every key, of chosen master partitions, in file order, in the framing of
+ * formats/wire/dump-frames.ts. Control routes: they run where the versions live, so one
+ * token bucket (`--stream-max-bytes-per-sec`) limits every stream of the node.
+ */
+export const STREAM_ROUTES = [
+  controlRoute({
+    path: '/admin/stores/:store/dump/entries',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'dump_entries',
+    handle: (ctx, req, res, p) => streamDump(ctx, p.store, req, res, false),
+  }),
+  controlRoute({
+    path: '/admin/stores/:store/dump/keys',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'dump_keys',
+    handle: (ctx, req, res, p) => streamDump(ctx, p.store, req, res, true),
+  }),
+]
+
+/**
+ * Who may stream a store out: the admin token, or the read token where reads are
+ * protected (the request handler applies the same rule before routing /admin paths).
+ */
+function checkStreamAccess(ctx: AppContext, req: IncomingMessage): void {
+  checkAdminOrRead(req, ctx.auth, ctx.readAuth)
+}
+
+/** Bytes of frames gathered before they are throttled and written as one piece. */
+const WRITE_BATCH = 64 << 10
+
+interface StreamQuery {
+  readonly version: number | undefined
+  readonly partitions: number[] | undefined
+  readonly framing: DumpFraming
+  readonly maxBytesPerSec: number | undefined
+  /** Only this chunk: one run sorted by hash prefix (diffs merge such runs). */
+  readonly chunk: number | undefined
+}
+
+function parseQuery(req: IncomingMessage): StreamQuery {
+  const url = req.url ?? '/'
+  const q = url.indexOf('?')
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
+  for (const name of params.keys()) {
+    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk'].includes(name))
+      throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
+  }
+  const versionText = params.get('version')
+  const version = versionText === null ? undefined : parseVersionText(versionText)
+  if (versionText !== null && version === undefined) throw badRequest('version must be a positive integer')
+  const partsText = params.get('partitions')
+  let partitions: number[] | undefined
+  if (partsText !== null) {
+    partitions = partsText.split(',').map((t) => {
+      if (!/^(0|[1-9][0-9]{0,8})$/.test(t)) throw badRequest('partitions must be a comma-separated list of partition ids')
+      return Number(t)
+    })
+  }
+  const format = params.get('format') ?? 'binary'
+  if (!(DUMP_FORMATS as readonly string[]).includes(format)) throw badRequest(`format must be ${DUMP_FORMATS.join(' or ')}`)
+  const rateText = params.get('maxBytesPerSec')
+  const rate = rateText === null ? undefined : Number(rateText)
+  if (rate !== undefined && (!Number.isFinite(rate) || rate <= 0)) throw badRequest('maxBytesPerSec must be a positive number')
+  const chunkText = params.get('chunk')
+  if (chunkText !== null && !/^(0|[1-9][0-9]{0,8})$/.test(chunkText)) throw badRequest('chunk must be a chunk number')
+  const chunk = chunkText === null ? undefined : Number(chunkText)
+  return { version, partitions, framing: format as DumpFraming, maxBytesPerSec: rate, chunk }
+}
+
+/** Partitions this node holds (as master or replica) in a version's layout. */
+export function heldPartitions(meta: StoreMetadata, nodeId: number): number[] {
+  const ring = buildRing(meta.layout)
+  const held: number[] = []
+  for (let p = 0; p < ring.partitionCount; p++) if (replicaNodes(ring, p, meta.replication).includes(nodeId)) held.push(p)
+  return held
+}
+
+async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse, keysOnly: boolean): Promise<void> {
+  checkStreamAccess(ctx, req)
+  const query = parseQuery(req)
+  const sv = knownStore(ctx, store)
+  let version = query.version
+  if (version === undefined) {
+    if (sv.stale) throw new StoreError('RO_UNAVAILABLE', `store ${store} is marked stale on this node: ${sv.stale.reason}`)
+    version = sv.liveVersion
+    if (version === undefined) throw new StoreError('RO_UNAVAILABLE', `store ${store} has no live version on this node`)
+  }
+  const meta = await sv.versionMetadata(version)
+  const held = heldPartitions(meta, ctx.nodeId)
+  const wanted = query.partitions ?? held
+  const missing = wanted.filter((p) => !held.includes(p))
+  if (missing.length > 0) {
+    throw new StoreError(
+      'RO_BAD_REQUEST',
+      `node ${ctx.nodeId} does not hold partition${missing.length > 1 ? 's' : ''} ${missing.slice(0, 20).join(', ')} of store ${store} version ${version}; it holds ${held.join(', ')}`,
+    )
+  }
+  if (query.chunk !== undefined && query.chunk >= meta.chunks) {
+    throw new StoreError('RO_BAD_REQUEST', `store ${store} version ${version} has chunks 0..${meta.chunks - 1}, not ${query.chunk}`)
+  }
+  let opened: OpenVersion
+  try {
+    opened = await openVersion(sv.versionDir(version), meta)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new StoreError('RO_NOT_FOUND', `version ${version} of store ${store} was deleted meanwhile; ask again`)
+    }
+    throw err
+  }
+  const ac = new AbortController()
+  // 'close' comes when the response is done or the client went away: either way, stop.
+  res.once('close', () => ac.abort())
+  const own = query.maxBytesPerSec === undefined ? undefined : new TokenBucket(query.maxBytesPerSec)
+  const estimate = held.length === 0 ? 0 : Math.round((meta.records * new Set(wanted).size) / held.length)
+  try {
+    res.writeHead(200, {
+      'Content-Type': DUMP_CONTENT_TYPES[query.framing],
+      'Cache-Control': 'no-store',
+      'X-Rostore-Version': String(version),
+      'X-Rostore-Key-Serializer': meta.keySerializer,
+      'X-Rostore-Value-Serializer': meta.valueSerializer,
+      'X-Rostore-Estimated-Records': String(estimate),
+      'X-Rostore-Chunks': String(meta.chunks),
+    })
+    const enc = new DumpEncoder(query.framing)
+    let batch: Buffer[] = []
+    let batchBytes = 0
+    const flush = async (): Promise<void> => {
+      if (batchBytes === 0) return
+      const out = batch.length === 1 ? (batch[0] as Buffer) : Buffer.concat(batch, batchBytes)
+      batch = []
+      batchBytes = 0
+      // Pieces of at most WRITE_BATCH: a 1 MiB value is paid for and sent in steps, so
+      // the socket sees a smooth stream and a slow limit never waits seconds at once.
+      for (let at = 0; at < out.length; at += WRITE_BATCH) {
+        const piece = out.length <= WRITE_BATCH ? out : out.subarray(at, Math.min(out.length, at + WRITE_BATCH))
+        if (own) await own.take(piece.length, ac.signal)
+        if (ctx.streamBucket) await ctx.streamBucket.take(piece.length, ac.signal)
+        if (!res.write(piece)) await once(res, 'drain', { signal: ac.signal })
+      }
+    }
+    const walk = walkBatches(opened, {
+      partitions: new Set(wanted),
+      partitionCount: buildRing(meta.layout).partitionCount,
+      values: !keysOnly,
+      chunk: query.chunk,
+      signal: ac.signal,
+    })
+    for await (const b of walk) {
+      const frames = [...(b.first ? [enc.chunk(b.chunk)] : []), ...(b.count > 0 ? [enc.many(b, keysOnly)] : [])]
+      for (const frame of frames) {
+        batch.push(frame)
+        batchBytes += frame.length
+      }
+      if (batchBytes >= WRITE_BATCH) await flush()
+    }
+    await flush()
+    res.end(enc.end({ store, version, partitions: wanted }))
+  } catch (err) {
+    // The client went away: nothing to answer, and nothing went wrong on this node.
+    if (ac.signal.aborted && (isAbort(err) || isStoreError(err, 'RO_ABORTED'))) return
+    throw err
+  } finally {
+    await opened.close()
+  }
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AbortError'
+}
