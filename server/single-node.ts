@@ -2,21 +2,16 @@ import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
 import { AdminAuth, ReadAuth } from './auth'
-import { TokenBucket } from '../fetcher/token-bucket'
-import { createFetchRunner, SourceAccess } from './fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from './http-listener'
-import { Jobs } from './jobs'
 import { createLogger, type Logger } from './log'
 import { NodeMetrics } from './metrics'
 import type { RunningNode } from './node'
 import type { NodeOptions, NodeSetup } from './node-options'
-import { PeerCheck } from './peer-check'
-import { PushLocks } from './push-lock'
 import { respLogFields, startLoopResp } from './node-resp'
 import { createRequestHandler } from './request-handler'
-import { StoreCreation } from './store-creation'
 import { loadTlsFiles, reloadTls } from './tls'
 import type { RespServer } from './resp/resp-context'
+import { createControlServices, dataDirOptions } from './control-services'
 
 /** A node in one process: the versions, the admin API and the reads share one event loop. */
 export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
@@ -27,45 +22,10 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
 
   let dataDir: DataDir | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
-  dataDir = await DataDir.open({
-    dir: opts.dataDir,
-    nodeId: opts.nodeId,
-    keepVersions: setup.keepVersions,
-    openReader: opts.openReader,
-    verify: opts.verify,
-    log,
-    drainDeadlineMs: opts.versionDrainMs,
-    // A node of a cluster asks its peers whether it missed a push before it serves (peer-check.ts).
-    holdForPeers: setup.cluster.nodes.length > 1,
-    hooks: {
-      onSwap: (r) => metrics.onSwap(r),
-      onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
-    },
-  })
+  dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log))
   const dd = dataDir
-  const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
-  const sources = new SourceAccess(opts.allowedSources)
-  const fetch = createFetchRunner({
-    nodeId: opts.nodeId,
-    maxBytesPerSec: opts.fetchMaxBytesPerSec,
-    sources,
-    registry: metrics.registry,
-    stallTimeoutMs: opts.fetchStallTimeoutMs,
-  })
-
-  const peers = new PeerCheck({
-    nodeId: opts.nodeId,
-    cluster: setup.cluster,
-    dataDir: dd,
-    jobs,
-    fetch,
-    adminToken: opts.adminToken,
-    log,
-    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
-    timeoutMs: opts.peerCheckTimeoutMs,
-    graceMs: opts.peerCheckGraceMs,
-    selfRepair: opts.selfRepair,
-  })
+  const control = createControlServices(opts, setup, dd, metrics, log)
+  const { jobs, peers } = control
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }
@@ -77,18 +37,12 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     auth,
     readAuth,
     metrics,
-    jobs,
-    pushLocks: new PushLocks(),
+    ...control,
     log,
     accessLog: opts.accessLog ?? false,
     startedAt: Date.now(),
     keepVersions: setup.keepVersions,
-    fetch,
-    sources,
-    storeCreation: new StoreCreation(dd),
     readLimits: setup.readLimits,
-    ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
-    peers,
     shuttingDown: () => shuttingDown,
     address: () => bound,
   }

@@ -7,24 +7,19 @@ import { defaultOpenReader } from '../../swapper/open-version'
 import type { ServedStores } from '../../swapper/served-store'
 import { AdminAuth, ReadAuth } from '../auth'
 import type { AppContext } from '../context'
-import { TokenBucket } from '../../fetcher/token-bucket'
-import { createFetchRunner, SourceAccess } from '../fetch-route'
 import { createHttpServer, drainHttpServer, listen, urlOf } from '../http-listener'
-import { Jobs } from '../jobs'
 import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
 import type { RunningNode } from '../node'
 import type { NodeOptions, NodeSetup } from '../node-options'
-import { PeerCheck } from '../peer-check'
-import { PushLocks } from '../push-lock'
 import { createRequestHandler } from '../request-handler'
 import { respLogFields } from '../node-resp'
 import type { RespServerOptions } from '../resp/resp-context'
 import { warnAboutAuth } from '../single-node'
-import { StoreCreation } from '../store-creation'
 import { loadTlsFiles } from '../tls'
 import { FanoutMirror } from './fanout-mirror'
 import { WorkerPool } from './worker-pool'
+import { createControlServices, dataDirOptions } from '../control-services'
 
 /** A supervisor serves no reads itself: its workers do. */
 const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
@@ -46,50 +41,14 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   const mirrors = new Map<string, FanoutMirror>()
   let dataDir: DataDir<FanoutMirror> | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
-  dataDir = await DataDir.open(
-    {
-      dir: opts.dataDir,
-      nodeId: opts.nodeId,
-      keepVersions: setup.keepVersions,
-      verify: opts.verify,
-      log,
-      drainDeadlineMs: opts.versionDrainMs,
-      holdForPeers: setup.cluster.nodes.length > 1,
-      hooks: {
-        onSwap: (r) => metrics.onSwap(r),
-        onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
-      },
-    },
-    (store) => {
-      const m = new FanoutMirror(store, () => pool, { openReader: opts.openReader ?? defaultOpenReader, nodeId: opts.nodeId })
-      mirrors.set(store, m)
-      return m
-    },
-  )
+  dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log), (store) => {
+    const m = new FanoutMirror(store, () => pool, { openReader: opts.openReader ?? defaultOpenReader, nodeId: opts.nodeId })
+    mirrors.set(store, m)
+    return m
+  })
   const dd = dataDir
-  const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
-  const sources = new SourceAccess(opts.allowedSources)
-
-  const fetch = createFetchRunner({
-    nodeId: opts.nodeId,
-    maxBytesPerSec: opts.fetchMaxBytesPerSec,
-    sources,
-    registry: metrics.registry,
-    stallTimeoutMs: opts.fetchStallTimeoutMs,
-  })
-  const peers = new PeerCheck({
-    nodeId: opts.nodeId,
-    cluster: setup.cluster,
-    dataDir: dd,
-    jobs,
-    fetch,
-    adminToken: opts.adminToken,
-    log,
-    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
-    timeoutMs: opts.peerCheckTimeoutMs,
-    graceMs: opts.peerCheckGraceMs,
-    selfRepair: opts.selfRepair,
-  })
+  const services = createControlServices(opts, setup, dd, metrics, log)
+  const { jobs, peers } = services
 
   let shuttingDown = false
   let bound: { host: string; port: number; respPort?: number } = { host: setup.host, port: setup.port }
@@ -101,18 +60,12 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     auth,
     readAuth,
     metrics,
-    jobs,
-    pushLocks: new PushLocks(),
+    ...services,
     log,
     accessLog: opts.accessLog ?? false,
     startedAt: Date.now(),
     keepVersions: setup.keepVersions,
-    fetch,
-    sources,
     readLimits: setup.readLimits,
-    ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
-    peers,
-    storeCreation: new StoreCreation(dd),
     shuttingDown: () => shuttingDown,
     address: () => bound,
     workers: () => pool?.status() ?? { configured: setup.workers, serving: 0, restarts: 0 },

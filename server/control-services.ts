@@ -1,0 +1,86 @@
+import { TokenBucket } from '../fetcher/token-bucket'
+import type { DataDir, DataDirOptions } from '../swapper/data-dir'
+import type { ServingMirror } from '../swapper/serving-mirror'
+import { createFetchRunner, SourceAccess, type FetchRunner } from './fetch-route'
+import { Jobs } from './jobs'
+import type { Logger } from './log'
+import type { NodeMetrics } from './metrics'
+import type { NodeOptions, NodeSetup } from './node-options'
+import { PeerCheck } from './peer-check'
+import { PushLocks } from './push-lock'
+import { StoreCreation } from './store-creation'
+
+/**
+ * What the control side of a node runs, whichever process that is (the only one of a
+ * single-process node, or the supervisor of a multi-process one): jobs, fetches, the
+ * startup peer check, push leases, store creation, the stream throttle.
+ */
+export interface ControlServices {
+  readonly jobs: Jobs
+  readonly sources: SourceAccess
+  readonly fetch: FetchRunner
+  readonly peers: PeerCheck
+  readonly pushLocks: PushLocks
+  readonly storeCreation: StoreCreation
+  readonly streamBucket?: TokenBucket
+}
+
+/** The data directory's options, the same for both kinds of node. */
+export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: NodeMetrics, log: Logger): DataDirOptions {
+  return {
+    dir: opts.dataDir,
+    nodeId: opts.nodeId,
+    keepVersions: setup.keepVersions,
+    openReader: opts.openReader,
+    verify: opts.verify,
+    log,
+    drainDeadlineMs: opts.versionDrainMs,
+    // A node of a cluster asks its peers whether it missed a push before it serves (peer-check.ts).
+    holdForPeers: setup.cluster.nodes.length > 1,
+    hooks: {
+      onSwap: (r) => metrics.onSwap(r),
+      onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
+    },
+  }
+}
+
+export function createControlServices(
+  opts: NodeOptions,
+  setup: NodeSetup,
+  dd: DataDir<ServingMirror>,
+  metrics: NodeMetrics,
+  log: Logger,
+): ControlServices {
+  const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const sources = new SourceAccess(opts.allowedSources)
+  const fetch = createFetchRunner({
+    nodeId: opts.nodeId,
+    maxBytesPerSec: opts.fetchMaxBytesPerSec,
+    sources,
+    registry: metrics.registry,
+    stallTimeoutMs: opts.fetchStallTimeoutMs,
+  })
+  const peers = new PeerCheck({
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    dataDir: dd,
+    jobs,
+    fetch,
+    adminToken: opts.adminToken,
+    log,
+    // A node serving TLS asks its peers over HTTPS.
+    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    timeoutMs: opts.peerCheckTimeoutMs,
+    graceMs: opts.peerCheckGraceMs,
+    selfRepair: opts.selfRepair,
+  })
+  return {
+    jobs,
+    sources,
+    fetch,
+    peers,
+    pushLocks: new PushLocks(),
+    storeCreation: new StoreCreation(dd),
+    ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
+  }
+}
