@@ -52,7 +52,10 @@ describe('SIGTERM drains in-flight requests, then exits 0 (real node)', () => {
 
   test('stop accepting, finish in-flight, exit 0', async () => {
     const src = await makeVersions(tmp.dir, [1])
-    node = await startSingleNode({ dir: tmp.dir, dataDir: join(tmp.dir, 'data'), token: TOKEN })
+    // One serving process: with several, node:cluster's primary keeps accepting until the last
+    // worker has closed its listener, and a connection in that moment waits (see the note on
+    // issue 19); this test holds the single-process promise exactly.
+    node = await startSingleNode({ dir: tmp.dir, dataDir: join(tmp.dir, 'data'), token: TOKEN, workers: 1 })
     await node.install(STORE, src[1]!, { swap: true })
     // An idle keep-alive connection must not hold the shutdown up.
     expect((await node.request('/health')).status).toBe(200)
@@ -67,15 +70,8 @@ describe('SIGTERM drains in-flight requests, then exits 0 (real node)', () => {
 
     node.signal('SIGTERM')
     await node.waitForEvent((e) => e['event'] === 'shutdown-started')
-    // New connections are refused once the server stopped listening. With several serving
-    // workers the port stays open until the last of them has closed its listener (node:cluster
-    // accepts in the primary): a connection in that moment is told the node is going away.
-    const late = await request(`${node.url}/health`, { agent: false, timeoutMs: 2000 }).then(
-      (r) => ({ status: r.status, body: JSON.parse(r.body.toString()) as unknown, connection: r.headers['connection'] }),
-      (err: Error) => ({ refused: err.message }),
-    )
-    if ('refused' in late) expect(late.refused).toMatch(/ECONNREFUSED|ECONNRESET|socket hang up/)
-    else expect(late).toEqual({ status: 503, body: { status: 'shutting-down' }, connection: 'close' })
+    // New connections are refused once the server stopped listening.
+    await expect(request(`${node.url}/health`, { agent: false, timeoutMs: 2000 })).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/)
     expect(node.running).toBe(true)
 
     // The in-flight request completes normally.
