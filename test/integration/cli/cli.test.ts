@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { cliPath } from '../../../common/paths'
 import { writeInput } from '../../../testkit/input-files'
 import { startCluster, type TestCluster } from '../../../testkit/node-process'
@@ -127,4 +127,23 @@ test('an integer option given text: the error names the option and echoes what w
   const serve = cli(['serve', '--cluster', cluster, '--node-id', 'zero', '--data-dir', join(tmp.dir, 'd')])
   expect(serve.code).toBe(1)
   expect(serve.stderr).toContain('--node-id must be an integer, got "zero" [RO_BAD_OPTION]')
+})
+
+test('a run loads only the command it names; help lists every command and a misspelt one gets a suggestion', () => {
+  const commands = readdirSync(join(dirname(cliPath()), 'commands'))
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => f.slice(0, -3))
+  expect(commands.length).toBeGreaterThan(10)
+  const help = cli(['--help'])
+  expect(help.code).toBe(0)
+  for (const c of commands) expect(help.stdout).toMatch(new RegExp(`rostore ${c}\\b`))
+  const typo = cli(['bulid'])
+  expect(typo.code).toBe(2)
+  expect(typo.stderr).toMatch(/Did you mean build\?/)
+  // NODE_DEBUG=module names every module file loaded: a get loads no other command.
+  const get = cli(['get', '--help'], { NODE_DEBUG: 'module' })
+  expect(get.code).toBe(0)
+  expect(get.stdout).toMatch(/rostore get/)
+  const loaded = new Set([...get.stderr.matchAll(/[\\/]commands[\\/]([a-z]+)\.js/g)].map((m) => m[1]))
+  expect([...loaded]).toEqual(['get'])
 })
