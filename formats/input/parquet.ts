@@ -35,7 +35,40 @@ interface OpenColumn {
 const EMPTY = Buffer.alloc(0)
 const JSON_NULL = Buffer.from('null')
 
+/**
+ * Rows [from, to) of one row group that every open column has decoded: the unit both
+ * front ends (records, batches) walk. `bytes` gives a row's key and value, or throws
+ * the input error naming the row.
+ */
+export interface ParquetRowSpan {
+  readonly from: number
+  readonly to: number
+  /** Row number in the whole file of the group's row 0. */
+  readonly base: number
+  readonly keyKind: KeyKind
+  readonly valueKind: ValueKind
+  bytes(row: number): [key: Buffer, value: Buffer]
+}
+
+/** The records of a Parquet file (or a split of row groups), one object per row. */
 export async function* readParquet(path: string, opts: ReadOptions = {}): AsyncGenerator<InputRecord> {
+  const signal = opts.signal
+  for await (const span of readParquetSpans(path, opts)) {
+    const { keyKind, valueKind } = span
+    for (let row = span.from; row < span.to; row++) {
+      if (signal?.aborted) signal.throwIfAborted()
+      const [key, value] = span.bytes(row)
+      const at = span.base + row
+      yield { key, value, keyKind, valueKind, source: { path, row: at }, order: at }
+    }
+  }
+}
+
+/**
+ * The rows of a Parquet file as spans of decoded rows: the batch reader copies each span's
+ * bytes without an object or an await per row.
+ */
+export async function* readParquetSpans(path: string, opts: ReadOptions = {}): AsyncGenerator<ParquetRowSpan> {
   if (opts.start !== undefined || opts.end !== undefined) {
     throw new RangeError('Parquet files cannot be read by byte range; split them by row group')
   }
@@ -59,6 +92,20 @@ export async function* readParquet(path: string, opts: ReadOptions = {}): AsyncG
       const keyCursor = open[0]!.cursor
       const valueCursor = value === undefined ? undefined : open.find((c) => c.column === value)!.cursor
       const rowCursors = value === undefined ? wholeRow.map((c) => open.find((o) => o.column === c)!) : []
+      const bytes = (row: number): [Buffer, Buffer] => {
+        try {
+          if (keyCursor.isNull(row)) throw new FieldError(`key column '${key.name}' is null`)
+          const keyBytes = key.type.key(keyCursor.raw(row) as RawValue)
+          const problem = keyProblem(keyBytes)
+          if (problem !== undefined) throw new FieldError(problem)
+          if (valueCursor === undefined) return [keyBytes, Buffer.from(rowJson(rowCursors, row), 'utf8')]
+          if (valueCursor.isNull(row)) return [keyBytes, valueKind === 'json' ? JSON_NULL : EMPTY]
+          return [keyBytes, value!.type.value(valueCursor.raw(row) as RawValue)]
+        } catch (err) {
+          if (err instanceof FieldError) throw badInput(atRow(path, base + row), err.message)
+          throw err
+        }
+      }
       let row = 0
       while (row < rows) {
         for (const c of open) {
@@ -79,31 +126,8 @@ export async function* readParquet(path: string, opts: ReadOptions = {}): AsyncG
         }
         let limit = rows
         for (const c of open) limit = Math.min(limit, c.cursor.available)
-        for (; row < limit; row++) {
-          if (signal?.aborted) signal.throwIfAborted()
-          const at = base + row
-          let keyBytes: Buffer
-          let valueBytes: Buffer
-          try {
-            if (keyCursor.isNull(row)) throw new FieldError(`key column '${key.name}' is null`)
-            keyBytes = key.type.key(keyCursor.raw(row) as RawValue)
-            const problem = keyProblem(keyBytes)
-            if (problem !== undefined) throw new FieldError(problem)
-            if (valueCursor !== undefined) {
-              valueBytes = valueCursor.isNull(row)
-                ? valueKind === 'json'
-                  ? JSON_NULL
-                  : EMPTY
-                : value!.type.value(valueCursor.raw(row) as RawValue)
-            } else {
-              valueBytes = Buffer.from(rowJson(rowCursors, row), 'utf8')
-            }
-          } catch (err) {
-            if (err instanceof FieldError) throw badInput(atRow(path, at), err.message)
-            throw err
-          }
-          yield { key: keyBytes, value: valueBytes, keyKind, valueKind, source: { path, row: at }, order: at }
-        }
+        yield { from: row, to: limit, base, keyKind, valueKind, bytes }
+        row = limit
       }
     }
   } finally {

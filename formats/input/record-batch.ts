@@ -64,6 +64,7 @@ function clearKinds(k: KindTally): void {
 /** The records of one file (or split) in batches; same records, order and errors as readInput. */
 export function readRecordBatches(path: string, format: InputFormat, opts: ReadOptions = {}): AsyncGenerator<RecordBatch> {
   if (format === 'tsv' && tsvColumns(opts) === undefined) return tsvBatches(path, opts)
+  if (format === 'parquet') return parquetBatches(path, opts)
   return copiedBatches(path, format, opts)
 }
 
@@ -113,39 +114,92 @@ function done(batch: RecordBatch, n: number): RecordBatch {
   return batch
 }
 
+/**
+ * A batch filled by copying each record's key and value bytes into its buffer. `take`
+ * hands the batch out; the next `add` starts a new one in the same arrays.
+ */
+class CopiedBatch {
+  private readonly batch = newBatch()
+  private n = 0
+  private used = 0
+  private handedOut = false
+
+  constructor() {
+    this.batch.buf = Buffer.allocUnsafe(BATCH_BYTES)
+  }
+
+  get count(): number {
+    return this.handedOut ? 0 : this.n
+  }
+
+  /** Whether a record of `size` bytes must wait until this batch is taken. */
+  isFullFor(size: number): boolean {
+    return !this.handedOut && (this.n === BATCH_RECORDS || (this.n > 0 && this.used + size > this.batch.buf.length))
+  }
+
+  add(key: Buffer, value: Buffer, line: number, order: number, keyKind: KeyKind, valueKind: ValueKind): void {
+    const b = this.batch
+    if (this.handedOut) {
+      this.handedOut = false
+      this.n = 0
+      this.used = 0
+      clearKinds(b.kinds)
+    }
+    const size = key.length + value.length
+    if (size > b.buf.length) b.buf = Buffer.allocUnsafe(size)
+    const n = this.n
+    let used = this.used
+    key.copy(b.buf, used)
+    b.keyStart[n] = used
+    used += key.length
+    b.keyEnd[n] = used
+    value.copy(b.buf, used)
+    b.valueStart[n] = used
+    used += value.length
+    b.valueEnd[n] = used
+    b.line[n] = line
+    b.order[n] = order
+    b.kinds.keys[keyKind]++
+    b.kinds.values[valueKind]++
+    this.n = n + 1
+    this.used = used
+  }
+
+  take(): RecordBatch {
+    this.batch.count = this.n
+    this.handedOut = true
+    return this.batch
+  }
+}
+
 /** Any format: records from its reader, key and value bytes copied into the batch buffer. */
 async function* copiedBatches(path: string, format: InputFormat, opts: ReadOptions): AsyncGenerator<RecordBatch> {
-  const batch = newBatch()
-  batch.buf = Buffer.allocUnsafe(BATCH_BYTES)
-  let n = 0
-  let used = 0
+  const batch = new CopiedBatch()
   for await (const rec of readInput(path, format, opts)) {
-    const size = rec.key.length + rec.value.length
-    if (n === BATCH_RECORDS || (n > 0 && used + size > batch.buf.length)) {
-      batch.count = n
-      yield batch
-      n = 0
-      used = 0
-      clearKinds(batch.kinds)
+    if (batch.isFullFor(rec.key.length + rec.value.length)) yield batch.take()
+    batch.add(rec.key, rec.value, rec.source.line ?? rec.source.row ?? 0, rec.order, rec.keyKind, rec.valueKind)
+  }
+  if (batch.count > 0) yield batch.take()
+}
+
+/**
+ * Parquet: the rows of each decoded span copied straight into the batch, with no record
+ * object and no await per row (the record reader's async step per row was most of its cost).
+ * The columnar reader is loaded on first use, as readInput does.
+ */
+async function* parquetBatches(path: string, opts: ReadOptions): AsyncGenerator<RecordBatch> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { readParquetSpans } = require('./parquet') as typeof import('./parquet')
+  const batch = new CopiedBatch()
+  for await (const span of readParquetSpans(path, opts)) {
+    opts.signal?.throwIfAborted()
+    for (let row = span.from; row < span.to; row++) {
+      const [key, value] = span.bytes(row)
+      // The span's bytes stay valid while this generator is suspended: its columns only
+      // move on when the next span is pulled.
+      if (batch.isFullFor(key.length + value.length)) yield batch.take()
+      batch.add(key, value, span.base + row, span.base + row, span.keyKind, span.valueKind)
     }
-    if (size > batch.buf.length) batch.buf = Buffer.allocUnsafe(size)
-    const b = batch.buf
-    rec.key.copy(b, used)
-    batch.keyStart[n] = used
-    used += rec.key.length
-    batch.keyEnd[n] = used
-    rec.value.copy(b, used)
-    batch.valueStart[n] = used
-    used += rec.value.length
-    batch.valueEnd[n] = used
-    batch.line[n] = rec.source.line ?? rec.source.row ?? 0
-    batch.order[n] = rec.order
-    batch.kinds.keys[rec.keyKind]++
-    batch.kinds.values[rec.valueKind]++
-    n++
   }
-  if (n > 0) {
-    batch.count = n
-    yield batch
-  }
+  if (batch.count > 0) yield batch.take()
 }

@@ -5,6 +5,7 @@ import { readInput } from '../../../../formats/input/read-input'
 import { INPUT_FORMATS, type InputFormat, type ReadOptions } from '../../../../formats/input/types'
 import { writeInput as writeRecords } from '../../../../testkit/input-files'
 import { tempDir, writeInput } from './helpers'
+import { writeParquet } from './write-parquet'
 
 /** The builder's batch reader gives exactly the records, positions and kinds of the record readers. */
 const dir = tempDir()
@@ -119,4 +120,44 @@ test.each([
   expect(fromBatches).toMatch(message)
   expect(fromBatches).toContain(path)
   expect(fromBatches).toBe(await messageOf(() => viaRecords(path, 'tsv')))
+})
+
+describe('Parquet straight into batches (no record objects)', () => {
+  const rows = Array.from({ length: 9000 }, (_, i) => ({ key: `k${i}`, value: i % 7 === 0 ? null : `v${i}-${'y'.repeat(i % 300)}` }))
+
+  test('same records across row groups, and each row-group split gives its rows once', async () => {
+    const path = await writeParquet(join(dir, `${seq++}.parquet`), { key: 'VARCHAR', value: 'VARCHAR' }, rows, { rowGroupSize: 2048 })
+    const want = await viaRecords(path, 'parquet')
+    expect(want.recs).toHaveLength(rows.length)
+    expect((await viaBatches(path, 'parquet')).recs).toEqual(want.recs)
+    const parts: Flat[] = []
+    for (const [groupStart, groupEnd] of [
+      [0, 1],
+      [1, 3],
+      [3, 5],
+    ] as const) {
+      const opts = { groupStart, groupEnd }
+      const got = await viaBatches(path, 'parquet', opts)
+      expect(got.recs).toEqual((await viaRecords(path, 'parquet', opts)).recs)
+      parts.push(...got.recs)
+    }
+    expect(parts).toEqual(want.recs)
+  })
+
+  test('a null key deep in the file: the same error, naming the row', async () => {
+    const bad = rows.map((r, i) => (i === 6000 ? { value: 'orphan' } : r))
+    const path = await writeParquet(join(dir, `${seq++}.parquet`), { key: 'VARCHAR', value: 'VARCHAR' }, bad, { rowGroupSize: 2048 })
+    const messageOf = async (run: () => Promise<unknown>): Promise<string> => {
+      try {
+        await run()
+      } catch (err) {
+        expect(isStoreError(err)).toBe(true)
+        return (err as Error).message
+      }
+      throw new Error('expected an error')
+    }
+    const fromBatches = await messageOf(() => viaBatches(path, 'parquet'))
+    expect(fromBatches).toBe(`${path}: row 6000: key column 'key' is null`)
+    expect(fromBatches).toBe(await messageOf(() => viaRecords(path, 'parquet')))
+  })
 })
