@@ -79,25 +79,22 @@ small enough to sit in the index (a format change), or a CPU without nested pagi
 
   probes: `The measured mean is over the uniform stream; with fewer than 1M keys per chunk the goal is checked against the run's size.`,
 
-  'serve-multiget': `Profile of \`rostore serve\` under a wrk multi-get load (\`--cpu-prof\`, 1M × 1024 B, page cache warm): about a third of the
-server's busy time is the \`pread\` system calls — one per key, 100 per request (\`strace -c\`: ~100 pread64 per request, one
-writev) — ~15% is assembling the response (the handler calls \`res.write\` twice per key on a chunked response, which Node
-gathers into one writev of ~400 buffers with chunk framing), ~10% the lookups' own code, ~5% CRC32 per record. The server CPU
-column shows rostore's core saturated on multi-gets; Redis answers MGET from memory in a C loop into one reply buffer.
-With a cold page cache (right after other benchmarks wrote GBs) the same load fell to ~20k keys/s: the synchronous preads
-then block the event loop on the disk.
-
-Done since: each batch (up to 256 keys) is framed into one Buffer and sent with \`Content-Length\` instead of ~200 chunked
-writes (a quick A/B with 16 keep-alive clients: 140k → 228k keys/s; the table above is the rerun). What would still move it:
-read a batch's records sorted by offset so that neighbours share a read; and keep values in
-memory (the preload described under "In-process lookups"), which removes the 100 system calls per request. ${CONTENTION}`,
+  'serve-multiget': `Since issue 19 a multi-get runs over memory-mapped files: one call into the addon looks up a batch of keys (MD5,
+interpolation search, CRC-32 of each record) and the values come back as views of the mapping, framed into one Buffer and sent
+with one \`res.end\` (no system call per key; the \`pread\` profile of earlier runs is gone: 0.28× → 0.92× on 100 B). In-process,
+CPU time per key of \`getMany\` in batches of 100 is ~0.5 µs on 100 B and ~0.9 µs on 1 KiB values (the CRC over each value and
+its 16 cache lines, on a VM with nested paging). The rest is the HTTP request itself: ~44 µs of server CPU per request on this
+VM (the single-GET row), 0.44 µs per key at 100 keys — the RESP MGET of the same lookups, with a lighter protocol, reaches 1.1×
+Redis on 100 B. On 1 KiB, Redis sends each value from its own memory, while rostore checks each value's CRC and copies it
+into the response. What would still move it: fewer per-request costs in the HTTP handler (metrics labels, the close listener),
+and writing a batch's values straight from the mapping (writev of views) instead of copying them. ${CONTENTION}`,
 
   'serve-p99': `Measured with an evenly paced open-loop client at half the measured peak: the p50 is ~0.1 ms and the p90 ~0.15 ms, so the
 typical request is fast; the p99 is set by stalls of a few milliseconds that hit ~1% of requests. GC is not it: with
 \`--trace-gc\` the server's scavenges at 8k requests/s take 0.4–0.6 ms, ~12 per second, and no mark-compact ran. The stalls
 follow the machine: the server is pinned to one of 2 cores that it shares with the kernel's loopback work and with whatever
 else runs (the load average is printed per section), so a descheduled server holds every request queued behind it. On an
-idle machine rerun \`--only serve\`; if the p99 stays above 1 ms there, the next suspects are synchronous preads of records
+idle machine rerun \`--only serve\`; if the p99 stays above 1 ms there, the next suspects are page faults on mapped records
 that fell out of the page cache and the per-request metrics work — profile with \`--cpu-prof\` at the paced rate.`,
 
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
@@ -123,13 +120,14 @@ ratio mostly compares how quickly each server turns a request around once the lo
 µs/req column is the fairer comparison. ${RESP_LAYER}`,
   'resp-get-cpu': RESP_LAYER,
   'resp-pipeline': `At -P 16 the per-request system calls are shared by 16 commands, so the per-key lookup cost weighs most here. ${RESP_LAYER}`,
-  'resp-mget': `An MGET of 100 keys is 100 lookups in one request: the rows are dominated by \`getMany\` (today a loop of \`get\`, one
-\`pread\` each). ${RESP_LAYER}`,
+  'resp-mget': `An MGET of 100 keys is 100 lookups in one request, answered by one call into the reader that frames the whole reply
+(\`getManyFramed\`: values copied from the mapping into one Buffer). On 1 KiB values the per-value work (CRC-32 over the value,
+the copy) is what Redis does not do. ${RESP_LAYER}`,
   'resp-p99': `Measured with the open-loop paced client (bench/paced-client.ts, RESP mode) at half of rostore's own GET peak, Redis
 paced at the same rate beside it. On a busy 2-core machine both servers' tails are set by scheduling delays of the pinned
 server and client processes (the load average is printed per section; Redis's tail moves with it too); a node wakes up for
 each request, so a descheduled server holds every request queued behind it. Rerun \`--only resp\` on an idle machine; if
-the p99 stays above 1 ms there, profile at the paced rate (\`--cpu-prof\`) and look at synchronous \`pread\`s of records out of
+the p99 stays above 1 ms there, profile at the paced rate (\`--cpu-prof\`) and look at page faults on mapped records out of
 the page cache first.`,
 }
 
