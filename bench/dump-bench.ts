@@ -13,13 +13,14 @@
  *    /dev/null, alternated, both from the page cache; reported as a ratio (no goal set).
  * Markdown on stdout, progress on stderr.
  */
-import { spawn, fork } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { NodeProcess, writeClusterFile } from '../testkit/node-process'
 import { DEFAULT_SEED, ensureDataset, ensureDir, label, parseCount, shapes, workRoot } from './data'
-import type { PhaseStats, ProbeAnswer, ProbeJob, ProbeMessage } from './read-probe'
+import { p99WithinNoise, startReadProbe } from './probe-client'
+import type { PhaseStats } from './read-probe'
 import { rostoreBuild, STORE } from './rostore'
 import { fmt, mdTable } from './stats'
 
@@ -82,27 +83,20 @@ async function main(): Promise<void> {
     const fileBytes = files.reduce((n, f) => n + statSync(f).size, 0)
 
     // 1. Reads under a dump at the default throttle, against reads without, same run.
-    const job: ProbeJob = { port: node.port, store: STORE, records, seed: DEFAULT_SEED, maxSec: 3600 }
-    const probe = fork(join(__dirname, 'read-probe.js'), [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const result = new Promise<ProbeAnswer>((resolve, reject) => {
-      probe.once('message', (m: ProbeAnswer) => resolve(m))
-      probe.once('exit', (code) => reject(new Error(`read probe exited with ${code}`)))
-    })
-    const send = (m: ProbeMessage): boolean => probe.send(m)
-    send({ type: 'phase', name: 'warm-up' })
+    const probe = startReadProbe({ port: node.port, store: STORE, records, seed: DEFAULT_SEED, maxSec: 3600 })
+    probe.phase('warm-up')
     await new Promise((r) => setTimeout(r, 2000))
     // The baseline lasts as long as the dump will (its bytes at the default limit).
     const expectedSec = fileBytes / DEFAULT_LIMIT
-    send({ type: 'phase', name: 'baseline' })
+    probe.phase('baseline')
     await new Promise((r) => setTimeout(r, Math.max(3, expectedSec) * 1000))
-    send({ type: 'phase', name: 'dump' })
+    probe.phase('dump')
     log(`dump at the default throttle under reads (~${fmt(expectedSec)} s)`)
     const throttled = await dumpOnce(node.port)
-    send({ type: 'stop' })
-    const phases = (await result).phases
+    const phases = await probe.stop()
     const base = phases['baseline'] as PhaseStats
     const during = phases['dump'] as PhaseStats
-    const p99Met = during.p99Ms <= base.p99Ms * 1.5 + 0.1
+    const p99Met = p99WithinNoise(base, during).met
     const throttledRate = throttled.bytes / throttled.seconds
     const offPct = ((throttledRate - DEFAULT_LIMIT) / DEFAULT_LIMIT) * 100
 

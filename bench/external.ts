@@ -190,6 +190,7 @@ export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
     )
     .join('; ')
   return [
+    swapReadsGoal(md ?? ''),
     goal(
       'swap',
       'Swap and rollback p99, independent of store size',
@@ -198,6 +199,15 @@ export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
       rows.length ? worst < 10 : undefined,
     ),
   ]
+}
+
+/** The goal row swap-bench prints for reads during its swaps (bench/swap-reads.ts). */
+function swapReadsGoal(md: string): GoalRow {
+  const t = parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^reads during swaps/.test(r[0] ?? '')))
+  const r = t?.rows.find((row) => /^reads during swaps/.test(row[0] ?? ''))
+  const text = 'Reads during 100 swaps and rollbacks: p99 (issue 19)'
+  if (!r) return goal('swap-reads-p99', text, 'within noise of no swaps', 'not run: no table', undefined)
+  return goal('swap-reads-p99', text, r[1] ?? '', r[2] ?? '', r[3] === 'met')
 }
 
 /** The goal rows push-bench prints for reads during a push (bench/push-reads.ts). */

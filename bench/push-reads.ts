@@ -8,14 +8,14 @@
  * Goals: no gap over 50 ms between two answers during the push; the push's p99 within
  * noise of the baseline's (here: at most 1.5x it, plus 0.1 ms).
  */
-import { fork } from 'node:child_process'
 import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadCluster } from '../cluster/cluster'
 import { pushStore } from '../client/push'
 import { NodeProcess, request, writeClusterFile } from '../testkit/node-process'
 import { DEFAULT_SEED, ensureDataset, ensureDir, label, shapes, workRoot } from './data'
-import type { PhaseStats, ProbeAnswer, ProbeJob, ProbeMessage } from './read-probe'
+import { p99WithinNoise, startReadProbe } from './probe-client'
+import type { PhaseStats } from './read-probe'
 import { rostoreBuild, STORE } from './rostore'
 import { fmt, mdTable } from './stats'
 import { log } from './system'
@@ -59,32 +59,25 @@ export async function runPushReads(opts: { quick: boolean; records?: number; bas
   try {
     const first = await pushStore({ cluster, store: STORE, from: v1, adminToken: TOKEN })
     if (first.status !== 'live') throw new Error(`push of version 1: ${first.status}`)
-    const job: ProbeJob = { port: node.port, store: STORE, records, seed: DEFAULT_SEED, maxSec: baselineSec + 3600 }
-    const probe = fork(join(__dirname, 'read-probe.js'), [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const result = new Promise<ProbeAnswer>((resolve, reject) => {
-      probe.once('message', (m: ProbeAnswer) => resolve(m))
-      probe.once('exit', (code) => reject(new Error(`read probe exited with ${code}`)))
-    })
-    const send = (m: ProbeMessage): boolean => probe.send(m)
-    send({ type: 'phase', name: 'warm-up' })
+    const probe = startReadProbe({ port: node.port, store: STORE, records, seed: DEFAULT_SEED, maxSec: baselineSec + 3600 })
+    probe.phase('warm-up')
     await new Promise((r) => setTimeout(r, 2000))
     await lagMaxMs(node.url)
-    send({ type: 'phase', name: 'baseline' })
+    probe.phase('baseline')
     await new Promise((r) => setTimeout(r, baselineSec * 1000))
     const baseLag = await lagMaxMs(node.url)
-    send({ type: 'phase', name: 'push' })
+    probe.phase('push')
     log(`push-reads: pushing version 2 under reads`)
     const t0 = performance.now()
     const pushed = await pushStore({ cluster, store: STORE, from: v2, adminToken: TOKEN })
     const pushSec = (performance.now() - t0) / 1000
     const pushLag = await lagMaxMs(node.url)
-    send({ type: 'stop' })
-    const phases = (await result).phases
+    const phases = await probe.stop()
     if (pushed.status !== 'live') throw new Error(`push of version 2: ${pushed.status}`)
     const base = phases['baseline'] as PhaseStats
     const during = phases['push'] as PhaseStats
     const gapMet = during.maxGapMs <= GAP_GOAL_MS
-    const p99Met = during.p99Ms <= base.p99Ms * 1.5 + 0.1
+    const p99Met = p99WithinNoise(base, during).met
     const row = (name: string, p: PhaseStats, lag: number): string[] => [
       name,
       fmt(p.seconds, 3),

@@ -3,7 +3,7 @@
  * (the swap must not depend on the size of the .data files), and the resident memory of
  * a serving node before and after reading every value of the multi-GB store.
  *
- *   node dist/bench/swap-bench.js [--big-gb 2] [--iterations 100] [--dir /tmp] [--keep]
+ *   node dist/bench/swap-bench.js [--big-gb 2] [--iterations 100] [--read-records 200000] [--dir /tmp] [--keep]
  *
  * Runs a real `rostore serve` child process on loopback; versions are installed with
  * hard links (install verifies them in full first). Writes a markdown table to stdout;
@@ -18,6 +18,7 @@ import { join } from 'node:path'
 import { makeNodeDir } from '../testkit/make-store'
 import { writeLivePointer } from '../swapper/live-pointer'
 import { json, request, startSingleNode, type NodeProcess } from '../testkit/node-process'
+import { readsDuringSwaps } from './swap-reads'
 
 const GiB = 1 << 30
 const MiB = 1 << 20
@@ -28,6 +29,8 @@ interface Args {
   readonly iterations: number
   readonly dir: string
   readonly keep: boolean
+  /** Records of the store read during the swaps (swap-reads.ts). */
+  readonly readRecords: number
 }
 
 function parseArgs(argv: readonly string[]): Args {
@@ -40,6 +43,7 @@ function parseArgs(argv: readonly string[]): Args {
     iterations: Number(value('--iterations') ?? 100),
     dir: value('--dir') ?? tmpdir(),
     keep: argv.includes('--keep'),
+    readRecords: Number(value('--read-records') ?? (argv.includes('--quick') ? 50_000 : 200_000)),
   }
 }
 
@@ -51,10 +55,19 @@ function percentile(xs: readonly number[], p: number): number {
 }
 
 /** Resident set (current and peak) of a process, in bytes, from /proc. */
-function rss(pid: number): { rss: number; hwm: number } {
+function processRss(pid: number): { rss: number; hwm: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') }
+}
+
+/**
+ * The node's resident set: its own process and its serving workers, where the values are
+ * read (summed: pages of the shared mappings count once per process that touched them).
+ */
+function rss(node: NodeProcess): { rss: number; hwm: number } {
+  const all = [node.pid, ...node.workerPids().values()].map(processRss)
+  return { rss: all.reduce((n, x) => n + x.rss, 0), hwm: all.reduce((n, x) => n + x.hwm, 0) }
 }
 
 const fmtMs = (ms: number): string => ms.toFixed(2)
@@ -186,16 +199,19 @@ async function main(): Promise<void> {
       pointer.push(performance.now() - t0)
     }
 
+    log(`reads during ${args.iterations} swaps (${args.readRecords} records)...`)
+    const swapReads = await readsDuringSwaps(node, root, args.readRecords, args.iterations)
+
     // Memory from a fresh process: the installs' full verification above allocated buffers
     // the allocator may keep; a restarted node shows what serving alone costs.
     await node.sigterm()
     node = await node.restart()
-    const before = rss(node.pid)
+    const before = rss(node)
     log(`reading all ${count} values of the big store...`)
     const cold = await readAll(node, count, 4)
-    const afterCold = rss(node.pid)
+    const afterCold = rss(node)
     const warm = await readAll(node, count, 4)
-    const after = rss(node.pid)
+    const after = rss(node)
 
     const row = (name: string, store: string, t: Timing): string =>
       `| ${name} | ${store} | ${(size(store) / MiB).toFixed(1)} | ${records(store)} | ${fmtMs(percentile(t.server, 50))} | ${fmtMs(percentile(t.server, 99))} | ${fmtMs(percentile(t.flip, 50))} | ${fmtMs(percentile(t.flip, 99))} | ${fmtMs(percentile(t.rtt, 50))} | ${fmtMs(percentile(t.rtt, 99))} |`
@@ -215,7 +231,7 @@ async function main(): Promise<void> {
       '',
       `## Node memory while reading the ${(size('big') / GiB).toFixed(2)} GiB store (every value once cold, once warm; 4 concurrent GETs)`,
       '',
-      '| moment | VmRSS MiB | VmHWM (peak) MiB |',
+      '| moment | VmRSS MiB (node + workers) | VmHWM (peak) MiB, summed |',
       '|---|---:|---:|',
       `| fresh node, both stores open, before reading | ${fmtMiB(before.rss)} | ${fmtMiB(before.hwm)} |`,
       `| after reading all once (${(cold.bytes / MiB / cold.seconds).toFixed(0)} MiB/s) | ${fmtMiB(afterCold.rss)} | ${fmtMiB(afterCold.hwm)} |`,
@@ -225,6 +241,7 @@ async function main(): Promise<void> {
         .map(([k, s]) => `${k} ${s.toFixed(1)} s`)
         .join(', ')}.`,
       '',
+      swapReads.markdown,
     ]
     process.stdout.write(out.join('\n'))
     await node.sigterm()
