@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'hadoop'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -53,6 +53,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick', '--runs', '2'] : ['--runs', String(ctx.runs)]),
     timeoutSec: (ctx) => (ctx.quick ? 300 : 1800),
     goals: dumpGoals,
+  },
+  {
+    id: 'soak',
+    file: 'soak-bench.js',
+    title: '4e. Push soak: memory and open files over many pushes',
+    args: (ctx) => (ctx.quick ? ['--quick'] : []),
+    timeoutSec: (ctx) => (ctx.quick ? 600 : 2 * 3600),
+    goals: soakGoals,
   },
   {
     id: 'hadoop',
@@ -229,6 +237,15 @@ export function pushReadsGoals(md: string | undefined, reason?: string): GoalRow
       )
     return goal(`push-reads-${n === 'p99' ? 'p99' : 'gap'}`, text, r[1] ?? '', r[2] ?? '', r[3] === 'met')
   })
+}
+
+/** The goal row soak-bench prints (bench/soak-bench.ts). */
+export function soakGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const t = md ? parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^push soak/.test(r[0] ?? ''))) : undefined
+  const r = t?.rows.find((row) => /^push soak/.test(row[0] ?? ''))
+  const text = 'Push soak: RssAnon, heap and open files flat after warm-up (issue 19)'
+  if (!r) return [goal('push-soak', text, 'flat', `not run: ${reason ?? 'no table'}`, undefined)]
+  return [goal('push-soak', text, r[1] ?? 'flat', r[2] ?? '', r[3] === 'met')]
 }
 
 /** The goal rows dump-bench prints (bench/dump-bench.ts). */
