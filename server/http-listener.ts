@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { errorMessage, StoreError } from '../common/errors'
 import { MAX_URL_BYTES } from './http-util'
 import type { NodeTimeouts } from './node-options'
@@ -67,14 +67,38 @@ export function urlOf(host: string, port: number, tls: boolean): string {
   return `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
+/** How a listener stops taking connections at shutdown. */
+export interface DrainOptions {
+  /**
+   * The listener is shared through node:cluster's primary (a serving worker). Closing it
+   * first is then no way to refuse connections: the primary accepts until every worker has
+   * closed, and a connection it hands to a worker that has just closed waits in the primary
+   * with nowhere to go until the node exits. So a shared listener stays open while the
+   * drain runs, resets every connection that arrives meanwhile, and closes last.
+   */
+  readonly shared?: boolean
+}
+
 /**
  * Stop accepting, let in-flight requests finish (their responses say "Connection: close")
  * and close idle connections as they become idle; after `timeoutMs` cut what is left.
  * Resolves true when everything drained in time.
  */
-export async function drainHttpServer(server: NodeServer, handler: RequestHandler, timeoutMs: number): Promise<boolean> {
+export async function drainHttpServer(
+  server: NodeServer,
+  handler: RequestHandler,
+  timeoutMs: number,
+  opts: DrainOptions = {},
+): Promise<boolean> {
   handler.closeConnectionsAfterResponse()
-  const drained = new Promise<void>((resolve) => server.close(() => resolve()))
+  let drained: Promise<void>
+  if (opts.shared) {
+    // Before the server's own listener: a new connection is reset, never parsed.
+    server.prependListener('connection', (socket: Socket) => socket.destroy())
+    drained = untilNoConnections(server)
+  } else {
+    drained = new Promise<void>((resolve) => server.close(() => resolve()))
+  }
   server.closeIdleConnections()
   const sweep = setInterval(() => server.closeIdleConnections(), 50)
   let timer: NodeJS.Timeout | undefined
@@ -85,5 +109,21 @@ export async function drainHttpServer(server: NodeServer, handler: RequestHandle
   clearInterval(sweep)
   clearTimeout(timer)
   if (!inTime) server.closeAllConnections()
+  if (opts.shared) await new Promise<void>((resolve) => server.close(() => resolve()))
   return inTime
+}
+
+/** Resolves once the server holds no connection (checked as they close, and every 50 ms). */
+function untilNoConnections(server: NodeServer): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const check = (): void => {
+      server.getConnections((err, count) => {
+        if (err || count > 0) return
+        clearInterval(poll)
+        resolve()
+      })
+    }
+    const poll = setInterval(check, 50)
+    check()
+  })
 }

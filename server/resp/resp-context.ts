@@ -8,6 +8,7 @@ import type { NodeTlsOptions } from '../tls'
 import type { Logger } from '../log'
 import type { ServedStores } from '../../swapper/served-store'
 import type { RespStats } from './resp-stats'
+import type { DrainOptions } from '../http-listener'
 
 /**
  * Everything the RESP listener takes from the node, and nothing more: it never sees the
@@ -117,7 +118,8 @@ export interface RespServer {
   /**
    * Stop accepting; connections get the replies of the commands they already sent and are
    * then closed; after `drainMs` (default 5,000) the rest are cut. Resolves true when
-   * everything drained in time. Idempotent.
+   * everything drained in time. Idempotent. A `shared` listener (a serving worker's) stays
+   * open until the drain is done and resets what arrives meanwhile (DrainOptions).
    */
-  close(drainMs?: number): Promise<boolean>
+  close(drainMs?: number, opts?: DrainOptions): Promise<boolean>
 }

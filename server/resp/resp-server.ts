@@ -6,6 +6,7 @@ import { errorMessage, StoreError, isStoreError } from '../../common/errors'
 import { RespWriter } from '../../formats/wire/resp-writer'
 import { argBytes, CommandTable, quoteArg, wrongArity, type RespService } from './command-table'
 import { COMMANDS, WRITE_COMMANDS } from './commands'
+import type { DrainOptions } from '../http-listener'
 import { RespConnection, type ConnectionHost } from './connection'
 import { Forwarder } from './forwarder'
 import { KeyReads } from './key-reads'
@@ -124,7 +125,12 @@ class Listener implements RespServer, RespService, ConnectionHost {
   }
 
   private accept(socket: Socket): void {
-    if (this.closing || this.connections.size >= this.opts.maxClients) {
+    if (this.closing) {
+      // Shutdown: a connection that still arrives is reset, not served.
+      socket.destroy()
+      return
+    }
+    if (this.connections.size >= this.opts.maxClients) {
       this.stats.rejectedConnections++
       socket.on('error', () => undefined)
       socket.end(MAX_CLIENTS_REPLY)
@@ -188,9 +194,14 @@ class Listener implements RespServer, RespService, ConnectionHost {
     conn.out().error(`ERR unknown command '${quoteArg(name, 32)}', with args beginning with: ${args}`)
   }
 
-  close(drainMs = 5_000): Promise<boolean> {
+  /**
+   * Stops taking connections (refused; with a `shared` listener, reset as they arrive, see
+   * DrainOptions), answers what the connections already sent, and closes them.
+   */
+  close(drainMs = 5_000, opts: DrainOptions = {}): Promise<boolean> {
     this.closing ??= (async () => {
-      const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()))
+      const closeListener = (): Promise<void> => new Promise<void>((resolve) => this.server.close(() => resolve()))
+      const stopped = opts.shared ? undefined : closeListener()
       const drained = new Promise<void>((resolve) => {
         this.allClosed = resolve
         if (this.connections.size === 0) resolve()
@@ -207,7 +218,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
       clearTimeout(timer)
       for (const c of this.connections) c.destroy()
       this.forwarder.close()
-      await stopped
+      await (stopped ?? closeListener())
       return inTime
     })()
     return this.closing

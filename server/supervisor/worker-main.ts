@@ -122,9 +122,11 @@ async function call(c: WorkerCall): Promise<unknown> {
 async function shutdown(): Promise<boolean> {
   shuttingDown = true
   const drainMs = config?.drainTimeoutMs ?? 30_000
+  log.info('worker-draining', { index, pid: process.pid })
   const [httpInTime, respInTime] = await Promise.all([
-    server && handler ? drainHttpServer(server, handler, drainMs) : true,
-    resp ? resp.close(drainMs) : true,
+    // The listeners are shared through the node's supervisor (node:cluster).
+    server && handler ? drainHttpServer(server, handler, drainMs, { shared: true }) : true,
+    resp ? resp.close(drainMs, { shared: true }) : true,
   ])
   const inTime = httpInTime && respInTime
   await stores?.close()

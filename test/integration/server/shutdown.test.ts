@@ -52,9 +52,8 @@ describe('SIGTERM drains in-flight requests, then exits 0 (real node)', () => {
 
   test('stop accepting, finish in-flight, exit 0', async () => {
     const src = await makeVersions(tmp.dir, [1])
-    // One serving process: with several, node:cluster's primary keeps accepting until the last
-    // worker has closed its listener, and a connection in that moment waits (see the note on
-    // issue 19); this test holds the single-process promise exactly.
+    // One serving process: its listener closes, so new connections are refused by the kernel.
+    // A node with several workers resets them instead (the next test).
     node = await startSingleNode({ dir: tmp.dir, dataDir: join(tmp.dir, 'data'), token: TOKEN, workers: 1 })
     await node.install(STORE, src[1]!, { swap: true })
     // An idle keep-alive connection must not hold the shutdown up.
@@ -85,5 +84,84 @@ describe('SIGTERM drains in-flight requests, then exits 0 (real node)', () => {
     const exit = await node.exited
     expect(exit).toEqual({ code: 0, signal: null })
     expect(node.events().some((e) => e['event'] === 'shutdown-complete' && e['drained'] === true)).toBe(true)
+  })
+})
+
+describe('SIGTERM on a node with several serving workers (real processes)', () => {
+  const tmp = makeTmp('rostore-shutdown-workers-')
+  let node: NodeProcess
+  afterAll(async () => {
+    if (node?.running) await node.kill9()
+    tmp.cleanup()
+  })
+
+  /** Resolves how a new connection ended: it must end at once, never be served or left waiting. */
+  function respAfterStop(port: number): Promise<string> {
+    return new Promise((resolve) => {
+      const s = connect(port, '127.0.0.1')
+      let data = ''
+      const timer = setTimeout(() => {
+        s.destroy()
+        resolve('still waiting after 10 s')
+      }, 10_000)
+      s.on('connect', () => s.write('PING\r\n'))
+      s.on('data', (d: Buffer) => (data += d.toString('latin1')))
+      s.on('error', (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer)
+        resolve(err.code ?? err.message)
+      })
+      s.on('close', () => {
+        clearTimeout(timer)
+        resolve(data === '' ? 'closed' : `answered ${JSON.stringify(data)}`)
+      })
+    })
+  }
+
+  test('connections made while the workers drain end at once (HTTP and RESP); in-flight work completes; exit 0', async () => {
+    const src = await makeVersions(tmp.dir, [1])
+    node = await startSingleNode({
+      dir: tmp.dir,
+      dataDir: join(tmp.dir, 'data'),
+      token: TOKEN,
+      workers: 2,
+      extraArgs: ['--resp-port', '0', '--resp-default-store', STORE],
+    })
+    await node.install(STORE, src[1]!, { swap: true })
+    const respPort = node.respPort!
+    expect(respPort).toBeGreaterThan(0)
+    const keys = Array.from({ length: 200 }, (_, i) => keyOf(i))
+    const body = encodeKeys(keys)
+    const { socket, response } = await rawConnection(node.port)
+    // A first request answered on this connection: a worker holds it before the stop.
+    const answered = new Promise((r) => socket.once('data', r))
+    socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+    await answered
+    socket.write(`POST /stores/${STORE}/multi-get HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`)
+    socket.write(body.subarray(0, body.length >> 1))
+
+    node.signal('SIGTERM')
+    const draining = new Set<unknown>()
+    await node.waitForEvent((e) => {
+      if (e['event'] === 'worker-draining') draining.add(e['index'])
+      return draining.size === 2
+    })
+    // Several new connections: each lands on one worker or the other; none is served, none waits.
+    for (let i = 0; i < 6; i++) {
+      await expect(request(`${node.url}/health`, { agent: false, timeoutMs: 10_000 })).rejects.toThrow(
+        /ECONNREFUSED|ECONNRESET|socket hang up/,
+      )
+      expect(await respAfterStop(respPort)).toMatch(/^(ECONNREFUSED|ECONNRESET|EPIPE|closed)$/)
+    }
+    expect(node.running).toBe(true)
+
+    socket.write(body.subarray(body.length >> 1))
+    const raw = await response
+    // The second response on the connection is the multi-get's.
+    const res = parseResponse(raw.subarray(raw.indexOf('HTTP/1.1 ', 1)))
+    expect(res.status).toBe(200)
+    expect(res.headers).toMatch(/connection: close/i)
+    const values = decodeValues(res.body, keys.length)
+    values.forEach((v, i) => expect(v?.toString()).toBe(valueOf(1, i)))
+    expect(await node.exited).toEqual({ code: 0, signal: null })
   })
 })
