@@ -19,7 +19,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { NodeProcess, writeClusterFile } from '../testkit/node-process'
 import { DEFAULT_SEED, ensureDataset, ensureDir, label, parseCount, shapes, workRoot } from './data'
-import { p99WithinNoise, startReadProbe } from './probe-client'
+import { p99WithinNoise, phaseRow, startReadProbe } from './probe-client'
 import type { PhaseStats } from './read-probe'
 import { rostoreBuild, STORE } from './rostore'
 import { fmt, mdTable } from './stats'
@@ -120,15 +120,7 @@ async function main(): Promise<void> {
       dumps.push(d.bytes / d.seconds / 1e6)
     }
     const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
-    const row = (name: string, p: PhaseStats): string[] => [
-      name,
-      fmt(p.seconds, 3),
-      String(p.reads),
-      String(p.errors),
-      fmt(p.p50Ms),
-      fmt(p.p99Ms),
-      fmt(p.maxMs),
-    ]
+    const row = (name: string, p: PhaseStats): string[] => phaseRow(name, p, ['s', 'reads', 'errors', 'p50', 'p99', 'max'])
     const md = [
       `One node (default workers) serves ${label(records)} records of 100 B: ${fmt(fileBytes / 1e6)} MB of chunk files. ` +
         `A probe process reads one key at a time over one keep-alive connection; baseline without a dump, then during a full entries dump at the default ` +

@@ -6,6 +6,7 @@
 import { fork } from 'node:child_process'
 import { join } from 'node:path'
 import type { PhaseStats, ProbeAnswer, ProbeJob, ProbeMessage } from './read-probe'
+import { fmt } from './stats'
 
 export interface ReadProbe {
   /** Starts a new phase: the reads from now on count under `name`. */
@@ -36,4 +37,22 @@ export function startReadProbe(job: ProbeJob): ReadProbe {
 export function p99WithinNoise(base: PhaseStats, during: PhaseStats): { bound: number; met: boolean } {
   const bound = base.p99Ms * 1.5 + 0.1
   return { bound, met: during.p99Ms <= bound }
+}
+
+/** A phase's figures for a table row, in the order the read-probe tables use. */
+export type PhaseColumn = 's' | 'reads' | 'errors' | 'p50' | 'p99' | 'p999' | 'max' | 'gap'
+
+const PHASE_CELLS: Record<PhaseColumn, (p: PhaseStats) => string> = {
+  s: (p) => fmt(p.seconds, 3),
+  reads: (p) => String(p.reads),
+  errors: (p) => String(p.errors),
+  p50: (p) => fmt(p.p50Ms),
+  p99: (p) => fmt(p.p99Ms),
+  p999: (p) => fmt(p.p999Ms),
+  max: (p) => fmt(p.maxMs),
+  gap: (p) => fmt(p.maxGapMs),
+}
+
+export function phaseRow(name: string, p: PhaseStats, columns: readonly PhaseColumn[]): string[] {
+  return [name, ...columns.map((c) => PHASE_CELLS[c](p))]
 }

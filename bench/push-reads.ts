@@ -14,7 +14,7 @@ import { loadCluster } from '../cluster/cluster'
 import { pushStore } from '../client/push'
 import { NodeProcess, request, writeClusterFile } from '../testkit/node-process'
 import { DEFAULT_SEED, ensureDataset, ensureDir, label, shapes, workRoot } from './data'
-import { p99WithinNoise, startReadProbe } from './probe-client'
+import { p99WithinNoise, phaseRow, startReadProbe } from './probe-client'
 import type { PhaseStats } from './read-probe'
 import { rostoreBuild, STORE } from './rostore'
 import { fmt, mdTable } from './stats'
@@ -79,15 +79,7 @@ export async function runPushReads(opts: { quick: boolean; records?: number; bas
     const gapMet = during.maxGapMs <= GAP_GOAL_MS
     const p99Met = p99WithinNoise(base, during).met
     const row = (name: string, p: PhaseStats, lag: number): string[] => [
-      name,
-      fmt(p.seconds, 3),
-      String(p.reads),
-      String(p.errors),
-      fmt(p.p50Ms),
-      fmt(p.p99Ms),
-      fmt(p.p999Ms),
-      fmt(p.maxMs),
-      fmt(p.maxGapMs),
+      ...phaseRow(name, p, ['s', 'reads', 'errors', 'p50', 'p99', 'p999', 'max', 'gap']),
       fmt(lag),
     ]
     const markdown = [

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { makeNodeDir } from '../testkit/make-store'
 import { json, type NodeProcess } from '../testkit/node-process'
 import { DEFAULT_SEED, keyOf, valueOf } from './data'
-import { p99WithinNoise, startReadProbe } from './probe-client'
+import { p99WithinNoise, phaseRow, startReadProbe } from './probe-client'
 import type { PhaseStats } from './read-probe'
 import { fmt, mdTable } from './stats'
 
@@ -53,16 +53,7 @@ export async function readsDuringSwaps(node: NodeProcess, root: string, records:
   const base = phases['baseline'] as PhaseStats
   const during = phases['swaps'] as PhaseStats
   const { bound, met } = p99WithinNoise(base, during)
-  const row = (name: string, p: PhaseStats): string[] => [
-    name,
-    fmt(p.seconds, 3),
-    String(p.reads),
-    String(p.errors),
-    fmt(p.p50Ms),
-    fmt(p.p99Ms),
-    fmt(p.maxMs),
-    fmt(p.maxGapMs),
-  ]
+  const row = (name: string, p: PhaseStats): string[] => phaseRow(name, p, ['s', 'reads', 'errors', 'p50', 'p99', 'max', 'gap'])
   const markdown = [
     `## Reads during ${swaps} swaps`,
     '',

@@ -57,6 +57,17 @@ async function viaBatches(
   return { recs, kinds: [...kinds].sort(), batches }
 }
 
+/** The message of the input error `run` must end with. */
+async function messageOf(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run()
+  } catch (err) {
+    expect(isStoreError(err)).toBe(true)
+    return (err as Error).message
+  }
+  throw new Error('expected an error')
+}
+
 function records(n: number): [string, string][] {
   return Array.from({ length: n }, (_, i) => [`k${i}-${'x'.repeat(i % 40)}`, i % 11 === 0 ? '' : `v${i} ${'é'.repeat(i % 5)}`])
 }
@@ -107,15 +118,6 @@ test.each([
   ['invalid UTF-8', Buffer.concat([Buffer.from('a\tb\nc\t'), Buffer.from([0xff]), Buffer.from('\n')]), /:2: invalid UTF-8/],
 ])('TSV errors name the file and line as readTsv does: %s', async (_name, content, message) => {
   const path = writeInput(dir, 'bad.tsv', content)
-  const messageOf = async (run: () => Promise<unknown>): Promise<string> => {
-    try {
-      await run()
-    } catch (err) {
-      expect(isStoreError(err)).toBe(true)
-      return (err as Error).message
-    }
-    throw new Error('expected an error')
-  }
   const fromBatches = await messageOf(() => viaBatches(path, 'tsv'))
   expect(fromBatches).toMatch(message)
   expect(fromBatches).toContain(path)
@@ -147,15 +149,6 @@ describe('Parquet straight into batches (no record objects)', () => {
   test('a null key deep in the file: the same error, naming the row', async () => {
     const bad = rows.map((r, i) => (i === 6000 ? { value: 'orphan' } : r))
     const path = await writeParquet(join(dir, `${seq++}.parquet`), { key: 'VARCHAR', value: 'VARCHAR' }, bad, { rowGroupSize: 2048 })
-    const messageOf = async (run: () => Promise<unknown>): Promise<string> => {
-      try {
-        await run()
-      } catch (err) {
-        expect(isStoreError(err)).toBe(true)
-        return (err as Error).message
-      }
-      throw new Error('expected an error')
-    }
     const fromBatches = await messageOf(() => viaBatches(path, 'parquet'))
     expect(fromBatches).toBe(`${path}: row 6000: key column 'key' is null`)
     expect(fromBatches).toBe(await messageOf(() => viaRecords(path, 'parquet')))
