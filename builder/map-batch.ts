@@ -1,6 +1,7 @@
 import { readU32BE } from '../common/bytes'
 import type { RecordBatch } from '../formats/input/record-batch'
 import type { MapContext } from './map-step'
+import type { SortBuffer } from './sort-buffer'
 
 /**
  * The map step over a batch of input records (local engine): one hash call for the whole
@@ -8,23 +9,8 @@ import type { MapContext } from './map-step'
  * `sink`. Routing and chunk rule are those of mapRecord (map-step.ts), which the Hadoop
  * mapper uses per record; the mapped records are the same.
  */
-export interface MappedSink {
-  /** One mapped record from byte ranges (SortBuffer.addRaw's arguments). */
-  (
-    bucket: number,
-    hashes: Uint8Array,
-    hashAt: number,
-    fileIndex: number,
-    order: number,
-    line: number,
-    keySrc: Buffer,
-    keyStart: number,
-    keyEnd: number,
-    valueSrc: Buffer,
-    valueStart: number,
-    valueEnd: number,
-  ): void
-}
+/** One mapped record from byte ranges: SortBuffer.addRaw's arguments (its result is not used). */
+export type MappedSink = (...record: Parameters<SortBuffer['addRaw']>) => void
 
 export class BatchMapper {
   private hashes = new Uint8Array(16 * 4096)
