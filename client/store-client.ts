@@ -252,7 +252,7 @@ const CORRUPTION_CODES: readonly ErrorCode[] = ['RO_CORRUPT', 'RO_CHECKSUM_MISMA
 
 /** Errors another replica may not have: the node is unreachable, failing, stale, or its copy is damaged. */
 function isFailover(err: unknown): err is StoreError {
-  return isStoreError(err) && (err.code === 'RO_UNAVAILABLE' || CORRUPTION_CODES.includes(err.code))
+  return isStoreError(err) && (err.code === 'RO_UNAVAILABLE' || err.code === 'RO_NOT_SERVING' || CORRUPTION_CODES.includes(err.code))
 }
 
 function batches<T>(items: readonly T[], size: number): T[][] {
