@@ -6,6 +6,7 @@ import type { NodeClient, RemoteJob } from './node-client'
 import { isConnectionRefused } from './http'
 import { writePushRecords } from './push-records'
 import { normalizeSource, readBuildManifests } from './source-manifests'
+import { buildPlan, nodeStates, type PushPlan } from './push-plan'
 
 export interface PushOptions {
   readonly cluster: Cluster
@@ -29,13 +30,16 @@ export type PushEvent =
   | { readonly type: 'step'; readonly message: string }
   | { readonly type: 'progress'; readonly nodeId: number; readonly bytesDone: number; readonly bytesTotal: number; readonly rate: number }
 
-export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged'
+/** `backup`: a node that left the layout; it keeps its version, marked stale (reads refused, clients route around it). */
+export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged' | 'backup'
 
 export interface NodeOutcome {
   readonly nodeId: number
   readonly state: NodeState
   readonly previous?: number | null
   readonly error?: string
+  /** Bytes the node's fetch downloaded (by the node's own count), when it fetched. */
+  readonly fetchedBytes?: number
 }
 
 export interface PushResult {
@@ -45,6 +49,8 @@ export interface PushResult {
   readonly nodes: readonly NodeOutcome[]
   readonly fetchSeconds: number
   readonly swapSeconds: number
+  /** What the push planned per node (the same as `--dry-run` prints), when it got that far. */
+  readonly plan?: PushPlan
 }
 
 /**
@@ -72,7 +78,11 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       )
     }
 
-    // Lease every node in id order; a node that is down counts against allowFailed.
+    // Nodes of the file outside the build's layout (listed with no partitions) are leaving
+    // it, or were never in it: they fetch nothing, and keep what they serve until the swap.
+    const inLayout = new Set(manifests.keys())
+    // Lease every node in id order; a node of the layout that is down counts against
+    // allowFailed, one outside it does not.
     const down = new Map<number, string>()
     for (const id of admin.ids.sort((a, b) => a - b)) {
       try {
@@ -82,14 +92,17 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         if (isStoreError(err, 'RO_CONFLICT'))
           throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
         if (!isStoreError(err, 'RO_UNAVAILABLE')) throw err
-        down.set(id, errorMessage(err))
+        if (inLayout.has(id)) down.set(id, errorMessage(err))
+        else emit({ type: 'step', message: `node ${id} (outside the new layout) is unreachable: ${errorMessage(err)}` })
       }
     }
+    const leaving = locked.filter((id) => !inLayout.has(id))
+    const plan = buildPlan(o.cluster, o.store, from, manifests, await nodeStates(admin, o.store))
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
 
     // Version checks before any byte moves.
     const previous = new Map<number, number | null>()
-    const statuses = await onEveryNode(locked, (id) =>
+    const statuses = await onEveryNode(locked.filter((id) => inLayout.has(id)), (id) =>
       admin
         .node(id)
         .versions(o.store)
@@ -109,7 +122,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       }
     }
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
-    const targets = locked.filter((id) => !down.has(id))
+    const targets = locked.filter((id) => !down.has(id) && inLayout.has(id))
     if (targets.every((id) => previous.get(id) === version)) {
       return {
         store: o.store,
@@ -118,6 +131,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         nodes: targets.map((nodeId) => ({ nodeId, state: 'unchanged' as const, previous: version })),
         fetchSeconds: 0,
         swapSeconds: 0,
+        plan,
       }
     }
 
@@ -132,18 +146,18 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       const have = statuses.get(id)
       return have?.status === 'fulfilled' && have.value.versions.some((v) => v.version === version)
     }
-    const fetched = await onEveryNode(targets, async (id) => {
+    const fetched = await onEveryNode(targets, async (id): Promise<number | undefined> => {
       try {
-        if (hadBefore(id)) return false
+        if (hadBefore(id)) return undefined
         const job = await admin
           .node(id)
           .startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
-        await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
-        return true
+        const done = await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
+        return done.progress?.bytesDone
       } catch (err) {
         // The node may have got the version meanwhile by itself (self-repair of a node that
         // missed the last push fetches the same version): then it is ready for the swap.
-        if (!giveUp.signal.aborted && (await holdsVersion(admin, id, o.store, version))) return true
+        if (!giveUp.signal.aborted && (await holdsVersion(admin, id, o.store, version))) return undefined
         if (++fetchFailed > allowFailed) giveUp.abort()
         throw err
       }
@@ -216,9 +230,10 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
             previous: previous.get(n.id),
             ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}),
           }
+        if (!inLayout.has(n.id)) return { nodeId: n.id, state: 'unchanged' }
         return { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }
       })
-      return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds }
+      return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds, plan }
     }
 
     // Every node that took the push keeps its record, naming the nodes that missed it: a
@@ -234,12 +249,33 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     for (const [id, why] of unrecorded) emit({ type: 'step', message: `node ${id} did not keep the push record: ${why}` })
     // A node that was stale (marked by hand, or by an older rostore's push) is current again.
     await onEveryNode(swapTargets, (id) => admin.node(id).setStale(o.store, undefined))
-    const nodes: NodeOutcome[] = o.cluster.nodes.map((n) =>
-      fetchFailures.has(n.id)
-        ? { nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }
-        : { nodeId: n.id, state: 'live', previous: previous.get(n.id) },
+    // Nodes that left the layout keep their version as a backup (a rollback swaps back to
+    // it): marked stale, they refuse reads, and clients, which follow the live layout, do
+    // not ask them.
+    const wasServing = (id: number): boolean => plan.nodes.find((n) => n.nodeId === id)?.role === 'leaves'
+    const retired = await onEveryNode(leaving.filter(wasServing), (id) =>
+      admin.node(id).setStale(o.store, `not in the layout of version ${version}: kept as a backup`),
     )
-    return { store: o.store, version, status: fetchFailures.size > 0 ? 'live-with-failures' : 'live', nodes, fetchSeconds, swapSeconds }
+    const fetchedBytes = (id: number): { fetchedBytes?: number } => {
+      const r = fetched.get(id)
+      return r?.status === 'fulfilled' && r.value !== undefined ? { fetchedBytes: r.value } : {}
+    }
+    const nodes: NodeOutcome[] = o.cluster.nodes.flatMap((n): NodeOutcome[] => {
+      if (fetchFailures.has(n.id)) return [{ nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }]
+      if (inLayout.has(n.id)) return [{ nodeId: n.id, state: 'live', previous: previous.get(n.id), ...fetchedBytes(n.id) }]
+      const r = retired.get(n.id)
+      if (!r) return [{ nodeId: n.id, state: 'unchanged' }]
+      return [{ nodeId: n.id, state: 'backup', ...(r.status === 'rejected' ? { error: `not marked stale: ${errorMessage(r.reason)}` } : {}) }]
+    })
+    return {
+      store: o.store,
+      version,
+      status: fetchFailures.size > 0 ? 'live-with-failures' : 'live',
+      nodes,
+      fetchSeconds,
+      swapSeconds,
+      plan,
+    }
   } finally {
     await Promise.all(
       locked.map((id) =>
@@ -292,7 +328,7 @@ async function waitForJob(
   pollMs: number,
   emit: (e: PushEvent) => void,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<RemoteJob> {
   const node = admin.node(id)
   let j = job
   while (j.state === 'running') {
@@ -318,6 +354,7 @@ async function waitForJob(
   }
   if (j.state !== 'succeeded')
     throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
+  return j
 }
 
 /** How long a push keeps polling a job that the node does not answer about. */
