@@ -102,11 +102,13 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
 
     // Version checks before any byte moves.
     const previous = new Map<number, number | null>()
-    const statuses = await onEveryNode(locked.filter((id) => inLayout.has(id)), (id) =>
-      admin
-        .node(id)
-        .versions(o.store)
-        .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))),
+    const statuses = await onEveryNode(
+      locked.filter((id) => inLayout.has(id)),
+      (id) =>
+        admin
+          .node(id)
+          .versions(o.store)
+          .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))),
     )
     for (const [id, s] of statuses) {
       if (s.status === 'rejected') {
@@ -265,7 +267,9 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       if (inLayout.has(n.id)) return [{ nodeId: n.id, state: 'live', previous: previous.get(n.id), ...fetchedBytes(n.id) }]
       const r = retired.get(n.id)
       if (!r) return [{ nodeId: n.id, state: 'unchanged' }]
-      return [{ nodeId: n.id, state: 'backup', ...(r.status === 'rejected' ? { error: `not marked stale: ${errorMessage(r.reason)}` } : {}) }]
+      return [
+        { nodeId: n.id, state: 'backup', ...(r.status === 'rejected' ? { error: `not marked stale: ${errorMessage(r.reason)}` } : {}) },
+      ]
     })
     return {
       store: o.store,

@@ -9,8 +9,8 @@ import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
 import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
 import { readRoute } from './route'
-import { ownershipOf, ownsKey, sendMisdirected, type Ownership } from './key-owner'
-import { checkServable, servedStore, noLiveVersion, VERSION_HEADER } from './store-access'
+import { ownershipOf, ownsKey, type Ownership } from '../key-ownership'
+import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEADER } from './store-access'
 
 /** Most keys read per getMany call in a multi-get, between checks for back pressure. */
 const MULTIGET_BATCH = 256

@@ -1,4 +1,7 @@
+import type { ServerResponse } from 'node:http'
+import type { StoreMetadata } from '../../formats/store/metadata'
 import type { StoreVersions } from '../../swapper/store-versions'
+import { sendJson } from '../http-util'
 import { StoreError } from '../../common/errors'
 import type { AppContext, ReadContext } from '../context'
 import type { ServedStore } from '../../swapper/served-store'
@@ -39,4 +42,22 @@ export function noLiveVersion(sv: ServedStore): StoreError {
     return new StoreError('RO_NOT_SERVING', `store ${sv.store} has no live version on this node`)
   }
   return new StoreError('RO_UNAVAILABLE', `store ${sv.store} has no live version on this node${sv.loadError ? ` (${sv.loadError})` : ''}`)
+}
+
+/**
+ * 421 RO_NOT_SERVING with the version that decided it: the client routed by another
+ * layout than the live version's, and must not take the answer for "absent".
+ */
+export function sendMisdirected(res: ServerResponse, meta: StoreMetadata, what: string): void {
+  sendJson(
+    res,
+    421,
+    {
+      error: {
+        code: 'RO_NOT_SERVING',
+        message: `${what} not on node ${meta.nodeId} in version ${meta.version} of store ${meta.store}: route by that version's layout (GET /stores/${meta.store})`,
+      },
+    },
+    { [VERSION_HEADER]: String(meta.version) },
+  )
 }

@@ -4,6 +4,7 @@ import type { ValueReply, ValuesReply } from '../key-reads'
 import { mgetReplyBytes, writeLocalMget, writeValues } from '../mget-encoding'
 import { GETS_COMMAND } from '../forwarder'
 import { publicRespError } from '../public-error'
+import { ownershipOf, ownsKey } from '../../key-ownership'
 
 const READ_KEY = { firstKey: 1, lastKey: 1, step: 1 } as const
 const KEY_ARG = [{ name: 'key', type: 'key' }] as const
@@ -52,7 +53,9 @@ const EMPTY = Buffer.alloc(0)
  * RESP). Answered from this node's own files only, never forwarded: that is what makes
  * forwarding loop-free. Reply: [live version, value or null per key]. A node that cannot
  * answer (stale, no live version, a damaged record) says RO_UNAVAILABLE, and the caller
- * asks the next replica.
+ * asks the next replica. So does RO_NOT_SERVING, for keys the live version's layout puts
+ * on other nodes: the caller routed by another version (the cluster is changing layout),
+ * and "absent" would be wrong.
  */
 const gets: Handler = (s, c) => {
   const p = c.parser
@@ -73,6 +76,15 @@ const gets: Handler = (s, c) => {
   try {
     const keys: Buffer[] = []
     for (let i = 2; i < p.argc; i++) keys.push(p.args.subarray(p.starts[i], p.ends[i]))
+    const own = ownershipOf(lease.reader.metadata)
+    if (own instanceof Promise) {
+      c.out().error(publicRespError('RO_UNAVAILABLE', 'the store key hash is loading'))
+      return
+    }
+    if (!own.all && keys.some((k) => !ownsKey(own, k))) {
+      c.out().error(`RO_NOT_SERVING keys not on node ${lease.reader.metadata.nodeId} in version ${lease.version}`)
+      return
+    }
     let values: (Buffer | undefined)[]
     try {
       values = lease.reader.getMany(keys)

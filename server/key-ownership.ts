@@ -1,11 +1,11 @@
-import type { ServerResponse } from 'node:http'
-import { buildRing, masterPartition, replicaTable } from '../../cluster/routing'
-import { createKeyHasher, type KeyHasher } from '../../formats/store/key-hash'
-import type { StoreMetadata } from '../../formats/store/metadata'
-import { sendJson } from '../http-util'
-import { VERSION_HEADER } from './store-access'
+import { buildRing, masterPartition, replicaTable } from '../cluster/routing'
+import { createKeyHasher, type KeyHasher } from '../formats/store/key-hash'
+import type { StoreMetadata } from '../formats/store/metadata'
 
-/** Which keys of one version this node holds, by that version's own layout. */
+/**
+ * Which keys of one version this node holds, by that version's own layout (its metadata,
+ * not the node's cluster file): HTTP reads and RESP's node-to-node reads refuse the others.
+ */
 export interface Ownership {
   /** The node holds every key (one node, or replication = node count): no hashing needed. */
   readonly all: boolean
@@ -53,22 +53,4 @@ export function ownershipOf(meta: StoreMetadata): Ownership | Promise<Ownership>
 export function ownsKey(own: Ownership, key: Uint8Array): boolean {
   if (own.all || !own.hasher) return true
   return own.local[masterPartition(own.hasher.hash(key), own.partitionCount)] === 1
-}
-
-/**
- * 421 RO_NOT_SERVING with the version that decided it: the client routed by another
- * layout than the live version's, and must not take the answer for "absent".
- */
-export function sendMisdirected(res: ServerResponse, meta: StoreMetadata, what: string): void {
-  sendJson(
-    res,
-    421,
-    {
-      error: {
-        code: 'RO_NOT_SERVING',
-        message: `${what} not on node ${meta.nodeId} in version ${meta.version} of store ${meta.store}: route by that version's layout (GET /stores/${meta.store})`,
-      },
-    },
-    { [VERSION_HEADER]: String(meta.version) },
-  )
 }
