@@ -302,13 +302,12 @@ export class StoreClient {
     return this.refreshing
   }
 
-  /** The reads client of a node, made on first use from its current address. */
+  /** The reads client of a node, made on first use (addresses, once known, do not change). */
   private nodeReads(id: number): NodeReads | undefined {
     const node = this.book.get(id)
     if (!node) return undefined
     const have = this.reads.get(id)
-    if (have && have.node === node) return have.reads
-    have?.reads.close()
+    if (have) return have.reads
     if (this.o.transport === 'resp' && node.respPort === undefined) return undefined
     const opts = { timeoutMs: this.o.timeoutMs, readToken: this.o.readToken }
     const reads = this.o.transport === 'resp' ? new RespNodeClient(node, opts) : new NodeClient(node, opts)

@@ -21,8 +21,8 @@ export function replicasIn(view: StoreView, key: Uint8Array | string): number[] 
 }
 
 /**
- * Where the nodes listen: the bootstrap file's nodes, and every node a store description
- * named (`nodes` of GET /stores/<s>: the answering node's cluster file lists the nodes of
+ * Where the nodes listen: the bootstrap file's nodes, and every other node a store
+ * description named (`nodes` of GET /stores/<s>: the answering node's cluster file lists the nodes of
  * the layouts it serves). The file is only a bootstrap list: a client given an older file
  * finds the nodes that joined since.
  */
@@ -44,20 +44,22 @@ export class NodeBook {
     return [...this.byId.keys()]
   }
 
-  /** Records the addresses a description gives; a changed address replaces the old one. */
+  /**
+   * Records the addresses a description gives for nodes not known yet. The file's own
+   * entries win: a node may listen elsewhere than its cluster file says (a port chosen at
+   * start, a proxy), and what the caller was given is what it can reach.
+   */
   learn(info: RemoteStoreInfo): void {
     for (const a of info.nodes ?? []) {
-      const known = this.byId.get(a.id)
-      if (known && known.host === a.host && known.port === a.port && known.respPort === a.respPort) continue
-      const node: ClusterNode = {
+      if (this.byId.has(a.id)) continue
+      this.byId.set(a.id, {
         id: a.id,
         host: a.host,
         port: a.port,
         ...(a.respPort === undefined ? {} : { respPort: a.respPort }),
         partitions: [],
         ...(this.tls === undefined ? {} : { tls: this.tls }),
-      }
-      this.byId.set(a.id, node)
+      })
     }
   }
 }

@@ -4,7 +4,8 @@ import type { StoreMetadata } from '../formats/store/metadata'
 
 /**
  * Which keys of one version this node holds, by that version's own layout (its metadata,
- * not the node's cluster file): HTTP reads and RESP's node-to-node reads refuse the others.
+ * not the node's cluster file): HTTP reads refuse the others (RESP has its own routes,
+ * server/resp/store-routes.ts, with the hasher loaded at start).
  */
 export interface Ownership {
   /** The node holds every key (one node, or replication = node count): no hashing needed. */

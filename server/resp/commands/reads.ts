@@ -4,7 +4,6 @@ import type { ValueReply, ValuesReply } from '../key-reads'
 import { mgetReplyBytes, writeLocalMget, writeValues } from '../mget-encoding'
 import { GETS_COMMAND } from '../forwarder'
 import { publicRespError } from '../public-error'
-import { ownershipOf, ownsKey } from '../../key-ownership'
 
 const READ_KEY = { firstKey: 1, lastKey: 1, step: 1 } as const
 const KEY_ARG = [{ name: 'key', type: 'key' }] as const
@@ -76,12 +75,12 @@ const gets: Handler = (s, c) => {
   try {
     const keys: Buffer[] = []
     for (let i = 2; i < p.argc; i++) keys.push(p.args.subarray(p.starts[i], p.ends[i]))
-    const own = ownershipOf(lease.reader.metadata)
-    if (own instanceof Promise) {
+    const holds = s.reads.holdsAll(lease.reader.metadata, keys)
+    if (holds === undefined) {
       c.out().error(publicRespError('RO_UNAVAILABLE', 'the store key hash is loading'))
       return
     }
-    if (!own.all && keys.some((k) => !ownsKey(own, k))) {
+    if (!holds) {
       c.out().error(`RO_NOT_SERVING keys not on node ${lease.reader.metadata.nodeId} in version ${lease.version}`)
       return
     }
