@@ -176,7 +176,14 @@ beforeAll(async () => {
   // the next one: each node routes by the layout of its live version, not by its file.
   const first = await startClusterFromFile(pathA, { ids: [0, 1, 2], dataDir: (id) => join(tmp.dir, `data-${id}`), token: TOKEN })
   nodes = first
-  const joined = await startClusterFromFile(pathB, { ids: [3, 4], dataDir: (id) => join(tmp.dir, `data-${id}`), token: TOKEN })
+  // The new nodes run two serving workers each: the supervisor owns the versions, the
+  // workers route by the live version's layout too.
+  const joined = await startClusterFromFile(pathB, {
+    ids: [3, 4],
+    dataDir: (id) => join(tmp.dir, `data-${id}`),
+    token: TOKEN,
+    extraArgs: ['--workers', '2'],
+  })
   nodes = {
     ...first,
     nodes: [...first.nodes, ...joined.nodes],
