@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { clusterLayout, loadCluster, type Cluster } from '../../../cluster/cluster'
 import { errorMessage } from '../../../common/errors'
+import { cliPath } from '../../../common/paths'
 import { pushStore } from '../../../client/push'
 import { planPush } from '../../../client/push-plan'
 import { rollbackCluster } from '../../../client/rollback'
@@ -233,6 +235,22 @@ test('a node that joined empty answers "not serving", and the readers read versi
   } finally {
     fresh.close()
   }
+})
+
+test('rostore push --dry-run prints per node its role, partitions and bytes to fetch, and changes nothing', async () => {
+  const stdout = await new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [cliPath(), 'push', '--cluster', join(tmp.dir, 'b.json'), '--store', STORE, '--from', builds[2]!, '--dry-run'],
+      { env: { ...process.env, ROSTORE_ADMIN_TOKEN: TOKEN }, timeout: 60_000 },
+      (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out)),
+    ),
+  )
+  const plan = await planPush({ cluster: fileB, store: STORE, from: builds[2]!, adminToken: TOKEN })
+  expect(stdout).toContain(`push of ${STORE} version 2 from ${builds[2]!} (a new cluster layout):`)
+  expect(stdout).toContain(`node 0 (live 1): stays: partitions [0,3,6,9] -> [0,5,10], fetches 4 files, ${plan.nodes[0]!.fetchBytes} bytes`)
+  expect(stdout).toContain(`node 4 (live none): joins: partitions [] -> [4,9,14], fetches 4 files, ${plan.nodes[4]!.fetchBytes} bytes`)
+  expect(await live(all)).toEqual([1, 1, 1, null, null])
 })
 
 test('grow 3 -> 5: the dry-run plan, then a push fetching exactly the planned bytes per node, under reads', async () => {
