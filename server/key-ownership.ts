@@ -55,3 +55,12 @@ export function ownsKey(own: Ownership, key: Uint8Array): boolean {
   if (own.all || !own.hasher) return true
   return own.local[masterPartition(own.hasher.hash(key), own.partitionCount)] === 1
 }
+
+/**
+ * Whether this node holds every one of `keys` (a multi-get). Key by key: a batch call into
+ * the addon's md5Batch measured no faster for multi-get sized batches of short keys (about
+ * 0.25-0.35 us a key either way on the shared 2-core machine).
+ */
+export function ownsAll(own: Ownership, keys: readonly Uint8Array[]): boolean {
+  return own.all || keys.every((k) => ownsKey(own, k))
+}

@@ -9,7 +9,7 @@ import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
 import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
 import { readRoute } from './route'
-import { ownershipOf, ownsKey, type Ownership } from '../key-ownership'
+import { ownershipOf, ownsAll, ownsKey, type Ownership } from '../key-ownership'
 import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEADER } from './store-access'
 
 /** Most keys read per getMany call in a multi-get, between checks for back pressure. */
@@ -185,7 +185,7 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   // another node makes the whole request misdirected (the client splits by that layout).
   const known = ownershipOf(lease.reader.metadata)
   const own = known instanceof Promise ? await known : known
-  if (!own.all && keys.some((k) => !ownsKey(own, k))) return sendMisdirected(res, lease.reader.metadata, 'some keys are')
+  if (!ownsAll(own, keys)) return sendMisdirected(res, lease.reader.metadata, 'some keys are')
   const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
   // The end frame always fits: the values stop 4 bytes short of the limit.
   const budget = limits.maxResponseBytes - 4
