@@ -69,9 +69,12 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   if (o.inputs.length === 0) bad('no --input given')
   if (!(INPUT_FORMATS as readonly string[]).includes(o.format)) bad(`unknown --format ${o.format} (${INPUT_FORMATS.join(', ')})`)
   if (!isSafeName(o.store)) bad(`bad store name ${JSON.stringify(o.store)}: letters, digits, . _ - only, at most 128`)
+  // A build is for the layout of the file: nodes listed without partitions (addresses
+  // only, docs/SERVING.md "Changing the cluster") get no files.
+  const cluster = { ...o.cluster, nodes: o.cluster.nodes.filter((n) => n.partitions.length > 0) }
   const replication = o.replication ?? 1
-  if (!Number.isInteger(replication) || replication < 1 || replication > o.cluster.nodes.length) {
-    bad(`--replication ${replication} must be between 1 and the cluster's ${o.cluster.nodes.length} nodes`)
+  if (!Number.isInteger(replication) || replication < 1 || replication > cluster.nodes.length) {
+    bad(`--replication ${replication} must be between 1 and the cluster's ${cluster.nodes.length} nodes`)
   }
   if (o.chunks !== undefined && (!Number.isInteger(o.chunks) || o.chunks < 1 || o.chunks > 65536))
     bad(`--chunks ${o.chunks} must be 1..65536`)
@@ -88,6 +91,7 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     bad(`--on-duplicate must be one of ${DUPLICATE_POLICIES.join(', ')}`)
   return {
     ...o,
+    cluster,
     replication,
     compression,
     version,

@@ -14,7 +14,16 @@ export interface RemoteStoreInfo {
   readonly valueSerializer: 'string' | 'json' | 'bytes' | 'mixed'
   readonly keyHash: string
   readonly layout: readonly { readonly id: number; readonly partitions: readonly number[] }[]
+  /** Where the nodes of `layout` listen, from the answering node's cluster file (absent from older nodes). */
+  readonly nodes?: readonly RemoteNodeAddress[]
   readonly stale: boolean
+}
+
+export interface RemoteNodeAddress {
+  readonly id: number
+  readonly host: string
+  readonly port: number
+  readonly respPort?: number
 }
 
 export interface RemoteVersion {

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import type { NodeClient, RemoteJob } from './node-client'
-import { isConnectionRefused } from './http'
+import { holdsVersion, waitForJob } from './push-jobs'
 import { writePushRecords } from './push-records'
 import { normalizeSource, readBuildManifests } from './source-manifests'
+import { buildPlan, nodeStates, type PushPlan } from './push-plan'
 
 export interface PushOptions {
   readonly cluster: Cluster
@@ -29,13 +29,16 @@ export type PushEvent =
   | { readonly type: 'step'; readonly message: string }
   | { readonly type: 'progress'; readonly nodeId: number; readonly bytesDone: number; readonly bytesTotal: number; readonly rate: number }
 
-export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged'
+/** `backup`: a node that left the layout; it keeps its version, marked stale (reads refused, clients route around it). */
+export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged' | 'backup'
 
 export interface NodeOutcome {
   readonly nodeId: number
   readonly state: NodeState
   readonly previous?: number | null
   readonly error?: string
+  /** Bytes the node's fetch downloaded (by the node's own count), when it fetched. */
+  readonly fetchedBytes?: number
 }
 
 export interface PushResult {
@@ -45,6 +48,8 @@ export interface PushResult {
   readonly nodes: readonly NodeOutcome[]
   readonly fetchSeconds: number
   readonly swapSeconds: number
+  /** What the push planned per node (the same as `--dry-run` prints), when it got that far. */
+  readonly plan?: PushPlan
 }
 
 /**
@@ -72,7 +77,11 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       )
     }
 
-    // Lease every node in id order; a node that is down counts against allowFailed.
+    // Nodes of the file outside the build's layout (listed with no partitions) are leaving
+    // it, or were never in it: they fetch nothing, and keep what they serve until the swap.
+    const inLayout = new Set(manifests.keys())
+    // Lease every node in id order; a node of the layout that is down counts against
+    // allowFailed, one outside it does not.
     const down = new Map<number, string>()
     for (const id of admin.ids.sort((a, b) => a - b)) {
       try {
@@ -82,18 +91,23 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         if (isStoreError(err, 'RO_CONFLICT'))
           throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
         if (!isStoreError(err, 'RO_UNAVAILABLE')) throw err
-        down.set(id, errorMessage(err))
+        if (inLayout.has(id)) down.set(id, errorMessage(err))
+        else emit({ type: 'step', message: `node ${id} (outside the new layout) is unreachable: ${errorMessage(err)}` })
       }
     }
+    const leaving = locked.filter((id) => !inLayout.has(id))
+    const plan = buildPlan(o.cluster, o.store, from, manifests, await nodeStates(admin, o.store))
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
 
     // Version checks before any byte moves.
     const previous = new Map<number, number | null>()
-    const statuses = await onEveryNode(locked, (id) =>
-      admin
-        .node(id)
-        .versions(o.store)
-        .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))),
+    const statuses = await onEveryNode(
+      locked.filter((id) => inLayout.has(id)),
+      (id) =>
+        admin
+          .node(id)
+          .versions(o.store)
+          .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))),
     )
     for (const [id, s] of statuses) {
       if (s.status === 'rejected') {
@@ -109,7 +123,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       }
     }
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
-    const targets = locked.filter((id) => !down.has(id))
+    const targets = locked.filter((id) => !down.has(id) && inLayout.has(id))
     if (targets.every((id) => previous.get(id) === version)) {
       return {
         store: o.store,
@@ -118,6 +132,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         nodes: targets.map((nodeId) => ({ nodeId, state: 'unchanged' as const, previous: version })),
         fetchSeconds: 0,
         swapSeconds: 0,
+        plan,
       }
     }
 
@@ -132,18 +147,18 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       const have = statuses.get(id)
       return have?.status === 'fulfilled' && have.value.versions.some((v) => v.version === version)
     }
-    const fetched = await onEveryNode(targets, async (id) => {
+    const fetched = await onEveryNode(targets, async (id): Promise<number | undefined> => {
       try {
-        if (hadBefore(id)) return false
+        if (hadBefore(id)) return undefined
         const job = await admin
           .node(id)
           .startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
-        await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
-        return true
+        const done = await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
+        return done.progress?.bytesDone
       } catch (err) {
         // The node may have got the version meanwhile by itself (self-repair of a node that
         // missed the last push fetches the same version): then it is ready for the swap.
-        if (!giveUp.signal.aborted && (await holdsVersion(admin, id, o.store, version))) return true
+        if (!giveUp.signal.aborted && (await holdsVersion(admin, id, o.store, version))) return undefined
         if (++fetchFailed > allowFailed) giveUp.abort()
         throw err
       }
@@ -216,9 +231,10 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
             previous: previous.get(n.id),
             ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}),
           }
+        if (!inLayout.has(n.id)) return { nodeId: n.id, state: 'unchanged' }
         return { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }
       })
-      return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds }
+      return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds, plan }
     }
 
     // Every node that took the push keeps its record, naming the nodes that missed it: a
@@ -234,12 +250,35 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     for (const [id, why] of unrecorded) emit({ type: 'step', message: `node ${id} did not keep the push record: ${why}` })
     // A node that was stale (marked by hand, or by an older rostore's push) is current again.
     await onEveryNode(swapTargets, (id) => admin.node(id).setStale(o.store, undefined))
-    const nodes: NodeOutcome[] = o.cluster.nodes.map((n) =>
-      fetchFailures.has(n.id)
-        ? { nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }
-        : { nodeId: n.id, state: 'live', previous: previous.get(n.id) },
+    // Nodes that left the layout keep their version as a backup (a rollback swaps back to
+    // it): marked stale, they refuse reads, and clients, which follow the live layout, do
+    // not ask them.
+    const wasServing = (id: number): boolean => plan.nodes.find((n) => n.nodeId === id)?.role === 'leaves'
+    const retired = await onEveryNode(leaving.filter(wasServing), (id) =>
+      admin.node(id).setStale(o.store, `not in the layout of version ${version}: kept as a backup`),
     )
-    return { store: o.store, version, status: fetchFailures.size > 0 ? 'live-with-failures' : 'live', nodes, fetchSeconds, swapSeconds }
+    const fetchedBytes = (id: number): { fetchedBytes?: number } => {
+      const r = fetched.get(id)
+      return r?.status === 'fulfilled' && r.value !== undefined ? { fetchedBytes: r.value } : {}
+    }
+    const nodes: NodeOutcome[] = o.cluster.nodes.flatMap((n): NodeOutcome[] => {
+      if (fetchFailures.has(n.id)) return [{ nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }]
+      if (inLayout.has(n.id)) return [{ nodeId: n.id, state: 'live', previous: previous.get(n.id), ...fetchedBytes(n.id) }]
+      const r = retired.get(n.id)
+      if (!r) return [{ nodeId: n.id, state: 'unchanged' }]
+      return [
+        { nodeId: n.id, state: 'backup', ...(r.status === 'rejected' ? { error: `not marked stale: ${errorMessage(r.reason)}` } : {}) },
+      ]
+    })
+    return {
+      store: o.store,
+      version,
+      status: fetchFailures.size > 0 ? 'live-with-failures' : 'live',
+      nodes,
+      fetchSeconds,
+      swapSeconds,
+      plan,
+    }
   } finally {
     await Promise.all(
       locked.map((id) =>
@@ -271,73 +310,6 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       ),
       fetchSeconds: 0,
       swapSeconds: 0,
-    }
-  }
-}
-
-async function holdsVersion(admin: ClusterAdmin, id: number, store: string, version: number): Promise<boolean> {
-  try {
-    return (await admin.node(id).versions(store)).versions.some((v) => v.version === version)
-  } catch {
-    return false
-  }
-}
-
-/** Polls a node's fetch job until it ends; past the deadline, cancels it. */
-async function waitForJob(
-  admin: ClusterAdmin,
-  id: number,
-  job: RemoteJob,
-  deadline: number,
-  pollMs: number,
-  emit: (e: PushEvent) => void,
-  signal: AbortSignal,
-): Promise<void> {
-  const node = admin.node(id)
-  let j = job
-  while (j.state === 'running') {
-    if (Date.now() > deadline || signal.aborted) {
-      await node.cancelJob(j.id).catch(() => undefined)
-      // Wait for the cancellation to finish, so the node has removed its partial copy.
-      for (let i = 0; i < 100 && j.state === 'running'; i++) {
-        await new Promise((r) => setTimeout(r, 50))
-        j = await node.job(j.id).catch(() => ({ ...j, state: 'cancelled' as const }))
-      }
-      throw new StoreError(
-        signal.aborted ? 'RO_ABORTED' : 'RO_FETCH_FAILED',
-        signal.aborted
-          ? `node ${id}: fetch cancelled because another node failed`
-          : `node ${id}: fetch did not finish before the push timeout`,
-      )
-    }
-    await new Promise((r) => setTimeout(r, pollMs))
-    j = await pollJob(node, j, deadline)
-    const p = j.progress
-    if (p && typeof p.bytesDone === 'number')
-      emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
-  }
-  if (j.state !== 'succeeded')
-    throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
-}
-
-/** How long a push keeps polling a job that the node does not answer about. */
-const POLL_FAILURE_GRACE_MS = 60_000
-
-/**
- * One poll of a running job. A poll is idempotent: a node that is slow to answer, or
- * resets the connection (a node busy for seconds closes its idle keep-alive connections
- * as it catches up), is asked again with a growing pause, for up to a minute, instead of
- * failing a push whose fetch is going fine (issue 17, defect 0). A node that refuses the
- * connection is down, and its job with it: that fails at once.
- */
-async function pollJob(node: NodeClient, j: RemoteJob, deadline: number): Promise<RemoteJob> {
-  const giveUp = Math.min(Date.now() + POLL_FAILURE_GRACE_MS, deadline)
-  for (let pause = 100; ; pause = Math.min(pause * 2, 5000)) {
-    try {
-      return await node.job(j.id)
-    } catch (err) {
-      if (!isStoreError(err, 'RO_UNAVAILABLE') || isConnectionRefused(err) || Date.now() + pause > giveUp) throw err
-      await new Promise((r) => setTimeout(r, pause))
     }
   }
 }

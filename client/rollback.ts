@@ -1,5 +1,5 @@
 import { StoreError, errorMessage } from '../common/errors'
-import type { Cluster } from '../cluster/cluster'
+import { clusterLayout, type Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import { writePushRecords } from './push-records'
 
@@ -18,13 +18,20 @@ export interface RollbackResult {
 }
 
 /**
- * Every node back to one version, or nothing changes: targets are checked on all nodes
- * first, and a node whose rollback fails makes the others swap forward again.
+ * Every node of the file's layout back to one version, or nothing changes: targets are
+ * checked on all of them first, and a node whose rollback fails makes the others swap
+ * forward again. The file's layout must be the target version's (after a push to a new
+ * layout, the old file): nodes it lists without partitions (they joined with the version
+ * rolled back from) are marked stale afterwards, keeping that version as a backup, and
+ * routing goes back to the old nodes, whose stale marks from leaving are lifted.
  */
 export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResult> {
   const admin = new ClusterAdmin(o.cluster, o.adminToken)
   try {
-    const listed = await onEveryNode(admin.ids, (id) => admin.node(id).versions(o.store))
+    const layoutIds = new Set(clusterLayout(o.cluster).map((n) => n.id))
+    const ids = admin.ids.filter((id) => layoutIds.has(id))
+    const outside = admin.ids.filter((id) => !layoutIds.has(id))
+    const listed = await onEveryNode(ids, (id) => admin.node(id).versions(o.store))
     const unreachable = [...listed].filter(([, r]) => r.status === 'rejected')
     if (unreachable.length > 0) {
       throw new StoreError(
@@ -57,7 +64,7 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     // Nodes already on the target stay as they are: a cluster left mixed by a failed push
     // (a node that died after its flip) is realigned with --to.
     const done = await onEveryNode(
-      admin.ids.filter((id) => states.get(id)!.live !== to),
+      ids.filter((id) => states.get(id)!.live !== to),
       (id) => admin.node(id).rollback(o.store, to),
     )
     const failed = [...done].filter(([, r]) => r.status === 'rejected')
@@ -71,8 +78,13 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     }
     // The rollback is the cluster's last decision: it replaces the last push's record, so
     // no node takes itself for behind a push that was rolled back.
-    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: admin.ids })
-    return { store: o.store, to, nodes: admin.ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })) }
+    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: ids })
+    // Back in the layout of `to`: a stale mark from leaving a later layout is lifted. Nodes
+    // outside it stop serving (best effort: one that is down serves nothing anyway, and a
+    // client following the layout does not ask it).
+    await onEveryNode(ids, (id) => admin.node(id).setStale(o.store, undefined))
+    await onEveryNode(outside, (id) => admin.node(id).setStale(o.store, `not in the layout of version ${to}: kept as a backup`))
+    return { store: o.store, to, nodes: ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })) }
   } finally {
     admin.close()
   }

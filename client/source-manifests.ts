@@ -28,7 +28,8 @@ export async function readBuildManifests(
   const source = await openSource(from)
   const out = new Map<number, StoreMetadata>()
   try {
-    for (const node of cluster.nodes) {
+    // Nodes listed without partitions (addresses only) are not in the build's layout.
+    for (const node of clusterLayout(cluster)) {
       const name = `${nodeDirName(node.id)}/${METADATA_FILE}`
       const bytes = await readSmall(source, name, {
         maxBytes: 16 << 20,

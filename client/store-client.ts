@@ -1,11 +1,12 @@
 import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../common/errors'
-import type { Cluster } from '../cluster/cluster'
-import { buildRing, routeHash, type Ring } from '../cluster/routing'
-import { createKeyHasher, keyBytes, type KeyHasher } from '../formats/store/key-hash'
+import type { Cluster, ClusterNode } from '../cluster/cluster'
+import type { KeyHasher } from '../formats/store/key-hash'
 import { NodeClient, type NodeReads, type RemoteStoreInfo } from './node-client'
 import { RespNodeClient } from './resp-node-client'
+import { discoverView, NodeBook, replicasIn, type StoreView } from './store-view'
 
 export interface StoreClientOptions {
+  /** Where to start: any node of the cluster will do (the live layout is learned from the nodes). */
   readonly cluster: Cluster
   readonly store: string
   /** Per request; default 2000 ms. */
@@ -46,37 +47,68 @@ export interface StoreClientStats {
 }
 
 /**
- * The routing client. It learns the store's replication, layout, key hash and
- * serializers from the nodes, computes each key's replica list with the builder's routing
- * function, asks the master first and fails over to the next replica on connection
- * errors, timeouts, 5xx, stale stores (503) and a replica's damaged files (422
- * RO_CORRUPT, RO_CHECKSUM_MISMATCH, RO_BAD_FORMAT: the other replicas hold their own
- * copy). Failovers are counted (`stats()`, `onFailover`). Absent keys are `undefined`.
+ * Rounds of a read that no replica could answer: each learns the live layout again from
+ * the nodes and waits a little longer (the cluster may be swapping to a new layout).
+ */
+const ROUNDS = 8
+/** A background refresh after an answer from another version: at most once per this many ms. */
+const REFRESH_GAP_MS = 50
+
+/**
+ * The routing client. It learns the store's live version from the nodes (any node of the
+ * cluster file it is given: the file is only a bootstrap list) with that version's own
+ * layout, replication, key hash and serializers, and where its nodes listen; it computes
+ * each key's replica list with the builder's routing function, asks the master first and
+ * fails over to the next replica on connection errors, timeouts, 5xx, stale stores (503),
+ * "not serving" (421: a node outside the live layout, or a key it does not hold there) and
+ * a replica's damaged files (422 RO_CORRUPT, RO_CHECKSUM_MISMATCH, RO_BAD_FORMAT: the other
+ * replicas hold their own copy). Failovers are counted (`stats()`, `onFailover`). Absent
+ * keys are `undefined`.
  *
- * It also refuses answers from a version older than the newest it has seen: a node that
- * was down during a high-availability push comes back serving the previous version
- * without knowing it is stale, and its replicas answer instead.
+ * It follows the cluster: an answer from another version than the one it routes by, or a
+ * read no replica could answer, makes it ask the nodes again and switch to the newest
+ * version served without a stale mark (a push to a new layout, a rollback). Every answer
+ * comes from one version: a single key from the node that answered, a multi-get from one
+ * version for all its keys (read again when a swap split it). Answers from a version older
+ * than the routed one are used only when no replica has the routed one.
  */
 export class StoreClient {
-  private newest: number
   private failovers = 0
   private corruptAnswers = 0
   private readonly corruptByNode: Record<number, number> = {}
+  /** The version before the last switch: asked when the routed version cannot answer (mid-swap). */
+  private previous: StoreView | undefined
+  private readonly reads = new Map<number, { readonly node: ClusterNode; readonly reads: NodeReads }>()
+  private refreshing: Promise<void> | undefined
+  private lastRefresh = 0
+  private closed = false
 
   private constructor(
     readonly store: string,
-    readonly info: RemoteStoreInfo,
-    private readonly nodes: ReadonlyMap<number, NodeReads>,
-    private readonly ring: Ring,
-    private readonly hasher: KeyHasher,
-    private readonly batchSize: number,
-    private readonly onFailover: ((e: FailoverEvent) => void) | undefined,
-  ) {
-    this.newest = info.version
-  }
+    private view: StoreView,
+    private readonly book: NodeBook,
+    private readonly o: {
+      readonly timeoutMs: number
+      readonly readToken: string | undefined
+      readonly transport: 'http' | 'resp'
+      readonly batchSize: number
+      readonly onFailover: ((e: FailoverEvent) => void) | undefined
+      readonly hashers: Map<string, KeyHasher>
+    },
+  ) {}
 
   stats(): StoreClientStats {
     return { failovers: this.failovers, corruptAnswers: this.corruptAnswers, corruptByNode: { ...this.corruptByNode } }
+  }
+
+  /** The description of the version the client routes by. */
+  get info(): RemoteStoreInfo {
+    return this.view.info
+  }
+
+  /** The version the client routes by (the newest served without a stale mark, when last asked). */
+  get version(): number {
+    return this.view.version
   }
 
   /** Counts a replica's failure that sends the request to the next one; rethrows any other error. */
@@ -87,88 +119,116 @@ export class StoreClient {
       this.corruptAnswers++
       this.corruptByNode[nodeId] = (this.corruptByNode[nodeId] ?? 0) + 1
     }
-    this.onFailover?.({ nodeId, code: err.code, message: err.message })
+    this.onFailoverEvent(nodeId, err)
     return `${errorMessage(err)} [${err.code}]`
   }
 
-  /** The newest store version seen; answers from older versions are not used. */
-  get version(): number {
-    return this.newest
+  private onFailoverEvent(nodeId: number, err: StoreError): void {
+    this.o.onFailover?.({ nodeId, code: err.code, message: err.message })
   }
 
   static async connect(opts: StoreClientOptions): Promise<StoreClient> {
     const timeoutMs = opts.timeoutMs ?? 2000
-    const readToken = opts.readToken
-    const http = new Map(opts.cluster.nodes.map((n) => [n.id, new NodeClient(n, { timeoutMs, readToken })]))
-    const answers = await Promise.allSettled([...http.values()].map((c) => c.storeInfo(opts.store)))
-    const infos = answers.flatMap((a) => (a.status === 'fulfilled' && !a.value.stale ? [a.value] : []))
-    const newest = infos.sort((a, b) => b.version - a.version)[0]
-    const fail = (err: StoreError): never => {
-      for (const c of http.values()) c.close()
-      throw err
-    }
-    if (!newest && answers.every((a) => a.status === 'rejected' && isStoreError(a.reason, 'RO_UNAUTHORIZED'))) {
-      fail(new StoreError('RO_UNAUTHORIZED', `no node would describe store ${opts.store}: missing or wrong read token`))
-    }
-    if (!newest) {
-      const why = answers.map((a) => (a.status === 'rejected' ? errorMessage(a.reason) : 'stale'))
-      return fail(new StoreError('RO_UNAVAILABLE', `no node could describe store ${opts.store}: ${why.join('; ')}`))
-    }
-    for (const n of newest.layout) {
-      if (!http.has(n.id))
-        fail(new StoreError('RO_BAD_CLUSTER', `store ${opts.store} was built for node ${n.id}, which cluster.json does not list`))
-    }
-    let nodes: Map<number, NodeReads> = http
-    if (opts.transport === 'resp') {
+    const transport = opts.transport ?? 'http'
+    if (transport === 'resp') {
       const missing = opts.cluster.nodes.filter((n) => n.respPort === undefined).map((n) => n.id)
       if (missing.length > 0)
-        fail(new StoreError('RO_BAD_CLUSTER', `the RESP transport needs a respPort in cluster.json for node(s) ${missing.join(', ')}`))
-      for (const c of http.values()) c.close()
-      nodes = new Map(opts.cluster.nodes.map((n) => [n.id, new RespNodeClient(n, { timeoutMs, readToken })]))
+        throw new StoreError('RO_BAD_CLUSTER', `the RESP transport needs a respPort in cluster.json for node(s) ${missing.join(', ')}`)
     }
-    return new StoreClient(
-      opts.store,
-      newest,
-      nodes,
-      buildRing(newest.layout),
-      await createKeyHasher(newest.keyHash),
-      opts.batchSize ?? 1000,
-      opts.onFailover,
-    )
+    const book = new NodeBook(opts.cluster)
+    const hashers = new Map<string, KeyHasher>()
+    const view = await discoverView(book, { store: opts.store, timeoutMs, readToken: opts.readToken, hashers })
+    return new StoreClient(opts.store, view, book, {
+      timeoutMs,
+      readToken: opts.readToken,
+      transport,
+      batchSize: opts.batchSize ?? 1000,
+      onFailover: opts.onFailover,
+      hashers,
+    })
   }
 
-  /** Replica node ids of a key, master first. */
+  /** Replica node ids of a key in the routed version's layout, master first. */
   replicasOf(key: Uint8Array | string): number[] {
-    return routeHash(this.ring, this.hasher.hash(keyBytes(key)), this.info.replication)
+    return replicasIn(this.view, key)
   }
 
   async get(key: Uint8Array | string): Promise<Buffer | undefined> {
     const failures: string[] = []
-    let older: { value: Buffer | undefined; version: number } | undefined
-    for (const id of this.replicasOf(key)) {
-      try {
-        const r = await this.nodes.get(id)!.get(this.store, key)
-        if (r.version >= this.newest) {
-          this.newest = r.version
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const view of this.views()) {
+        const r = await this.getIn(view, key, failures)
+        if (r) {
+          this.noteVersion(r.version)
           return r.value
         }
+      }
+      await this.relearn(round)
+    }
+    throw new StoreError('RO_UNAVAILABLE', `no replica answered for the key: ${lastFailures(failures)}`)
+  }
+
+  /** Values in the order of `keys`, all from one version; keys are batched into one multi-get per node. */
+  async getMany(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
+    if (keys.length === 0) return []
+    const failures: string[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const view of this.views()) {
+        const r = await this.manyIn(view, keys, failures)
+        if (r) {
+          this.noteVersion(r.version)
+          return r.values
+        }
+      }
+      await this.relearn(round)
+    }
+    throw new StoreError('RO_UNAVAILABLE', `no version answered for all ${keys.length} keys: ${lastFailures(failures)}`)
+  }
+
+  /** The routed version, then the one before the last switch. */
+  private views(): StoreView[] {
+    return this.previous && this.previous.version !== this.view.version ? [this.view, this.previous] : [this.view]
+  }
+
+  /** One key by a view's replicas: an answer of that version (or newer), else the newest older one. */
+  private async getIn(
+    view: StoreView,
+    key: Uint8Array | string,
+    failures: string[],
+  ): Promise<{ value: Buffer | undefined; version: number } | undefined> {
+    let older: { value: Buffer | undefined; version: number } | undefined
+    for (const id of replicasIn(view, key)) {
+      const node = this.nodeReads(id)
+      if (!node) {
+        failures.push(`node ${id}: no address for this transport`)
+        continue
+      }
+      try {
+        const r = await node.get(this.store, key)
+        if (r.version >= view.version) return r
         if (!older || r.version > older.version) older = r
       } catch (err) {
         failures.push(this.failedOver(id, err))
       }
     }
-    if (older) return this.settleOlder(older.version, older.value)
-    throw new StoreError('RO_UNAVAILABLE', `no replica answered for the key: ${failures.join('; ')}`)
+    return older
   }
 
-  /** Values in the order of `keys`; keys are batched into one multi-get per node. */
-  async getMany(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
+  /**
+   * Every key by a view's replicas, one multi-get per node and batch, failing over per
+   * batch; undefined when a key got no answer or the answers came from several versions
+   * (a swap in between): the caller reads again.
+   */
+  private async manyIn(
+    view: StoreView,
+    keys: readonly (Uint8Array | string)[],
+    failures: string[],
+  ): Promise<{ values: (Buffer | undefined)[]; version: number } | undefined> {
     const out = new Array<Buffer | undefined>(keys.length)
-    const older = new Map<number, { value: Buffer | undefined; version: number }>()
-    const replicas = keys.map((k) => this.replicasOf(k))
+    const versions = new Set<number>()
+    const replicas = keys.map((k) => replicasIn(view, k))
     let pending = keys.map((_, i) => i)
-    const failures: string[] = []
-    for (let attempt = 0; pending.length > 0 && attempt < this.info.replication; attempt++) {
+    for (let attempt = 0; pending.length > 0 && attempt < view.info.replication; attempt++) {
       const byNode = new Map<number, number[]>()
       for (const i of pending) {
         const node = replicas[i]![attempt]!
@@ -178,23 +238,20 @@ export class StoreClient {
       }
       const retry: number[] = []
       await Promise.all(
-        [...byNode].flatMap(([node, idxs]) =>
-          batches(idxs, this.batchSize).map(async (batch) => {
+        [...byNode].flatMap(([id, idxs]) =>
+          batches(idxs, this.o.batchSize).map(async (batch) => {
+            const node = this.nodeReads(id)
             try {
-              const r = await this.nodes.get(node)!.getMany(
+              if (!node) throw new StoreError('RO_UNAVAILABLE', `node ${id}: no address for this transport`)
+              const r = await node.getMany(
                 this.store,
                 batch.map((i) => keys[i]!),
               )
-              if (r.version >= this.newest) {
-                this.newest = r.version
-                batch.forEach((i, j) => (out[i] = r.values[j]))
-                return
-              }
-              batch.forEach((i, j) => {
-                if ((older.get(i)?.version ?? 0) < r.version) older.set(i, { value: r.values[j], version: r.version })
-              })
+              versions.add(r.version)
+              batch.forEach((i, j) => (out[i] = r.values[j]))
+              return
             } catch (err) {
-              failures.push(this.failedOver(node, err))
+              failures.push(this.failedOver(id, err))
             }
             retry.push(...batch)
           }),
@@ -202,29 +259,65 @@ export class StoreClient {
       )
       pending = retry
     }
-    const unanswered = pending.filter((i) => !older.has(i))
-    if (unanswered.length > 0)
-      throw new StoreError('RO_UNAVAILABLE', `no replica answered for ${unanswered.length} keys: ${failures.join('; ')}`)
-    for (const i of pending) {
-      const o = older.get(i)!
-      out[i] = this.settleOlder(o.version, o.value)
+    if (pending.length > 0 || versions.size !== 1) {
+      if (versions.size > 1) failures.push(`answers from versions ${[...versions].join(', ')}: read again`)
+      return undefined
     }
-    return out
+    return { values: out, version: [...versions][0]! }
   }
 
-  /**
-   * Every replica that answered serves an older version than the newest seen: the
-   * cluster was rolled back (or the newer replicas are down). Take the newest answer and
-   * lower the bar to it.
-   */
-  private settleOlder(version: number, value: Buffer | undefined): Buffer | undefined {
-    this.newest = version
-    return value
+  /** An answer came from another version than the routed one: learn the cluster's again, soon. */
+  private noteVersion(version: number): void {
+    if (version === this.view.version || this.refreshing || this.closed) return
+    if (Date.now() - this.lastRefresh < REFRESH_GAP_MS) return
+    void this.refresh()
+  }
+
+  /** A read that no replica answered: learn the live version again, then pause a little longer each round. */
+  private async relearn(round: number): Promise<void> {
+    await this.refresh()
+    if (round > 0) await new Promise((r) => setTimeout(r, Math.min(10 * 2 ** round, 500)))
+  }
+
+  private refresh(): Promise<void> {
+    this.refreshing ??= discoverView(this.book, {
+      store: this.store,
+      timeoutMs: this.o.timeoutMs,
+      readToken: this.o.readToken,
+      hashers: this.o.hashers,
+    })
+      .then(
+        (v) => {
+          if (v.version === this.view.version) return
+          this.previous = this.view
+          this.view = v
+        },
+        // No node could describe the store now: keep routing by what is known.
+        () => undefined,
+      )
+      .finally(() => {
+        this.lastRefresh = Date.now()
+        this.refreshing = undefined
+      })
+    return this.refreshing
+  }
+
+  /** The reads client of a node, made on first use (addresses, once known, do not change). */
+  private nodeReads(id: number): NodeReads | undefined {
+    const node = this.book.get(id)
+    if (!node) return undefined
+    const have = this.reads.get(id)
+    if (have) return have.reads
+    if (this.o.transport === 'resp' && node.respPort === undefined) return undefined
+    const opts = { timeoutMs: this.o.timeoutMs, readToken: this.o.readToken }
+    const reads = this.o.transport === 'resp' ? new RespNodeClient(node, opts) : new NodeClient(node, opts)
+    this.reads.set(id, { node, reads })
+    return reads
   }
 
   /** A value as the store's value serializer says: text, parsed JSON, or base64 of bytes. */
   decode(value: Buffer): unknown {
-    switch (this.info.valueSerializer) {
+    switch (this.view.info.valueSerializer) {
       case 'string':
         return value.toString('utf8')
       case 'json':
@@ -243,7 +336,9 @@ export class StoreClient {
   }
 
   close(): void {
-    for (const c of this.nodes.values()) c.close()
+    this.closed = true
+    for (const c of this.reads.values()) c.reads.close()
+    this.reads.clear()
   }
 }
 
@@ -252,7 +347,11 @@ const CORRUPTION_CODES: readonly ErrorCode[] = ['RO_CORRUPT', 'RO_CHECKSUM_MISMA
 
 /** Errors another replica may not have: the node is unreachable, failing, stale, or its copy is damaged. */
 function isFailover(err: unknown): err is StoreError {
-  return isStoreError(err) && (err.code === 'RO_UNAVAILABLE' || CORRUPTION_CODES.includes(err.code))
+  return isStoreError(err) && (err.code === 'RO_UNAVAILABLE' || err.code === 'RO_NOT_SERVING' || CORRUPTION_CODES.includes(err.code))
+}
+
+function lastFailures(failures: readonly string[]): string {
+  return failures.length > 6 ? `${failures.slice(-6).join('; ')} (and ${failures.length - 6} more)` : failures.join('; ')
 }
 
 function batches<T>(items: readonly T[], size: number): T[][] {

@@ -9,6 +9,11 @@ export interface ClusterNode {
   readonly port: number
   /** The node's RESP (Redis protocol) port, when it serves one; nodes forward keys to it. */
   readonly respPort?: number
+  /**
+   * Partitions the node owns in this file's layout. Empty: the node is listed for its
+   * address only (it joins or leaves the cluster with a later or earlier version, whose own
+   * layout names it), so one file can list every node of two layouts.
+   */
   readonly partitions: readonly number[]
   /**
    * Reach the node over HTTPS, trusting these settings. Not read from cluster.json: the
@@ -82,7 +87,7 @@ export function parseCluster(json: unknown, where = 'cluster'): Cluster {
       endpoints.add(respEndpoint)
     }
     const partitions = raw['partitions']
-    if (!Array.isArray(partitions) || partitions.length === 0) return fail(`node ${id}: has no partitions`)
+    if (!Array.isArray(partitions)) return fail(`node ${id}: has no "partitions" array (use [] for a node outside this layout)`)
     for (const p of partitions as unknown[]) {
       if (!isNonNegativeInt(p)) return fail(`node ${id}: partition ${JSON.stringify(p)} is not a non-negative integer`)
       const prev = owner.get(p)
@@ -96,15 +101,19 @@ export function parseCluster(json: unknown, where = 'cluster'): Cluster {
         : { id, host, port, respPort: respPort as number, partitions: sorted },
     )
   }
+  if (owner.size === 0) fail('no node has partitions')
   for (let p = 0; p < owner.size; p++) {
     if (!owner.has(p)) fail(`gap in partition ids: partition ${p} is missing (partitions must be 0..${owner.size - 1})`)
   }
   return { name: name as string, nodes: nodes.sort((a, b) => a.id - b.id) }
 }
 
-/** The part of a cluster that decides where keys go; hosts and ports are not in it. */
+/**
+ * The part of a cluster that decides where keys go; hosts and ports are not in it, nor
+ * the nodes listed without partitions (addresses only).
+ */
 export function clusterLayout(cluster: Cluster): ClusterLayoutNode[] {
-  return cluster.nodes.map((n) => ({ id: n.id, partitions: [...n.partitions] }))
+  return cluster.nodes.filter((n) => n.partitions.length > 0).map((n) => ({ id: n.id, partitions: [...n.partitions] }))
 }
 
 export function sameLayout(a: readonly ClusterLayoutNode[], b: readonly ClusterLayoutNode[]): boolean {

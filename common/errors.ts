@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'RO_BAD_REQUEST', // a request is malformed or names something invalid
   'RO_TOO_LARGE', // a request or key exceeds its bound
   'RO_UNAVAILABLE', // no replica could answer
+  'RO_NOT_SERVING', // this node does not serve the store, or the key, in its live version: ask the nodes of the live layout
   'RO_PUSH_FAILED', // a cluster push did not go live
   'RO_INTERNAL', // an unexpected failure (a bug): the node's log has the details
 ] as const

@@ -25,6 +25,7 @@ const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   RO_FORBIDDEN: 403,
   RO_TOO_LARGE: 413,
   RO_UNAVAILABLE: 503,
+  RO_NOT_SERVING: 421,
   RO_PUSH_FAILED: 502,
   RO_INTERNAL: 500,
 }
@@ -122,7 +123,14 @@ export function publicErrorResponse(err: unknown): { status: number; body: Error
 }
 
 /** Codes whose messages are about the request, not the node. */
-const REQUEST_CODES: ReadonlySet<string> = new Set(['RO_BAD_REQUEST', 'RO_NOT_FOUND', 'RO_TOO_LARGE', 'RO_UNAUTHORIZED', 'RO_FORBIDDEN'])
+const REQUEST_CODES: ReadonlySet<string> = new Set([
+  'RO_BAD_REQUEST',
+  'RO_NOT_FOUND',
+  'RO_NOT_SERVING',
+  'RO_TOO_LARGE',
+  'RO_UNAUTHORIZED',
+  'RO_FORBIDDEN',
+])
 
 const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {
   RO_UNAVAILABLE: 'the store cannot be read on this node now (stale, no live version, or shutting down); ask another replica',

@@ -1,5 +1,6 @@
 import type { Argv } from 'yargs'
 import { pushStore, type PushEvent, type PushResult } from '../../client/push'
+import { formatPlan, planPush } from '../../client/push-plan'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
 
@@ -17,11 +18,22 @@ export const builder = (y: Argv) =>
       describe: 'go live when at most this many nodes failed their fetch (below the replication)',
     })
     .option('force', { type: 'boolean', default: false, describe: 'push even an older version than the live one' })
+    .option('dry-run', {
+      type: 'boolean',
+      default: false,
+      describe: 'print per node what moves (partitions, role in the layout) and the bytes it would fetch; change nothing',
+    })
 
 /** Exit codes: 0 live everywhere, 1 failed (nothing changed), 3 live with failed nodes marked stale. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  const cluster = await loadClusterOption(a)
+  if (a['dry-run']) {
+    const plan = await planPush({ cluster, store: a.store, from: a.from, adminToken: adminToken(a['admin-token']) })
+    process.stdout.write(`${formatPlan(plan)}\n`)
+    return
+  }
   const result = await pushStore({
-    cluster: await loadClusterOption(a),
+    cluster,
     store: a.store,
     from: a.from,
     adminToken: adminToken(a['admin-token']),
@@ -55,7 +67,7 @@ function printSummary(r: PushResult): void {
   ]
   for (const n of r.nodes) {
     lines.push(
-      `  node ${n.nodeId}: ${n.state}${n.previous !== undefined && n.previous !== null ? ` (was ${n.previous})` : ''}${n.error ? `: ${n.error}` : ''}`,
+      `  node ${n.nodeId}: ${n.state}${n.previous !== undefined && n.previous !== null ? ` (was ${n.previous})` : ''}${n.fetchedBytes !== undefined ? `, fetched ${n.fetchedBytes} bytes` : ''}${n.error ? `: ${n.error}` : ''}`,
     )
   }
   process.stdout.write(lines.join('\n') + '\n')

@@ -1,4 +1,5 @@
 import { errorMessage, isStoreError } from '../../common/errors'
+import type { StoreMetadata } from '../../formats/store/metadata'
 import type { StoreReader } from '../../formats/store/store-reader-api'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'
@@ -54,6 +55,16 @@ export interface KeyReadsDeps {
  */
 export class KeyReads {
   constructor(private readonly d: KeyReadsDeps) {}
+
+  /**
+   * Whether this node holds every key in the version `meta` describes, by that version's
+   * own layout; undefined while its key hash loads (md5 is loaded at start).
+   */
+  holdsAll(meta: StoreMetadata, keys: readonly Buffer[]): boolean | undefined {
+    const route = this.d.routes.of(meta)
+    if (!route) return undefined
+    return route.allLocal || keys.every((k) => route.local[partitionOf(route, k)] === 1)
+  }
 
   /** GET-like: the value of the key in argument `arg`. */
   one(conn: RespConnection, arg: number, reply: ValueReply): void {

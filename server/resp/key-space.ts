@@ -33,7 +33,7 @@ export class KeySpace {
   resolve(args: Buffer, start: number, end: number): ServedStore | string {
     if (this.defaultStore !== undefined) {
       this.keyStart = start
-      return this.stores.get(this.defaultStore) ?? `RO_NOT_FOUND no store ${this.defaultStore} on this node`
+      return this.stores.get(this.defaultStore) ?? `RO_NOT_SERVING this node does not serve store ${this.defaultStore}`
     }
     const limit = Math.min(end, start + MAX_STORE_NAME + 1)
     let colon = -1
@@ -53,14 +53,14 @@ export class KeySpace {
     const len = end - start
     for (const k of this.known) {
       if (k.bytes.length === len && sameBytes(k.bytes, args, start, len)) {
-        return this.stores.get(k.name) ?? `RO_NOT_FOUND no store ${k.name} on this node`
+        return this.stores.get(k.name) ?? `RO_NOT_SERVING this node does not serve store ${k.name}`
       }
     }
     if (len > MAX_STORE_NAME) return 'ERR invalid store name'
     const name = args.toString('latin1', start, end)
     if (!isSafeName(name)) return 'ERR invalid store name'
     const sv = this.stores.get(name)
-    if (!sv) return `RO_NOT_FOUND no store ${name} on this node`
+    if (!sv) return `RO_NOT_SERVING this node does not serve store ${name}`
     this.known.push({ name, bytes: Buffer.from(name, 'latin1') })
     return sv
   }

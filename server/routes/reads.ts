@@ -4,11 +4,13 @@ import { StoreError } from '../../common/errors'
 import { decodeKeys, encodeTruncated, encodeValues, MAX_MULTIGET_BODY_BYTES } from '../../formats/wire/multiget'
 import type { ReaderLease } from '../../swapper/live-store'
 import type { ServedStore } from '../../swapper/served-store'
+import type { StoreMetadata } from '../../formats/store/metadata'
 import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
 import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
 import { readRoute } from './route'
-import { checkServable, servedStore, noLiveVersion, VERSION_HEADER } from './store-access'
+import { ownershipOf, ownsAll, ownsKey, type Ownership } from '../key-ownership'
+import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEADER } from './store-access'
 
 /** Most keys read per getMany call in a multi-get, between checks for back pressure. */
 const MULTIGET_BATCH = 256
@@ -67,8 +69,9 @@ function storeMetadata(ctx: ReadContext, store: string, res: ServerResponse): vo
         keySerializer: m.keySerializer,
         valueSerializer: m.valueSerializer,
         keyHash: m.keyHash,
-        partitions: own?.partitions ?? ctx.cluster.nodes.find((n) => n.id === ctx.nodeId)?.partitions ?? [],
+        partitions: own?.partitions ?? [],
         layout: m.layout,
+        nodes: layoutAddresses(ctx, m.layout),
         chunks: m.chunks,
         records: m.records,
         compression: m.compression,
@@ -84,7 +87,24 @@ function storeMetadata(ctx: ReadContext, store: string, res: ServerResponse): vo
   }
 }
 
-function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResponse): void {
+/**
+ * Where the nodes of a version's layout listen, from this node's cluster file (which lists
+ * every node of the layouts it serves): a client given an older file finds new nodes here.
+ */
+function layoutAddresses(
+  ctx: ReadContext,
+  layout: StoreMetadata['layout'],
+): { id: number; host: string; port: number; respPort?: number }[] {
+  return layout.flatMap((l) => {
+    const n = ctx.cluster.nodes.find((c) => c.id === l.id)
+    if (!n) return []
+    return [
+      n.respPort === undefined ? { id: n.id, host: n.host, port: n.port } : { id: n.id, host: n.host, port: n.port, respPort: n.respPort },
+    ]
+  })
+}
+
+function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResponse): Promise<void> | void {
   const sv = servedStore(ctx, store)
   if (rawKey.length > 3 * MAX_KEY_BYTES) throw new KeyTooLong()
   const key = percentDecodeBytes(rawKey)
@@ -94,6 +114,16 @@ function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResp
   if (!lease) throw noLiveVersion(sv)
   // Released once the response is done: this request reads one version only.
   res.once('close', lease.release)
+  const own = ownershipOf(lease.reader.metadata)
+  if (own instanceof Promise) return own.then((o) => answerGet(ctx, sv, lease, key, o, res))
+  answerGet(ctx, sv, lease, key, own, res)
+}
+
+function answerGet(ctx: ReadContext, sv: ServedStore, lease: ReaderLease, key: Uint8Array, own: Ownership, res: ServerResponse): void {
+  const store = sv.store
+  // A key this node does not hold in its live version is not "absent": the client routed
+  // by another layout (a version built for other nodes).
+  if (!ownsKey(own, key)) return sendMisdirected(res, lease.reader.metadata, 'the key is')
   const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
   const value = readMany(sv, lease, [key])[0]
   ctx.metrics.keys.inc({ store, result: value === undefined ? 'miss' : 'hit' })
@@ -151,6 +181,11 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   const lease = sv.live.acquire(() => res.destroy())
   if (!lease) throw noLiveVersion(sv)
   res.once('close', lease.release)
+  // A multi-get names keys of this node only, in the live version's layout; one key of
+  // another node makes the whole request misdirected (the client splits by that layout).
+  const known = ownershipOf(lease.reader.metadata)
+  const own = known instanceof Promise ? await known : known
+  if (!ownsAll(own, keys)) return sendMisdirected(res, lease.reader.metadata, 'some keys are')
   const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
   // The end frame always fits: the values stop 4 bytes short of the limit.
   const budget = limits.maxResponseBytes - 4

@@ -276,9 +276,10 @@ test('traversal and absurd names: 400 for invalid, 404 for valid but absent, per
       ['POST', `/admin/stores/${name}/install`, { path: srcV3 }, 400, 'RO_BAD_REQUEST'],
     ]),
     ['GET', '/stores//keys/x', undefined, 400, 'RO_BAD_REQUEST'],
-    ['GET', '/stores/nosuchstore/keys/x', undefined, 404, 'RO_NOT_FOUND'],
-    ['GET', '/stores/USERS/keys/x', undefined, 404, 'RO_NOT_FOUND'],
-    ['GET', `/stores/${long(128)}`, undefined, 404, 'RO_NOT_FOUND'],
+    // a store this node does not serve is "not serving" (route around it), not "absent"
+    ['GET', '/stores/nosuchstore/keys/x', undefined, 421, 'RO_NOT_SERVING'],
+    ['GET', '/stores/USERS/keys/x', undefined, 421, 'RO_NOT_SERVING'],
+    ['GET', `/stores/${long(128)}`, undefined, 421, 'RO_NOT_SERVING'],
     ['GET', `/stores/${STORE}/../${STORE}/keys/x`, undefined, 404, 'RO_NOT_FOUND'],
     ['POST', '/admin/stores/nosuchstore/swap', { version: 1 }, 404, 'RO_NOT_FOUND'],
     // versions, in the path

@@ -52,7 +52,9 @@ const EMPTY = Buffer.alloc(0)
  * RESP). Answered from this node's own files only, never forwarded: that is what makes
  * forwarding loop-free. Reply: [live version, value or null per key]. A node that cannot
  * answer (stale, no live version, a damaged record) says RO_UNAVAILABLE, and the caller
- * asks the next replica.
+ * asks the next replica. So does RO_NOT_SERVING, for keys the live version's layout puts
+ * on other nodes: the caller routed by another version (the cluster is changing layout),
+ * and "absent" would be wrong.
  */
 const gets: Handler = (s, c) => {
   const p = c.parser
@@ -73,6 +75,15 @@ const gets: Handler = (s, c) => {
   try {
     const keys: Buffer[] = []
     for (let i = 2; i < p.argc; i++) keys.push(p.args.subarray(p.starts[i], p.ends[i]))
+    const holds = s.reads.holdsAll(lease.reader.metadata, keys)
+    if (holds === undefined) {
+      c.out().error(publicRespError('RO_UNAVAILABLE', 'the store key hash is loading'))
+      return
+    }
+    if (!holds) {
+      c.out().error(`RO_NOT_SERVING keys not on node ${lease.reader.metadata.nodeId} in version ${lease.version}`)
+      return
+    }
     let values: (Buffer | undefined)[]
     try {
       values = lease.reader.getMany(keys)

@@ -105,10 +105,10 @@ describe('HTTP API (in-process node)', () => {
     expect([414, 431]).toContain(huge.status)
   })
 
-  test('unknown store 404, invalid names 400, unknown routes 404, wrong methods 405', async () => {
+  test('unknown store 421 (not serving, never absent), invalid names 400, unknown routes 404, wrong methods 405', async () => {
     const r = await get('/stores/orders/keys/x')
-    expect(r.status).toBe(404)
-    expect(json(r)).toMatchObject({ error: { code: 'RO_NOT_FOUND' } })
+    expect(r.status).toBe(421)
+    expect(json(r)).toMatchObject({ error: { code: 'RO_NOT_SERVING' } })
     for (const p of [
       '/stores/..%2F..%2Fetc/keys/x',
       '/stores/%2e%2e/keys/x',

@@ -67,7 +67,7 @@ test('GET: <store>:<key>, absent keys, empty values, colons and binary bytes in 
 
 test('GET errors: no store prefix, unknown store, invalid store name, arity', async () => {
   expect(await cli(port, 'GET', 'key-7')).toMatch(/^\(error\) ERR keys are <store>:<key> on this port/)
-  expect(await cli(port, 'GET', 'nostore:key-7')).toBe('(error) RO_NOT_FOUND no store nostore on this node')
+  expect(await cli(port, 'GET', 'nostore:key-7')).toBe('(error) RO_NOT_SERVING this node does not serve store nostore')
   expect(await cli(port, 'GET', '..:x')).toBe('(error) ERR invalid store name')
   expect(await cli(port, 'GET')).toBe("(error) ERR wrong number of arguments for 'get' command")
   expect(await cli(port, 'GET', 'a', 'b')).toBe("(error) ERR wrong number of arguments for 'get' command")
