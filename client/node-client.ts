@@ -1,5 +1,6 @@
 import type { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
+import type { NodeAddress } from '../cluster/address-book'
 import type { ClusterNode } from '../cluster/cluster'
 import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
@@ -14,7 +15,7 @@ export interface RemoteStoreInfo {
   readonly valueSerializer: 'string' | 'json' | 'bytes' | 'mixed'
   readonly keyHash: string
   readonly layout: readonly { readonly id: number; readonly partitions: readonly number[] }[]
-  /** Where the nodes of `layout` listen, from the answering node's cluster file (absent from older nodes). */
+  /** Where the nodes of `layout` listen, from the answering node's address book (absent from older nodes). */
   readonly nodes?: readonly RemoteNodeAddress[]
   readonly stale: boolean
 }
@@ -189,6 +190,11 @@ export class NodeClient implements NodeReads {
   /** Keep `record` as the store's last push record when it is newer than the node's. */
   async putPushRecord(store: string, record: RemotePushRecord): Promise<{ applied: boolean; behind: number | null }> {
     return this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/push-record`, record, true)
+  }
+
+  /** Hands the node other nodes' addresses; it keeps those it did not know and lists all it knows. */
+  async learnNodes(nodes: readonly NodeAddress[]): Promise<{ added: number[]; nodes: NodeAddress[] }> {
+    return this.json('POST', '/admin/cluster/nodes', { nodes }, true)
   }
 
   async lock(store: string, owner: string, ttlMs: number): Promise<void> {

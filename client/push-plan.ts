@@ -138,6 +138,8 @@ export function formatPlan(p: PushPlan): string {
       return `  node ${n.nodeId} (live ${n.live ?? 'none'}): ${what}${n.error ? ` [could not ask: ${n.error}]` : ''}`
     }),
     `  total: ${p.nodes.reduce((a, n) => a + n.fetchBytes, 0)} bytes to fetch`,
+    // The plan's nodes are the cluster file's: a push hands each of them all their addresses.
+    `  before fetching, every reachable node would be handed the addresses of nodes ${p.nodes.map((n) => n.nodeId).join(', ')} (POST /admin/cluster/nodes)`,
   ]
   return lines.join('\n')
 }

@@ -3,6 +3,7 @@ import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import { holdsVersion, waitForJob } from './push-jobs'
+import { handAddresses } from './push-addresses'
 import { writePushRecords } from './push-records'
 import { normalizeSource, readBuildManifests } from './source-manifests'
 import { buildPlan, nodeStates, type PushPlan } from './push-plan'
@@ -96,6 +97,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       }
     }
     const leaving = locked.filter((id) => !inLayout.has(id))
+    await handAddresses(admin, locked, emit)
     const plan = buildPlan(o.cluster, o.store, from, manifests, await nodeStates(admin, o.store))
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
 

@@ -7,6 +7,7 @@ import type { AdminAuth, ReadAuth } from './auth'
 import type { TokenBucket } from '../fetcher/token-bucket'
 import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
+import type { NodeLearning } from './learned-nodes'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { PeerCheck } from './peer-check'
@@ -51,6 +52,8 @@ export interface AppContext extends ReadContext {
   readonly pushLocks: PushLocks
   /** The startup check with the peers and self-repair of missed pushes (peer-check.ts). */
   readonly peers?: PeerCheck
+  /** Learns other nodes' addresses (`POST /admin/cluster/nodes`); absent: the route answers 404. */
+  readonly nodeLearning?: NodeLearning
   readonly address: () => { host: string; port: number }
   /** Serving event loops of the node, for /status. */
   readonly workers?: () => WorkersStatus

@@ -3,6 +3,7 @@ import type { DataDir, DataDirOptions } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import { createFetchRunner, SourceAccess, type FetchRunner } from './fetch-route'
 import { Jobs } from './jobs'
+import { NodeLearning } from './learned-nodes'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { NodeOptions, NodeSetup } from './node-options'
@@ -23,6 +24,8 @@ export interface ControlServices {
   readonly pushLocks: PushLocks
   readonly storeCreation: StoreCreation
   readonly streamBucket?: TokenBucket
+  /** Nodes learned at run time (`POST /admin/cluster/nodes`), kept in the data directory. */
+  readonly nodeLearning: NodeLearning
 }
 
 /** The data directory's options, the same for both kinds of node. */
@@ -81,6 +84,7 @@ export function createControlServices(
     peers,
     pushLocks: new PushLocks(),
     storeCreation: new StoreCreation(dd),
+    nodeLearning: new NodeLearning(setup.cluster, opts.dataDir),
     ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
   }
 }

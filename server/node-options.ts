@@ -1,8 +1,10 @@
 import { StoreError } from '../common/errors'
 import { loadCluster, type Cluster, type NodeTls } from '../cluster/cluster'
+import type { AddressBook } from '../cluster/address-book'
 import type { OpenReader } from '../swapper/open-version'
 import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
 import { checkToken } from './auth'
+import { openAddressBook } from './learned-nodes'
 import type { Logger } from './log'
 import { readLimits, type ReadLimits } from './read-limits'
 import { normalizeRespOptions, type RespServerOptions } from './resp/resp-context'
@@ -99,7 +101,8 @@ export type RespNodeOptions = Omit<RespServerOptions, 'host' | 'port' | 'tls' | 
 
 /** What every kind of node derives from its options before it starts anything. */
 export interface NodeSetup {
-  readonly cluster: Cluster
+  /** The cluster file plus the nodes learned since (`cluster-nodes.json` in the data directory). */
+  readonly cluster: AddressBook
   readonly host: string
   readonly port: number
   readonly keepVersions: number
@@ -117,8 +120,9 @@ export const DEFAULT_STREAM_MAX_BYTES_PER_SEC = 10_000_000
 
 /** Loads the cluster and checks the options a user gave; RO_BAD_OPTION / RO_BAD_CLUSTER. */
 export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
-  const cluster = opts.cluster ?? (opts.clusterPath ? await loadCluster(opts.clusterPath) : undefined)
-  if (!cluster) throw new StoreError('RO_BAD_OPTION', 'a cluster (cluster.json) is required')
+  const file = opts.cluster ?? (opts.clusterPath ? await loadCluster(opts.clusterPath) : undefined)
+  if (!file) throw new StoreError('RO_BAD_OPTION', 'a cluster (cluster.json) is required')
+  const cluster = await openAddressBook(file, opts.dataDir)
   const me = cluster.nodes.find((n) => n.id === opts.nodeId)
   if (!me) throw new StoreError('RO_BAD_CLUSTER', `node ${opts.nodeId} is not in cluster ${cluster.name}`)
   const keepVersions = opts.keepVersions ?? DEFAULT_KEEP_VERSIONS

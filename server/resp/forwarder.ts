@@ -51,7 +51,7 @@ export function getsCommand(store: string, keys: readonly Uint8Array[]): Buffer 
  * receiving node's own files and never forwarded again, so a forwarded read cannot loop.
  */
 export class Forwarder {
-  private readonly pools = new Map<number, PeerPool | undefined>()
+  private readonly pools = new Map<number, PeerPool>()
 
   constructor(private readonly o: ForwarderOptions) {}
 
@@ -61,7 +61,7 @@ export class Forwarder {
   }
 
   close(): void {
-    for (const p of this.pools.values()) p?.close()
+    for (const p of this.pools.values()) p.close()
     this.pools.clear()
   }
 
@@ -111,20 +111,20 @@ export class Forwarder {
   }
 
   private pool(node: number): PeerPool | undefined {
-    if (this.pools.has(node)) return this.pools.get(node)
+    const have = this.pools.get(node)
+    if (have) return have
+    // Not cached when unknown: the node may learn the address later (POST /admin/cluster/nodes).
     const n = this.o.cluster.nodes.find((x) => x.id === node)
-    const pool =
-      n?.respPort === undefined
-        ? undefined
-        : new PeerPool(node, {
-            host: n.host,
-            port: n.respPort,
-            readToken: this.o.readToken,
-            tls: this.o.peerTls ?? n.tls,
-            timeoutMs: this.o.timeoutMs,
-            connections: this.o.connections,
-            retryMs: this.o.retryMs,
-          })
+    if (n?.respPort === undefined) return undefined
+    const pool = new PeerPool(node, {
+      host: n.host,
+      port: n.respPort,
+      readToken: this.o.readToken,
+      tls: this.o.peerTls ?? n.tls,
+      timeoutMs: this.o.timeoutMs,
+      connections: this.o.connections,
+      retryMs: this.o.retryMs,
+    })
     this.pools.set(node, pool)
     return pool
   }

@@ -88,8 +88,8 @@ function storeMetadata(ctx: ReadContext, store: string, res: ServerResponse): vo
 }
 
 /**
- * Where the nodes of a version's layout listen, from this node's cluster file (which lists
- * every node of the layouts it serves): a client given an older file finds new nodes here.
+ * Where the nodes of a version's layout listen, from this node's address book (its cluster
+ * file plus the nodes a push handed it): a client given an older file finds new nodes here.
  */
 function layoutAddresses(
   ctx: ReadContext,

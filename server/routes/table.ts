@@ -1,4 +1,5 @@
 import { ADMIN_CONTROL_ROUTES } from './admin-control'
+import { ADMIN_NODE_ROUTES } from './admin-nodes'
 import { ADMIN_PEER_ROUTES } from './admin-peers'
 import { ADMIN_VERSION_ROUTES } from './admin-versions'
 import { NODE_INFO_ROUTES } from './node-info'
@@ -13,5 +14,6 @@ export const ROUTES: readonly Route[] = [
   ...ADMIN_VERSION_ROUTES,
   ...ADMIN_CONTROL_ROUTES,
   ...ADMIN_PEER_ROUTES,
+  ...ADMIN_NODE_ROUTES,
   ...STREAM_ROUTES,
 ]

@@ -1,3 +1,4 @@
+import type { NodeAddress } from '../../cluster/address-book'
 import type { Cluster } from '../../cluster/cluster'
 import type { StaleMark } from '../../swapper/stale-mark'
 import type { NodeTimeouts } from '../node-options'
@@ -67,6 +68,8 @@ export type WorkerCall =
   | { readonly op: 'corruptReads'; readonly store: string }
   | { readonly op: 'metrics' }
   | { readonly op: 'tls'; readonly cert: string; readonly key: string }
+  /** The node's address book after it learned nodes (POST /admin/cluster/nodes); a new worker gets it in its config. */
+  | { readonly op: 'nodes'; readonly nodes: readonly NodeAddress[] }
   | { readonly op: 'shutdown' }
 
 export type ToWorker =

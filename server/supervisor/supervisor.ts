@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { AggregatorRegistry } from 'prom-client'
+import { addressOf } from '../../cluster/address-book'
 import { StoreError } from '../../common/errors'
 import { DataDir } from '../../swapper/data-dir'
 import { defaultOpenReader } from '../../swapper/open-version'
@@ -107,6 +108,8 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
       snapshot: () => [...mirrors.values()].filter((m) => dd.get(m.store)?.serving === m).map((m) => m.snapshot()),
       log,
     })
+    // A worker forked later gets the book in its config (the book serializes its current nodes).
+    services.nodeLearning.onLearned((book) => pool?.call({ op: 'nodes', nodes: book.nodes.map(addressOf) }) ?? Promise.resolve())
     bound = await pool.start()
   } catch (err) {
     control.close()

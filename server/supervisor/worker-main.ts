@@ -6,6 +6,7 @@
  * the supervisor is gone.
  */
 import type { AddressInfo } from 'node:net'
+import { AddressBook } from '../../cluster/address-book'
 import { errorMessage, isStoreError, StoreError } from '../../common/errors'
 import { defaultOpenReader } from '../../swapper/open-version'
 import type { ReadContext } from '../context'
@@ -31,6 +32,7 @@ let server: NodeServer | undefined
 let handler: RequestHandler | undefined
 let resp: RespServer | undefined
 let config: WorkerConfig | undefined
+let book: AddressBook | undefined
 let shuttingDown = false
 
 function send(m: FromWorker): void {
@@ -78,9 +80,11 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
   const loadErrors = await stores.load(snapshot)
   const m = new NodeMetrics(() => undefined, cfg.defaultMetrics)
   metrics = m
+  // One object for every reader of the cluster in this worker, so learned nodes reach them all.
+  book = new AddressBook(cfg.cluster)
   const ctx: ReadContext = {
     nodeId: cfg.nodeId,
-    cluster: cfg.cluster,
+    cluster: book,
     stores,
     // The admin token only ever matches here (HTTP reads accept it); admin routes run in the supervisor.
     readAuth: new ReadAuth(cfg.readToken, new AdminAuth(cfg.adminToken)),
@@ -114,6 +118,9 @@ async function call(c: WorkerCall): Promise<unknown> {
       server.setSecureContext({ cert: c.cert, key: c.key })
       if (resp?.tls) resp.setSecureContext({ cert: c.cert, key: c.key })
       return undefined
+    case 'nodes':
+      // The supervisor checked them; ids this worker knows already are the same nodes.
+      return book?.learn(c.nodes, 'keep').length
     default:
       return stores.apply(c)
   }

@@ -52,7 +52,7 @@ export class WorkerStores implements ServedStores {
   }
 
   /** Apply one call of the supervisor; the value is its answer. */
-  async apply(call: Exclude<WorkerCall, { op: 'metrics' | 'shutdown' | 'tls' }>): Promise<unknown> {
+  async apply(call: Exclude<WorkerCall, { op: 'metrics' | 'shutdown' | 'tls' | 'nodes' }>): Promise<unknown> {
     // Waiting and counting never create a store; the changes do.
     if (
       call.op === 'drained' ||

@@ -19,6 +19,8 @@ const ADMIN_CALLS: readonly [string, string, object | undefined][] = [
   ['POST', '/admin/jobs/00000000-0000-4000-8000-000000000000/cancel', undefined],
   ['POST', '/admin/rescan', undefined],
   ['GET', '/admin/status', undefined],
+  ['GET', '/admin/cluster/nodes', undefined],
+  ['POST', '/admin/cluster/nodes', { nodes: [{ id: 9, host: 'h', port: 1 }] }],
 ]
 
 describe('admin authentication and name validation (real node)', () => {

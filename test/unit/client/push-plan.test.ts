@@ -78,6 +78,9 @@ test('roles, partitions before and after, and bytes: nothing for a node holding 
   expect(text).toContain('node 3 (live 8): leaves the layout: fetches nothing, keeps version 8 as a backup after the swap')
   expect(text).toContain('[could not ask: connection refused]')
   expect(text).toContain('total: 221 bytes to fetch')
+  expect(text).toContain(
+    'before fetching, every reachable node would be handed the addresses of nodes 0, 1, 2, 3, 4 (POST /admin/cluster/nodes)',
+  )
 })
 
 test('a push to the same layout is no layout change', () => {
