@@ -1,6 +1,6 @@
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { AddressBook, parseNodeAddresses, type NodeAddress } from '../cluster/address-book'
+import { AddressBook, MAX_ADDRESSES, parseNodeAddresses, type NodeAddress } from '../cluster/address-book'
 import type { Cluster } from '../cluster/cluster'
 import { errorMessage, isStoreError, StoreError } from '../common/errors'
 import { fsyncDir } from '../common/fs-durable'
@@ -58,6 +58,14 @@ export class NodeLearning {
     const run = this.queue.then(async () => {
       const fresh = this.book.unknown(addrs, 'refuse')
       if (fresh.length === 0) return fresh
+      // The learned set is bounded as one request is: repeated requests cannot grow it forever.
+      const learned = this.book.learned().length
+      if (learned + fresh.length > MAX_ADDRESSES) {
+        throw new StoreError(
+          'RO_TOO_LARGE',
+          `the node knows ${learned} learned nodes; ${fresh.length} more would pass the limit of ${MAX_ADDRESSES}`,
+        )
+      }
       await this.save([...this.book.learned(), ...fresh])
       this.book.learn(fresh, 'refuse')
       for (const l of this.listeners) await l(this.book)

@@ -1,6 +1,6 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { isHostName } from '../../../cluster/address-book'
+import { isHostName, MAX_ADDRESSES } from '../../../cluster/address-book'
 import type { Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 import { LEARNED_NODES_FILE, NodeLearning, openAddressBook } from '../../../server/learned-nodes'
@@ -81,4 +81,18 @@ test('a broken cluster-nodes.json stops the node with RO_BAD_CLUSTER naming the 
   await writeFile(path, '{"nodes": [{"id": 2, "host": "c", "port": 99999}]}')
   const bad = await openAddressBook(FILE, dir).catch((e: unknown) => e)
   expect((bad as Error).message).toContain('node 2: bad port 99999')
+})
+
+test('the learned set is bounded: requests that would take it past the limit are refused whole', async () => {
+  const dir = freshDir()
+  const learning = new NodeLearning(await openAddressBook(FILE, dir), dir)
+  const batch = (from: number, count: number): { id: number; host: string; port: number }[] =>
+    Array.from({ length: count }, (_, i) => ({ id: from + i, host: `h${from + i}`, port: 7000 }))
+  expect(await learning.learn(batch(10, MAX_ADDRESSES - 1))).toHaveLength(MAX_ADDRESSES - 1)
+  const err = await learning.learn(batch(10_000, 2)).catch((e: unknown) => e)
+  expect(isStoreError(err, 'RO_TOO_LARGE')).toBe(true)
+  expect(learning.book.learned()).toHaveLength(MAX_ADDRESSES - 1)
+  expect(await learning.learn(batch(20_000, 1))).toHaveLength(1)
+  // The file written at the limit still opens.
+  expect((await openAddressBook(FILE, dir)).learned()).toHaveLength(MAX_ADDRESSES)
 })
