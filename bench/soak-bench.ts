@@ -51,8 +51,7 @@ function statusKb(pid: number, field: string): number {
   return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024
 }
 
-async function sample(node: NodeProcess, pushes: number, seconds: number): Promise<Sample> {
-  const pids = [node.pid, ...node.workerPids().values()]
+async function sample(node: NodeProcess, pids: readonly number[], pushes: number, seconds: number): Promise<Sample> {
   const metrics = (await node.request('/metrics')).body.toString()
   const heapUsed = Number(/^nodejs_heap_size_used_bytes\s+(\S+)/m.exec(metrics)?.[1] ?? NaN)
   const status = JSON.parse((await node.request('/status')).body.toString()) as { workers?: { restarts?: number } }
@@ -99,6 +98,9 @@ async function main(): Promise<void> {
   const cluster = await loadCluster(path)
   const node = await NodeProcess.start({ clusterFile: path, nodeId: 0, dataDir: join(root, 'data'), token: TOKEN })
   const samples: Sample[] = []
+  // Taken once: the node's log keeps its last lines only, and the workers' start events
+  // scroll out of it over a long soak. A worker replaced meanwhile shows in `restarts`.
+  const pids = [node.pid, ...node.workerPids().values()]
   try {
     const t0 = performance.now()
     let next = makeBuild(root, 1, records)
@@ -110,7 +112,7 @@ async function main(): Promise<void> {
       if (r.status !== 'live') throw new Error(`push of version ${v}: ${r.status}`)
       rmSync(from, { recursive: true, force: true })
       if (v === 1 || v % every === 0) {
-        samples.push(await sample(node, v, (performance.now() - t0) / 1000))
+        samples.push(await sample(node, pids, v, (performance.now() - t0) / 1000))
         log(`${v} pushes`)
       }
     }
