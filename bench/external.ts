@@ -198,7 +198,6 @@ export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
     )
     .join('; ')
   return [
-    swapReadsGoal(md ?? ''),
     goal(
       'swap',
       'Swap and rollback p99, independent of store size',
@@ -206,6 +205,7 @@ export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
       text || 'rows not found',
       rows.length ? worst < 10 : undefined,
     ),
+    swapReadsGoal(md ?? ''),
   ]
 }
 

@@ -1,4 +1,4 @@
-import { fetchGoals, parseTables, swapGoals } from '../../../bench/external'
+import { fetchGoals, parseTables, soakGoals, swapGoals } from '../../../bench/external'
 import {
   ABSENT_FRACTION,
   keyOf,
@@ -130,5 +130,28 @@ describe('goal rows read back from the external benchmarks', () => {
     ].join('\n')
     expect(swapGoals(md)[0]?.status).toBe('missed')
     expect(swapGoals(md.replace('12.11', '9.99'))[0]?.status).toBe('met')
+    // Without a reads-during-swaps table that row is "not run", never met.
+    expect(swapGoals(md)[1]?.status).toBe('not run')
+  })
+
+  test('reads during swaps and the push soak are read back from their goal rows', () => {
+    const reads = [
+      '| goal | target | measured | status |',
+      '|---|---|---|---|',
+      '| reads during swaps: p99 | ≤ 1.5 × baseline + 0.1 ms (1.26 ms) | 13.0 ms, 0 errors | missed |',
+    ].join('\n')
+    const swapMd = ['| op | store | rtt p99 |', '|---|---|---:|', '| swap | small | 3.00 |', '', reads].join('\n')
+    const [, swapReads] = swapGoals(swapMd)
+    expect(swapReads?.status).toBe('missed')
+    expect(swapReads?.measured).toBe('13.0 ms, 0 errors')
+    expect(swapGoals(swapMd.replace('| missed |', '| met |'))[1]?.status).toBe('met')
+    const soak = [
+      '| goal | target | measured | status |',
+      '|---|---|---|---|',
+      '| push soak: memory and files flat after warm-up | RssAnon +≤ 16 MiB | RssAnon +88 MiB, 0 worker restarts | missed |',
+    ].join('\n')
+    expect(soakGoals(soak)[0]?.status).toBe('missed')
+    expect(soakGoals(soak.replace('| missed |', '| met |'))[0]?.status).toBe('met')
+    expect(soakGoals(undefined, 'not built')[0]?.status).toBe('not run')
   })
 })
