@@ -1,7 +1,5 @@
 import { execFile } from 'node:child_process'
-import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { clusterLayout, loadCluster, type Cluster } from '../../../cluster/cluster'
 import { errorMessage } from '../../../common/errors'
 import { cliPath } from '../../../common/paths'
@@ -10,8 +8,8 @@ import { planPush } from '../../../client/push-plan'
 import { rollbackCluster } from '../../../client/rollback'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
-import { writeInput } from '../../../testkit/input-files'
-import { freePort, json, LOOPBACK, request, startClusterFromFile, type TestCluster } from '../../../testkit/node-process'
+import { json, request, startClusterFromFile, type TestCluster } from '../../../testkit/node-process'
+import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/layout-files'
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
@@ -30,45 +28,8 @@ const KEYS = 20_000
 const keyOf = (i: number): string => `key-${i}`
 let nodes: TestCluster | undefined
 
-interface Addr {
-  readonly id: number
-  readonly port: number
-  readonly respPort: number
-}
-
-/** A cluster file with every node's address; `layout[id]` its partitions (none: address only). */
-async function writeLayout(
-  file: string,
-  addrs: readonly Addr[],
-  owners: number,
-  listed: readonly number[],
-  partitions: number,
-): Promise<string> {
-  const path = join(tmp.dir, file)
-  const nodesJson = addrs
-    .filter((a) => listed.includes(a.id))
-    .map((a) => ({
-      id: a.id,
-      host: LOOPBACK,
-      port: a.port,
-      respPort: a.respPort,
-      partitions: a.id < owners ? Array.from({ length: partitions }, (_, p) => p).filter((p) => p % owners === a.id) : [],
-    }))
-  await writeFile(path, `${JSON.stringify({ name: 'grow', nodes: nodesJson }, null, 2)}\n`)
-  return path
-}
-
-async function build(cluster: Cluster, v: number): Promise<string> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [keyOf(i), `v${v}:${keyOf(i)}`] as [string, string]),
-  )
-  const output = join(tmp.dir, 'builds', `v${v}`)
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: STORE, output, version: v, replication: 2, chunks: 2, workers: 1 })
-  return output
-}
+const build = (cluster: Cluster, v: number): Promise<string> =>
+  buildKeys(tmp.dir, cluster, { store: STORE, version: v, keys: KEYS, keyOf, chunks: 2 })
 
 /** A client reading without pause: random multi-gets and single gets, every answer checked. */
 class Reader {
@@ -161,13 +122,12 @@ async function readersFollow(version: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  const addrs: Addr[] = []
-  for (let id = 0; id < 5; id++) addrs.push({ id, port: await freePort(), respPort: await freePort() })
+  const addrs = await nodePorts(5)
   // Every node's file lists all five addresses; the layouts differ.
-  const pathA = await writeLayout('a.json', addrs, 3, [0, 1, 2, 3, 4], 12)
-  const pathB = await writeLayout('b.json', addrs, 5, [0, 1, 2, 3, 4], 15)
-  const pathC = await writeLayout('c.json', addrs, 4, [0, 1, 2, 3, 4], 12)
-  const pathOld = await writeLayout('old.json', addrs, 3, [0, 1, 2], 12)
+  const pathA = await writeLayoutFile(tmp.dir, 'a.json', addrs, { owners: 3, partitions: 12 })
+  const pathB = await writeLayoutFile(tmp.dir, 'b.json', addrs, { owners: 5, partitions: 15 })
+  const pathC = await writeLayoutFile(tmp.dir, 'c.json', addrs, { owners: 4, partitions: 12 })
+  const pathOld = await writeLayoutFile(tmp.dir, 'old.json', addrs, { owners: 3, partitions: 12, listed: [0, 1, 2] })
   fileA = await loadCluster(pathA)
   fileB = await loadCluster(pathB)
   fileC = await loadCluster(pathC)

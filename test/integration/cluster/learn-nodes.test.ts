@@ -1,12 +1,11 @@
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { pushStore, type PushEvent } from '../../../client/push'
 import { StoreClient } from '../../../client/store-client'
-import { writeInput } from '../../../testkit/input-files'
-import { freePort, json, LOOPBACK, request, startClusterFromFile, type NodeProcess } from '../../../testkit/node-process'
+import { json, request, startClusterFromFile, type NodeProcess } from '../../../testkit/node-process'
 import { cli } from '../../../testkit/redis-cli'
+import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/layout-files'
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
@@ -26,36 +25,8 @@ let oldFile: Cluster
 let newFile: Cluster
 let oldPath: string
 
-interface Addr {
-  readonly id: number
-  readonly port: number
-  readonly respPort: number
-}
-
-async function writeLayout(file: string, addrs: readonly Addr[], owners: number, partitions: number): Promise<string> {
-  const path = join(tmp.dir, file)
-  const nodesJson = addrs.map((a) => ({
-    id: a.id,
-    host: LOOPBACK,
-    port: a.port,
-    respPort: a.respPort,
-    partitions: Array.from({ length: partitions }, (_, p) => p).filter((p) => p % owners === a.id),
-  }))
-  await writeFile(path, `${JSON.stringify({ name: 'grow', nodes: nodesJson }, null, 2)}\n`)
-  return path
-}
-
-async function build(cluster: Cluster, v: number): Promise<string> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [keyOf(i), `v${v}:${keyOf(i)}`] as [string, string]),
-  )
-  const output = join(tmp.dir, 'builds', `v${v}`)
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: STORE, output, version: v, replication: 2, chunks: 1, workers: 1 })
-  return output
-}
+const build = (cluster: Cluster, v: number): Promise<string> =>
+  buildKeys(tmp.dir, cluster, { store: STORE, version: v, keys: KEYS, keyOf, chunks: 1 })
 
 const admin = { authorization: `Bearer ${TOKEN}` }
 const node = (id: number): NodeProcess => nodes.find((n) => n.opts.nodeId === id)!
@@ -78,10 +49,9 @@ async function keysOnNewNodes(): Promise<number[]> {
 }
 
 beforeAll(async () => {
-  const addrs: Addr[] = []
-  for (let id = 0; id < 5; id++) addrs.push({ id, port: await freePort(), respPort: await freePort() })
-  oldPath = await writeLayout('old.json', addrs.slice(0, 3), 3, 6)
-  const newPath = await writeLayout('new.json', addrs, 5, 10)
+  const addrs = await nodePorts(5)
+  oldPath = await writeLayoutFile(tmp.dir, 'old.json', addrs.slice(0, 3), { owners: 3, partitions: 6 })
+  const newPath = await writeLayoutFile(tmp.dir, 'new.json', addrs, { owners: 5, partitions: 10 })
   oldFile = await loadCluster(oldPath)
   newFile = await loadCluster(newPath)
   const dataDir = (id: number): string => join(tmp.dir, `data-${id}`)
