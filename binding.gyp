@@ -14,13 +14,17 @@
         "native/md5.c",
         "native/napi-util.c",
         "native/scan-napi.c",
+        "native/unaccounted-window.cc",
         "native/xxh64.c"
       ],
       "defines": ["NAPI_VERSION=8"],
-      "cflags": ["-std=c11", "-Wall", "-Wextra", "-Werror"],
+      "cflags": ["-Wall", "-Wextra", "-Werror"],
+      "cflags_c": ["-std=c11"],
+      "cflags_cc": ["-std=gnu++17", "-Wno-unused-parameter"],
       "cflags!": ["-fno-exceptions"],
       "xcode_settings": {
-        "OTHER_CFLAGS": ["-std=c11", "-Wall", "-Wextra", "-Werror"]
+        "OTHER_CFLAGS": ["-std=c11", "-Wall", "-Wextra", "-Werror"],
+        "OTHER_CPLUSPLUSFLAGS": ["-std=gnu++17", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
       }
     }
   ]

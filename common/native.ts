@@ -17,8 +17,9 @@ import { StoreError } from './errors'
 /** A whole file, mapped: consecutive windows of at most the requested size. */
 export interface MappedFile {
   readonly size: number
-  /** External ArrayBuffers over the mapping, in file order; empty for an empty file. */
-  readonly windows: readonly ArrayBuffer[]
+  /** SharedArrayBuffers over the mapping (the addon; V8 does not count them as external
+   *  memory) or ArrayBuffers (the JavaScript path), in file order; empty for an empty file. */
+  readonly windows: readonly ArrayBufferLike[]
 }
 
 /** Result of scanning one index file (see native/index-scan.h). */
@@ -37,11 +38,11 @@ export const SCAN_OFFSET = 2
 
 export interface LookupChunkSpec {
   /** The index file's windows (header included). */
-  readonly index: readonly ArrayBuffer[]
+  readonly index: readonly ArrayBufferLike[]
   /** Entries in the index. */
   readonly count: number
   /** The data file's windows. */
-  readonly data: readonly ArrayBuffer[]
+  readonly data: readonly ArrayBufferLike[]
   readonly dataSize: number
   /** Bucket starts of the top `radixBits` bits (2^bits + 1 entries), or null. */
   readonly radix: Uint32Array | null
@@ -69,6 +70,8 @@ export interface LookupFunctions {
    * status < 0), valueLength, in request order.
    */
   getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void
+  /** Drops the references to the mapped windows; get and getMany throw afterwards. */
+  close(): void
 }
 
 export const LOOKUP_MISS = 0
@@ -85,8 +88,11 @@ export interface NativeFunctions {
   /** Drops the file's unmapped pages from the page cache (benchmarks of cold stores); false when not possible. */
   dropCache(path: string): boolean
   mapFile(path: string, privateWritable: boolean, windowBytes: number): Promise<MappedFile>
+  /** Starts one incremental garbage collection, so mappings no view reaches any more are
+   *  unmapped soon (V8 does not count them as memory, so it would not hurry on its own). */
+  releaseMappings(): void
   scanIndex(
-    windows: readonly ArrayBuffer[],
+    windows: readonly ArrayBufferLike[],
     entries: number,
     dataSize: number,
     radix: Uint32Array | null,
@@ -95,7 +101,7 @@ export interface NativeFunctions {
     willNeed: boolean,
   ): Promise<IndexScan>
   /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
-  prefetch(windows: readonly ArrayBuffer[]): Promise<number>
+  prefetch(windows: readonly ArrayBufferLike[]): Promise<number>
   createLookup(spec: LookupSpec): LookupFunctions
 }
 
@@ -214,6 +220,7 @@ function wrap(raw: RawAddon): NativeFunctions {
         throw new StoreError('RO_IO', `${path}: ${verb}: ${(err as Error).message} (${code ?? 'unknown'})`, { cause: err })
       }
     },
+    releaseMappings: raw.releaseMappings,
     scanIndex: raw.scanIndex,
     prefetch: raw.prefetch,
     createLookup: raw.createLookup,

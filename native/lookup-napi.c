@@ -1,5 +1,5 @@
 /*
- * createLookup(spec) -> { get(keyLength), getMany(keys, ends, count, out) }
+ * createLookup(spec) -> { get(keyLength), getMany(keys, ends, count, out), close() }
  *
  * spec = { chunks: [{ index, count, data, dataSize, radix, radixBits }], key, out,
  *          binary, checkCrc, collideBits }
@@ -7,7 +7,9 @@
  * caller writes each key into; `out` a Float64Array(8) receiving
  * [chunk, valueOffset, valueLength, probes, recordOffset]. The two functions share one
  * native struct that references every buffer it points into, so the mappings outlive
- * any lookup; the struct is freed when both functions have been collected.
+ * any lookup; the struct is freed when all three functions have been collected. close()
+ * drops those references at once (later calls throw), so the windows can be collected
+ * in the next garbage collection rather than in the one after the functions'.
  */
 #include <stdlib.h>
 
@@ -23,12 +25,19 @@ typedef struct {
   napi_ref *refs;
   uint32_t ref_count;
   int functions; /* functions alive */
+  int closed;
 } lookup_state;
 
-static void free_state(napi_env env, lookup_state *st) {
+static void drop_refs(napi_env env, lookup_state *st) {
   for (uint32_t i = 0; i < st->ref_count; i++)
     if (st->refs[i] != NULL) napi_delete_reference(env, st->refs[i]);
   free(st->refs);
+  st->refs = NULL;
+  st->ref_count = 0;
+}
+
+static void free_state(napi_env env, lookup_state *st) {
+  drop_refs(env, st);
   free(st->chunks);
   free(st);
 }
@@ -56,6 +65,7 @@ static napi_value get_fn(napi_env env, napi_callback_info info) {
   if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st) != napi_ok || argc < 1 ||
       napi_get_value_uint32(env, argv[0], &len) != napi_ok || len > st->key_cap)
     return ro_throw_type(env, "get(keyLength): keyLength must fit the key buffer");
+  if (st->closed) return ro_throw_type(env, "get: the lookup is closed");
   ro_hit hit = {0};
   int status = ro_lookup(&st->store, st->key, len, &hit);
   write_hit(st->out, &hit);
@@ -117,6 +127,7 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
       napi_get_value_uint32(env, argv[2], &count) != napi_ok || ro_get_f64_array(env, argv[3], &out, &out_len) != 0 ||
       count > ends_len || (size_t)count * 4 > out_len)
     return ro_throw_type(env, "getMany(keys: Uint8Array, ends: Uint32Array, count, out: Float64Array(4 * count))");
+  if (st->closed) return ro_throw_type(env, "getMany: the lookup is closed");
   for (uint32_t i = 0, start = 0; i < count; start = ends[i], i++)
     if (ends[i] < start || ends[i] > keys_len) return ro_throw_type(env, "getMany: ends must be non-decreasing and within keys");
   if (count == 0) return NULL;
@@ -150,6 +161,17 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
   }
   free(items);
   free(hashes);
+  return NULL;
+}
+
+/* close(): drops the references to the mapped windows; get and getMany throw after it. */
+static napi_value close_fn(napi_env env, napi_callback_info info) {
+  lookup_state *st;
+  if (napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st) != napi_ok) return NULL;
+  if (!st->closed) {
+    st->closed = 1;
+    drop_refs(env, st);
+  }
   return NULL;
 }
 
@@ -238,7 +260,7 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
   st->store.binary = binary;
   st->store.check_crc = check_crc;
   st->store.collide_bits = collide_bits;
-  napi_value result, get, get_many;
+  napi_value result, get, get_many, close;
   if (napi_create_object(env, &result) != napi_ok ||
       napi_create_function(env, "get", NAPI_AUTO_LENGTH, get_fn, st, &get) != napi_ok) {
     free_state(env, st);
@@ -250,6 +272,11 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
     st->functions++;
     napi_add_finalizer(env, get_many, st, function_finalize, NULL, NULL);
     napi_set_named_property(env, result, "getMany", get_many);
+  }
+  if (napi_create_function(env, "close", NAPI_AUTO_LENGTH, close_fn, st, &close) == napi_ok) {
+    st->functions++;
+    napi_add_finalizer(env, close, st, function_finalize, NULL, NULL);
+    napi_set_named_property(env, result, "close", close);
   }
   napi_set_named_property(env, result, "get", get);
   return result;

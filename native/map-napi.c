@@ -14,10 +14,11 @@
 
 #include "mapping.h"
 #include "napi-util.h"
+#include "unaccounted-window.h"
 
 typedef struct {
   ro_mapping map;
-  uint32_t refs; /* windows alive, plus one while they are being created; JS thread only */
+  uint32_t refs; /* windows alive, plus one while they are being created; atomic */
 } shared_map;
 
 typedef struct {
@@ -30,17 +31,12 @@ typedef struct {
   int err;
 } map_job;
 
-static void release(shared_map *m) {
-  if (--m->refs == 0) {
+static void release(void *ctx) {
+  shared_map *m = ctx;
+  if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     ro_unmap(&m->map);
     free(m);
   }
-}
-
-static void window_finalize(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)data;
-  release((shared_map *)hint);
 }
 
 static const char *errno_code(int err) {
@@ -86,12 +82,10 @@ static napi_value windows_of(napi_env env, map_job *job) {
   uint32_t k = 0;
   for (uint64_t at = 0; ok && at < m->map.size; at += job->window, k++) {
     uint64_t len = m->map.size - at < job->window ? m->map.size - at : job->window;
-    napi_value ab;
-    ok = napi_create_external_arraybuffer(env, m->map.base + at, (size_t)len, window_finalize, m, &ab) == napi_ok;
-    if (ok) {
-      m->refs++;
-      ok = napi_set_element(env, windows, k, ab) == napi_ok;
-    }
+    __atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED); /* before its deleter can run */
+    napi_value ab = ro_unaccounted_window(env, m->map.base + at, (size_t)len, release, m);
+    if (ab == NULL) release(m);
+    ok = ab != NULL && napi_set_element(env, windows, k, ab) == napi_ok;
   }
   ok = ok && napi_set_named_property(env, result, "size", size) == napi_ok &&
        napi_set_named_property(env, result, "windows", windows) == napi_ok;
@@ -164,4 +158,7 @@ static napi_value map_file_fn(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-int ro_register_map(napi_env env, napi_value exports) { return ro_set_function(env, exports, "mapFile", map_file_fn); }
+int ro_register_map(napi_env env, napi_value exports) {
+  if (ro_set_function(env, exports, "mapFile", map_file_fn) != 0) return -1;
+  return ro_set_function(env, exports, "releaseMappings", ro_release_mappings_fn);
+}

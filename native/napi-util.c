@@ -1,4 +1,5 @@
 #include "napi-util.h"
+#include "unaccounted-window.h"
 
 #include <stddef.h>
 
@@ -70,14 +71,12 @@ int ro_get_windows(napi_env env, napi_value array, uint8_t **base, uint64_t *tot
   *total = 0;
   for (uint32_t i = 0; i < *count; i++) {
     napi_value ab;
-    bool is_ab = false;
-    void *p;
+    uint8_t *p;
     size_t len;
     if (napi_get_element(env, array, i, &ab) != napi_ok) return -1;
-    if (napi_is_arraybuffer(env, ab, &is_ab) != napi_ok || !is_ab) return -1;
-    if (napi_get_arraybuffer_info(env, ab, &p, &len) != napi_ok) return -1;
-    if (i == 0) *base = (uint8_t *)p;
-    else if ((uint8_t *)p != *base + *total) return -1; /* not one contiguous range */
+    if (ro_window_bytes(env, ab, &p, &len) != 0) return -1;
+    if (i == 0) *base = p;
+    else if (p != *base + *total) return -1; /* not one contiguous range */
     *total += len;
   }
   return 0;

@@ -18,7 +18,7 @@ int ro_get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 int ro_get_u32_array(napi_env env, napi_value v, uint32_t **data, size_t *count);
 int ro_get_f64_array(napi_env env, napi_value v, double **data, size_t *count);
 
-/* An array of ArrayBuffers that are consecutive windows of one memory range (as mapFile
+/* An array of (Shared)ArrayBuffers that are consecutive windows of one memory range (as mapFile
  * returns them): the first byte and the total length. 0 on success, -1 otherwise. */
 int ro_get_windows(napi_env env, napi_value array, uint8_t **base, uint64_t *total, uint32_t *count);
 

@@ -196,8 +196,10 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     return status
   }
 
+  let closed = false
   return {
     get(keyLength: number): number {
+      if (closed) throw new TypeError('get: the lookup is closed')
       if (!Number.isInteger(keyLength) || keyLength < 0 || keyLength > spec.key.length) {
         throw new TypeError('get(keyLength): keyLength must fit the key buffer')
       }
@@ -209,6 +211,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       return write(lookupHashed(key, hash))
     },
     getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void {
+      if (closed) throw new TypeError('getMany: the lookup is closed')
       if (count > ends.length || count * 4 > out.length) throw new TypeError('getMany: ends or out too short')
       const hashes = new Uint8Array(count * 16)
       const order = new Array<number>(count)
@@ -236,6 +239,9 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
         out[4 * i + 2] = status < 0 ? found.recordOffset : found.valueOffset
         out[4 * i + 3] = found.valueLength
       }
+    },
+    close(): void {
+      closed = true
     },
   }
 }

@@ -45,7 +45,7 @@ export async function readFileWindows(path: string, _privateWritable: boolean, w
 
 /** Twin of the native scanIndex: the same checks, in slices that yield to the event loop. */
 export async function scanIndexJs(
-  windows: readonly ArrayBuffer[],
+  windows: readonly ArrayBufferLike[],
   entries: number,
   dataSize: number,
   radix: Uint32Array | null,
@@ -101,7 +101,7 @@ export async function scanIndexJs(
 }
 
 /** Twin of prefetch: memory read from the file is resident already. */
-export async function prefetchJs(windows: readonly ArrayBuffer[]): Promise<number> {
+export async function prefetchJs(windows: readonly ArrayBufferLike[]): Promise<number> {
   return windows.reduce((n, w) => n + w.byteLength, 0)
 }
 

@@ -123,7 +123,7 @@ function checkFirstKey(c: MappedChunk, chunk: number, meta: StoreMetadata, keyHa
 }
 
 /** `len` bytes at `offset` of a windowed file: a view, or a copy when they straddle two windows. */
-export function bytesAt(windows: readonly ArrayBuffer[], offset: number, len: number): Uint8Array {
+export function bytesAt(windows: readonly ArrayBufferLike[], offset: number, len: number): Uint8Array {
   const w = windows[0]?.byteLength ?? 0
   const k = w === 0 ? 0 : Math.floor(offset / w)
   const local = offset - k * w

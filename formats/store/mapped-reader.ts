@@ -3,6 +3,7 @@ import { LOOKUP_HIT, LOOKUP_MISS, lookupFailure, type LookupFunctions } from '..
 import type { ValueCodec } from './codec'
 import { corrupt } from './header'
 import { KeyBatch } from './key-batch'
+import { releaseMappingsSoon } from './mapping-release'
 import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
 import type { StoreOps } from './store-ops'
@@ -30,7 +31,7 @@ export class MappedStoreReader implements StoreReader {
   constructor(
     readonly dir: string,
     readonly metadata: StoreMetadata,
-    ops: StoreOps,
+    private readonly ops: StoreOps,
     chunks: readonly MappedChunk[],
     private readonly codec: ValueCodec,
     opts: { readonly binary: boolean; readonly verifyRecords: boolean; readonly collideBits: number },
@@ -87,10 +88,14 @@ export class MappedStoreReader implements StoreReader {
   }
 
   close(): void {
-    // Only references are dropped: the mappings are unmapped by their finalizers once no
-    // view of them (a value held by a caller) is reachable.
+    // Only references are dropped: the mappings are unmapped by their deleters once no
+    // view of them (a value held by a caller) is reachable, at the collection asked for
+    // here (or a later one, for values still held).
+    if (!this.lookup) return
+    this.lookup.close()
     this.lookup = undefined
     this.chunks = []
+    releaseMappingsSoon(this.ops)
   }
 
   private open(): LookupFunctions {
@@ -131,7 +136,7 @@ export class MappedStoreReader implements StoreReader {
 
   private value(chunk: number, offset: number, length: number): Buffer {
     const windows = (this.chunks[chunk] as MappedChunk).data
-    const w = (windows[0] as ArrayBuffer).byteLength
+    const w = (windows[0] as ArrayBufferLike).byteLength
     let v: Buffer
     if (windows.length === 1) v = Buffer.from(windows[0] as ArrayBuffer, offset, length)
     else {
@@ -150,7 +155,7 @@ export class MappedStoreReader implements StoreReader {
 }
 
 /** A value that straddles two windows of a data file larger than one window: copied once. */
-function copyAcross(windows: readonly ArrayBuffer[], w: number, offset: number, length: number): Buffer {
+function copyAcross(windows: readonly ArrayBufferLike[], w: number, offset: number, length: number): Buffer {
   const v = Buffer.allocUnsafe(length)
   for (let done = 0; done < length;) {
     const at = offset + done

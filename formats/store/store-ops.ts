@@ -18,6 +18,8 @@ export const jsStoreOps: StoreOps = {
   crc32Batch,
   dropCache: dropCacheJs,
   mapFile: readFileWindows,
+  // Its windows are ordinary ArrayBuffers, which V8 counts and collects on its own.
+  releaseMappings: () => undefined,
   scanIndex: scanIndexJs,
   prefetch: prefetchJs,
   createLookup: createLookupJs,

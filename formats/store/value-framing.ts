@@ -10,14 +10,14 @@ export function writeFramed(
   framing: ValueFraming,
   count: number,
   results: Float64Array,
-  dataOf: (chunk: number) => readonly ArrayBuffer[],
+  dataOf: (chunk: number) => readonly ArrayBufferLike[],
 ): Buffer
 export function writeFramed(framing: ValueFraming, count: number, values: readonly (Uint8Array | undefined)[]): Buffer
 export function writeFramed(
   framing: ValueFraming,
   count: number,
   source: Float64Array | readonly (Uint8Array | undefined)[],
-  dataOf?: (chunk: number) => readonly ArrayBuffer[],
+  dataOf?: (chunk: number) => readonly ArrayBufferLike[],
 ): Buffer {
   const fromResults = source instanceof Float64Array
   const lengthOf = (i: number): number => {
@@ -65,7 +65,7 @@ export function writeFramed(
   return out
 }
 
-function copyValue(windows: readonly ArrayBuffer[], offset: number, len: number, out: Buffer, at: number): number {
+function copyValue(windows: readonly ArrayBufferLike[], offset: number, len: number, out: Buffer, at: number): number {
   const w = windows[0]?.byteLength ?? 0
   for (let done = 0; done < len;) {
     const pos = offset + done

@@ -1,8 +1,14 @@
 import { spawnSync } from 'node:child_process'
+import { closeSync, ftruncateSync, openSync } from 'node:fs'
 import { join } from 'node:path'
+import { types } from 'node:util'
+import { getHeapStatistics } from 'node:v8'
 import { announceAccessMode, lookupFailure, nativeFunctions, nativeUnavailableReason } from '../../../common/native'
+import { makeTmp } from '../../../testkit/tmp'
 
 /** The loader: the addon is there unless forced off, the switch works, the log line is said once. */
+const tmp = makeTmp()
+afterAll(tmp.cleanup)
 const loader = join(__dirname, '..', '..', '..', 'common', 'native.js')
 
 function inChild(env: NodeJS.ProcessEnv): { functions: boolean; reason: string; lines: string[] } {
@@ -54,4 +60,21 @@ test('lookup failure statuses name the damage and the record offset', () => {
   expect(lookupFailure(-4, 83)).toMatch(/outside the data file/)
   expect(lookupFailure(-5, 84)).toMatch(/out of hash order/)
   expect(lookupFailure(-99, 0)).toMatch(/status -99/)
+})
+
+test('mapped windows are not counted as V8 external memory (counting them started full collections on every open)', async () => {
+  const ops = nativeFunctions()
+  if (!ops) return expect(nativeUnavailableReason()).toMatch(/ROSTORE_NATIVE=0/)
+  const file = join(tmp.fresh(), 'sparse')
+  const fd = openSync(file, 'w')
+  ftruncateSync(fd, 3 * 2 ** 30) // sparse: no disk, no page is read
+  closeSync(fd)
+  const before = getHeapStatistics().external_memory
+  const mapped = await ops.mapFile(file, true, 2 ** 30)
+  const grown = getHeapStatistics().external_memory - before
+  expect(mapped.windows.map((w) => w.byteLength)).toEqual([2 ** 30, 2 ** 30, 2 ** 30])
+  expect(mapped.windows.every((w) => types.isSharedArrayBuffer(w))).toBe(true)
+  expect(grown).toBeLessThan(2 ** 20)
+  const view = Buffer.from(mapped.windows[2]!, 2 ** 30 - 4, 4)
+  expect([...view]).toEqual([0, 0, 0, 0])
 })

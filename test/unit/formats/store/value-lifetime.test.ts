@@ -32,3 +32,21 @@ test('values outlive close() and the deletion of their files; the mapping is rel
   expect(report).toMatchObject({ accessMode: 'mmap', gc: true, mappedAtFirst: true, intact: true, mappedWhileHeld: true })
   expect(report['unmappedAfterRounds']).toBeGreaterThan(0)
 })
+
+test('a closed reader is unmapped without an explicit gc(): close() asks for the collection V8 would not start', async () => {
+  const dir = join(tmp.fresh(), 'version-1')
+  await makeNodeDir(
+    dir,
+    Array.from({ length: 100 }, (_, i) => [`k${i}`, `value-${i}`] as [string, string]),
+    { chunks: 1 },
+  )
+  const child = join(__dirname, 'release-after-close-child.js')
+  const r = spawnSync(process.execPath, [child, dir], { encoding: 'utf8', timeout: 60_000 })
+  expect(r.stderr.split('\n').filter((l) => l && !l.includes('store_access_mode'))).toEqual([])
+  expect(r.status).toBe(0)
+  const report = JSON.parse(r.stdout) as Record<string, unknown>
+  expect(report['hits']).toBe(100)
+  if (!nativeFunctions()) return expect(report).toMatchObject({ accessMode: 'pread', mappedAtFirst: false })
+  expect(report).toMatchObject({ accessMode: 'mmap', mappedAtFirst: true })
+  expect(report['unmappedAfterTurns']).toBeGreaterThan(0)
+})
