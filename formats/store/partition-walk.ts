@@ -5,8 +5,7 @@ import { codecByName } from './codec'
 import { HEADER_SIZE } from './header'
 import { dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
-import { crc32 } from 'node:zlib'
-import { crc32 as crc32Js } from '../../common/crc32'
+import { batchHashes } from '../../common/batch-hash'
 import { RECORD_HEADER_SIZE } from './record'
 
 /**
@@ -154,21 +153,27 @@ export interface WalkBatch {
  */
 const MAX_BATCH = 4096
 const MAX_BATCH_BYTES = 64 << 10
-const SHORT_RECORD = 256
 
 /**
  * The records of the wanted partitions, chunk by chunk in file order, in batches: every
  * record that lies in the index and data blocks in hand is taken without an await, and a
- * batch ends where a new block must be read. Per record the cost is a few integer reads
- * and the CRC: no promise and no Buffer object per record (both made streams of small
- * records several times slower). Every record's length and CRC are checked: a damaged
- * record ends the walk with RO_CORRUPT.
+ * batch ends where a new block must be read. Per record the cost is a few integer reads:
+ * no promise and no Buffer object per record (both made streams of small records several
+ * times slower), and the CRCs of a batch are one call (the addon's crc32Batch, or its
+ * JavaScript twin). Every record's length and CRC are checked: a damaged record ends the
+ * walk with RO_CORRUPT.
  */
 export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGenerator<WalkBatch> {
   const codec = codecByName(v.meta.compression)
   const decode = opts.values !== false && codec.name !== 'none'
   const P = opts.partitionCount
   const block = opts.blockBytes ?? BLOCK
+  const { crc32Batch } = batchHashes()
+  const regionStart = new Uint32Array(MAX_BATCH)
+  const regionEnd = new Uint32Array(MAX_BATCH)
+  const crcWant = new Uint32Array(MAX_BATCH)
+  const crcGot = new Uint32Array(MAX_BATCH)
+  const recordAt: number[] = []
   if (opts.chunk !== undefined && !(Number.isInteger(opts.chunk) && opts.chunk >= 0 && opts.chunk < v.chunks.length)) {
     throw new RangeError(`chunk ${opts.chunk} is not a chunk of this version (0..${v.chunks.length - 1})`)
   }
@@ -188,6 +193,7 @@ export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGene
       const entryAt: number[] = []
       const values: Buffer[] | undefined = decode ? [] : undefined
       let batchBytes = 0
+      recordAt.length = 0
       // A load overwrites the blocks the batch points into: it happens only while the batch is empty.
       for (; i < count && keyAt.length < MAX_BATCH && batchBytes < MAX_BATCH_BYTES; i++) {
         const at = HEADER_SIZE + i * ENTRY
@@ -204,7 +210,7 @@ export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGene
           if (keyAt.length > 0) break
           h = await data.load(offset, RECORD_HEADER_SIZE)
         }
-        let db = data.block
+        const db = data.block
         const kl = db.readUInt32LE(h)
         const vl = db.readUInt32LE(h + 4)
         const crc = db.readUInt32LE(h + 8)
@@ -213,20 +219,29 @@ export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGene
         if (r < 0) {
           if (keyAt.length > 0) break
           r = await data.load(offset, total)
-          db = data.block
         }
         const k = r + RECORD_HEADER_SIZE
-        // Key and stored value are adjacent: one CRC pass over both (short ones in JavaScript,
-        // cheaper than a call into zlib: formats/store/record.ts).
-        const region = db.subarray(k, k + kl + vl)
-        if ((region.length <= SHORT_RECORD ? crc32Js(region, 0) : crc32(region)) !== crc)
-          throw corrupt(dataName, `record at ${offset} fails its checksum`)
+        // Key and stored value are adjacent: their CRC is checked below, for the whole batch.
+        const n = keyAt.length
+        regionStart[n] = k
+        regionEnd[n] = k + kl + vl
+        crcWant[n] = crc
+        recordAt.push(offset)
         keyAt.push(k)
         keyLen.push(kl)
         valueLen.push(opts.values === false ? 0 : vl)
         entryAt.push(e)
         batchBytes += kl + vl
-        if (values) values.push(codec.decode(db.subarray(k + kl, k + kl + vl)))
+      }
+      // Every record of a batch lies in the data block in hand (loads happen only between batches).
+      crc32Batch(data.block, regionStart, regionEnd, keyAt.length, crcGot)
+      for (let j = 0; j < keyAt.length; j++)
+        if (crcGot[j] !== crcWant[j]) throw corrupt(dataName, `record at ${recordAt[j] as number} fails its checksum`)
+      if (values) {
+        for (let j = 0; j < keyAt.length; j++) {
+          const v = (keyAt[j] as number) + (keyLen[j] as number)
+          values.push(codec.decode(data.block.subarray(v, regionEnd[j])))
+        }
       }
       yield { chunk: c, first, count: keyAt.length, data: data.block, index: index.block, keyAt, keyLen, valueLen, entryAt, values }
       first = false
