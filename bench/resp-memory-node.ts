@@ -47,7 +47,8 @@ async function main(): Promise<void> {
     lastProbes: 0,
     get,
     getMany: (keys) => keys.map(get),
-    getManyFramed: (keys, framing) => writeFramed(framing, keys.length, keys.map(get)),
+    getManyFramed: ((keys, framing, maxBytes?: number) =>
+      writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as StoreReader['getManyFramed'],
     close: () => undefined,
   }
   const live = new LiveStore(STORE)

@@ -75,16 +75,18 @@ export class MappedStoreReader implements StoreReader {
     return values
   }
 
-  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer {
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes?: number): Buffer | undefined {
     const out = this.lookupMany(keys)
     for (let i = 0; i < keys.length; i++) {
       const status = out[4 * i] as number
       if (status < 0) this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
     }
-    if (this.plain) return writeFramed(framing, keys.length, out, (c) => this.chunks[c]?.data ?? [])
+    if (this.plain) return writeFramed(framing, keys.length, out, (c) => this.chunks[c]?.data ?? [], maxBytes)
     // Compressed values are decoded one by one anyway: frame the decoded Buffers.
     const values = this.getMany(keys)
-    return writeFramed(framing, keys.length, values)
+    return writeFramed(framing, keys.length, values, undefined, maxBytes)
   }
 
   close(): void {

@@ -99,8 +99,10 @@ class PreadStoreReader implements StoreReader {
     return values
   }
 
-  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer {
-    return writeFramed(framing, keys.length, this.getMany(keys))
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes?: number): Buffer | undefined {
+    return writeFramed(framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
 
   private find(kb: Uint8Array, hash: Uint8Array): Buffer | undefined {

@@ -35,9 +35,12 @@ export interface StoreReader {
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[]
   /**
    * The batch path for wire encoders: looks `keys` up and writes every answer, framed, into
-   * one Buffer (see ValueFraming), with no Buffer per value. Same errors as getMany.
+   * one Buffer (see ValueFraming), with no Buffer per value. Same errors as getMany. With
+   * `maxBytes`, answers undefined, allocating nothing, when the framed answers would be
+   * larger (the caller then takes a path that bounds its memory).
    */
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
+  getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
   /** Index entries compared by the last get(), for benchmarks. */
   readonly lastProbes: number
   /**

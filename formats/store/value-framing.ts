@@ -4,21 +4,30 @@ import type { ValueFraming } from './store-reader-api'
  * Writes the answers of a batch, framed (see ValueFraming), into one Buffer sized in a
  * first pass: either from lookup results (status, chunk, offset, length per key, as
  * LookupFunctions.getMany writes them) and the chunks' data windows, copying each value
- * straight from the mapping; or from values already in Buffers.
+ * straight from the mapping; or from values already in Buffers. Undefined, with nothing
+ * allocated, when the framed answers would exceed `maxBytes`.
  */
 export function writeFramed(
   framing: ValueFraming,
   count: number,
   results: Float64Array,
   dataOf: (chunk: number) => readonly ArrayBufferLike[],
-): Buffer
-export function writeFramed(framing: ValueFraming, count: number, values: readonly (Uint8Array | undefined)[]): Buffer
+  maxBytes?: number,
+): Buffer | undefined
+export function writeFramed(
+  framing: ValueFraming,
+  count: number,
+  values: readonly (Uint8Array | undefined)[],
+  dataOf?: undefined,
+  maxBytes?: number,
+): Buffer | undefined
 export function writeFramed(
   framing: ValueFraming,
   count: number,
   source: Float64Array | readonly (Uint8Array | undefined)[],
   dataOf?: (chunk: number) => readonly ArrayBufferLike[],
-): Buffer {
+  maxBytes = Infinity,
+): Buffer | undefined {
   const fromResults = source instanceof Float64Array
   const lengthOf = (i: number): number => {
     if (fromResults) return (source[4 * i] as number) === 1 ? (source[4 * i + 3] as number) : -1
@@ -35,6 +44,7 @@ export function writeFramed(
       size += (resp ? 3 + decimalDigits(len) : 4) + len + framing.suffix.length
     }
   }
+  if (size > maxBytes) return undefined
   const out = Buffer.allocUnsafe(size)
   out.set(framing.prefix, 0)
   let at = framing.prefix.length

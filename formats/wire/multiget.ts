@@ -52,6 +52,22 @@ export function decodeKeys(body: Buffer, maxKeys = MAX_MULTIGET_KEYS, maxKeyByte
   return keys
 }
 
+/** Values present among the first `count` frames of a multi-get body (headers only are read). */
+export function presentValues(body: Uint8Array, count: number): number {
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
+  let at = 0
+  let present = 0
+  for (let i = 0; i < count && at + 4 <= body.length; i++) {
+    const len = view.getUint32(at)
+    at += 4
+    if (len === ABSENT) continue
+    if (len === TRUNCATED) break
+    present++
+    at += len
+  }
+  return present
+}
+
 /** One buffer for all frames: sized first, then filled (no per-value allocation). */
 export function encodeValues(values: readonly (Uint8Array | undefined)[]): Buffer {
   let size = 0

@@ -42,8 +42,8 @@ export function writeLocalMget(
   proto: RespProto,
   maxBytes: number,
 ): number {
-  const framed = reader.getManyFramed(keys, mgetFraming(keys.length, proto))
-  if (framed.length > maxBytes) return -1
+  const framed = reader.getManyFramed(keys, mgetFraming(keys.length, proto), maxBytes)
+  if (!framed) return -1
   out.raw(framed)
   return countPresent(framed, keys.length)
 }

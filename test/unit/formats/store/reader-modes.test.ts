@@ -74,6 +74,9 @@ describe.each(READER_MODES)('%s reader', (mode) => {
       expect(decodeValues(framed, keys.length).map((v) => v?.toString())).toEqual(want)
       const text = want.map((v) => (v === undefined ? '$-1\r\n' : `$${Buffer.byteLength(v)}\r\n${v}\r\n`)).join('')
       expect(r.getManyFramed(keys, resp(keys.length)).toString()).toBe(`*${keys.length}\r\n${text}`)
+      // A byte budget: the same answer when it fits exactly, nothing when one byte short.
+      expect(r.getManyFramed(keys, MULTIGET, framed.length)).toEqual(framed)
+      expect(r.getManyFramed(keys, MULTIGET, framed.length - 1)).toBeUndefined()
       expect(r.getMany([])).toEqual([])
       r.close()
       expect(() => r.getMany(['k1'])).toThrow(expect.objectContaining({ code: 'RO_CONFLICT' }))

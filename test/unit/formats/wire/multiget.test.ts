@@ -7,6 +7,7 @@ import {
   encodeKeys,
   encodeTruncated,
   encodeValues,
+  presentValues,
   TRUNCATED,
 } from '../../../../formats/wire/multiget'
 
@@ -61,5 +62,18 @@ describe('multi-get framing', () => {
     // A truncated answer has fewer values than keys asked.
     expect(() => decodeValuesPartial(body, 2)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
     expect(() => encodeValues([{ length: TRUNCATED } as Uint8Array])).toThrow(RangeError)
+  })
+
+  test('presentValues counts the values a body holds, reading only the frame headers', () => {
+    fc.assert(
+      fc.property(fc.array(fc.option(fc.uint8Array({ maxLength: 40 }), { nil: undefined }), { maxLength: 40 }), (values) => {
+        const body = encodeValues(values)
+        expect(presentValues(body, values.length)).toBe(values.filter((v) => v !== undefined).length)
+        // A truncated body: only the frames before the end frame count.
+        const cut = Math.floor(values.length / 2)
+        const truncated = Buffer.concat([encodeValues(values.slice(0, cut)), encodeTruncated()])
+        expect(presentValues(truncated, values.length)).toBe(values.slice(0, cut).filter((v) => v !== undefined).length)
+      }),
+    )
   })
 })
