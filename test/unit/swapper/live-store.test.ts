@@ -1,5 +1,7 @@
 import type { StoreMetadata } from '../../../formats/store/metadata'
 import type { StoreReader } from '../../../formats/store/store-reader-api'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { LiveStore } from '../../../swapper/live-store'
 
 function fakeReader(version: number): StoreReader & { closed: boolean } {
@@ -86,5 +88,27 @@ describe('LiveStore', () => {
     await live.drained()
     expect(readers.slice(0, -1).every((r) => r.closed)).toBe(true)
     expect(readers[readers.length - 1]!.closed).toBe(false)
+  })
+
+  test('replaced readers become unreachable once closed (a reader never keeps its predecessor alive)', async () => {
+    // Collections on demand inside jest: the flag is set at run time, gc comes from a fresh context.
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const live = new LiveStore('s')
+    const gone = new Set<number>()
+    const registry = new FinalizationRegistry<number>((v) => gone.add(v))
+    for (let v = 1; v <= 30; v++) {
+      const r = fakeReader(v)
+      registry.register(r, v)
+      await live.replace(r)
+    }
+    await live.drained()
+    for (let round = 0; round < 10 && gone.size < 29; round++) {
+      gc()
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    // Every reader but the live one (30) was collected.
+    expect([...gone].sort((a, b) => a - b)).toEqual(Array.from({ length: 29 }, (_, i) => i + 1))
+    expect(live.version).toBe(30)
   })
 })
