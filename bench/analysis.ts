@@ -26,10 +26,30 @@ per-event socket cost, which the diagnostic rows measure. ${CONTENTION}`
 const WHY: Record<string, string> = {
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
 workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
-record walk (async 1 MiB reads, CRC per record, framing) runs on the serving event loop in slices of 64 KiB between throttle
+record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the serving event loop in slices of 64 KiB between throttle
 waits. On this 2-core machine the probe, the node's workers and the dump's client compete for the same cores, so the tail moves
 with the load average of the section. A miss here first means rerunning on a quiet machine; if it persists, lower the default
 --stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
+  swap: `Since the mapped windows stopped being counted as V8 external memory (native/unaccounted-window.cc), a swap costs the
+same for a 1.4 MiB and a 2 GiB store (before: 115 ms p50 for 2 GiB, ~10 full collections per serving process per open). What
+is left is the same for every size: the admin request, the new version's reader opened in every serving worker (map, index
+scan with its checksum, first-key check), and the LIVE pointer written durably (temp file, fsync, rename, fsync of the
+directory). The "LIVE write alone" row is that last step by itself on this VM's disk: its p99 alone is at or above 10 ms in
+loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work. ${CONTENTION}`,
+  'swap-reads-p99': `Profiles of the serving workers during 100 back-to-back swaps (\`--cpu-prof\`) show them mostly idle: opening a
+reader is a few hundred microseconds of JavaScript (map and scan run on the libuv pool), and no collection runs at open any
+more (before: ~10 full collections per open of a 2 GiB version; then one per close when close() asked V8 at once, 2.1 s of
+pauses per 100 swaps; now one per 2 s at most, shared by all closes). The p50 during swaps rises as much as the p99: the probe,
+its serving worker, the supervisor (fsyncs, fan-out to workers), the admin client and two workers opening readers compete
+for 2 cores, a swap every ~20 ms, so the probe waits for a core. Rerun on a quiet machine before reading more into it.
+${CONTENTION}`,
+  'push-soak': `Two leaks were found with heap snapshots of a serving worker after 60 pushes and fixed: (1) every replaced
+reader stayed reachable from its successor (a closure created in LiveStore.replace shared V8's context with the one that
+held the previous reader), ~70 KiB each of key scratch and batch buffers: 0.07 MiB per push per worker, the RssAnon slope of
+earlier runs; the snapshot now holds one reader; (2) retired versions stayed mapped until V8 happened to run a full
+collection (up to 120 deleted files mapped at once): close() now drops its windows and asks for one collection. If RssAnon
+still climbs here, take \`--heapsnapshot-signal\` snapshots of a worker at push 200 and 1,000 and diff object counts; a
+climb with flat heap and external memory points at native memory (malloc arenas of the libuv pool threads). ${CONTENTION}`,
   'dump-throttle': `The throttle is the fetcher's token bucket (one per node), taken in 64 KiB pieces before each write. The rate can
 only come out low, never high: a low reading means the walk, the proxy between a worker and the supervisor, or the client could
 not keep up with 10 MB/s on this shared machine during the section (see the unthrottled rate row for what it reaches at all).`,
