@@ -137,38 +137,3 @@ describe.each(DUMP_FORMATS)('a batch of records (%s) encodes as the same frames 
     )
   })
 })
-
-/** `many` frames a batch of records straight from a data block (words, bytes and Buffer#copy paths). */
-test('many() writes the same bytes as one entry() or key() per record, for any key and value lengths', () => {
-  fc.assert(
-    fc.property(
-      fc.array(fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 300 }), fc.uint8Array({ maxLength: 600 })), { maxLength: 20 }),
-      fc.nat({ max: 7 }),
-      (recs, pad) => {
-        // Records laid out as in a data block: a 12-byte header (here: filler) before each key.
-        const parts: Buffer[] = [Buffer.alloc(pad, 0xee)]
-        const keyAt: number[] = []
-        let at = pad
-        for (const [k, v] of recs) {
-          parts.push(Buffer.alloc(12, 0xaa), Buffer.from(k), Buffer.from(v))
-          keyAt.push(at + 12)
-          at += 12 + k.length + v.length
-        }
-        const view = {
-          count: recs.length,
-          data: Buffer.concat(parts),
-          keyAt,
-          keyLen: recs.map(([k]) => k.length),
-          valueLen: recs.map(([, v]) => v.length),
-          values: undefined,
-        }
-        for (const keysOnly of [false, true]) {
-          const one = new DumpEncoder('binary')
-          const expected = Buffer.concat(recs.map(([k, v]) => (keysOnly ? one.key(k) : one.entry(k, v))))
-          expect(new DumpEncoder('binary').many(view, keysOnly).equals(expected)).toBe(true)
-        }
-      },
-    ),
-    { numRuns: 200 },
-  )
-})
