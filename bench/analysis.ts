@@ -30,12 +30,14 @@ record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the ser
 waits. On this 2-core machine the probe, the node's workers and the dump's client compete for the same cores, so the tail moves
 with the load average of the section. A miss here first means rerunning on a quiet machine; if it persists, lower the default
 --stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
-  swap: `Since the mapped windows stopped being counted as V8 external memory (native/unaccounted-window.cc), a swap costs the
+  swap: `Judged on the admin round trip's p99 (bench/swap-bench.ts). Since the mapped windows stopped being counted as V8 external memory (native/unaccounted-window.cc), a swap costs the
 same for a 1.4 MiB and a 2 GiB store (before: 115 ms p50 for 2 GiB, ~10 full collections per serving process per open). What
 is left is the same for every size: the admin request, the new version's reader opened in every serving worker (map, index
 scan with its checksum, first-key check), and the LIVE pointer written durably (temp file, fsync, rename, fsync of the
 directory). The "LIVE write alone" row is that last step by itself on this VM's disk: its p99 alone is at or above 10 ms in
-loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work. ${CONTENTION}`,
+loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work; the flip's p99 above that row is the
+serving processes' share (the admin request's other work, closing the old reader), for the owners of swapper/ to profile
+on a quiet machine. ${CONTENTION}`,
   'swap-reads-p99': `Profiles of the serving workers during 100 back-to-back swaps (\`--cpu-prof\`) show them mostly idle: opening a
 reader is a few hundred microseconds of JavaScript (map and scan run on the libuv pool), and no collection runs at open any
 more (before: ~10 full collections per open of a 2 GiB version; then one per close when close() asked V8 at once, 2.1 s of
@@ -128,12 +130,6 @@ was rerun). What would still help: count read and merge buffers inside the budge
 
   fetch: `See the fetch benchmark's own table and notes (bench/fetch-bench.ts).`,
   throttle: `See the fetch benchmark's own table and notes (bench/fetch-bench.ts).`,
-  swap: `Judged on the admin round trip's p99 (bench/swap-bench.ts). The small and the multi-GB store are alike, so the swap does not
-grow with the \`.data\` size; the p50 is a few ms. The tail sits in the "flip" column (LIVE temp write + fsync + rename + fsync
-dir + in-memory replace), whose p99 is well above the "LIVE write alone" row measured on the same disk right after — so the
-extra is not the fsyncs alone but what happens around them inside the serving process (event loop busy with the admin
-request's other work, closing the old reader). The owners of swapper/ should profile the flip; on this shared machine the
-fsync tail also follows the write-back of everything else running.`,
 
   'resp-get': `On 2 cores redis-benchmark saturates its own core well before either server does (see the client CPU column), so this
 ratio mostly compares how quickly each server turns a request around once the load generator's core lets it; the server
