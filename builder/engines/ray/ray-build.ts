@@ -60,8 +60,12 @@ export interface RayJobSummary {
     readonly connect: number
     readonly map: number
     readonly reduce: number
+    /** Sums over successful task attempts: whole task, and the part in the rostore CLI (and sort). */
     readonly mapTaskSum: number
+    readonly mapRostoreSum: number
     readonly reduceTaskSum: number
+    readonly reduceSortSum: number
+    readonly reduceRostoreSum: number
   }
 }
 

@@ -134,7 +134,9 @@ def map_task(index, split, job_dir, task_command, reducers, hold):
             else:
                 out.write(split["line"].encode("utf8") + b"\n")
         stdout_path = os.path.join(tmp, "out")
+        t_cli = time.monotonic()
         run_rostore(task_command, ["hadoop", "map", "--job", spec], env, stdin_path, stdout_path, f"map task {index}")
+        cli_seconds = time.monotonic() - t_cli
         parts = [[] for _ in range(reducers)]
         cache = {}
         records = 0
@@ -158,6 +160,7 @@ def map_task(index, split, job_dir, task_command, reducers, hold):
             "bytes": split["bytes"],
             "shuffleBytes": shuffle_bytes,
             "seconds": time.monotonic() - started,
+            "rostoreSeconds": cli_seconds,
             "node": ray.get_runtime_context().get_node_id(),
         }
         return [b"".join(p) for p in parts] + [info]
@@ -179,7 +182,10 @@ def reduce_task(index, job_dir, task_command, sort_mb, hold, *parts):
                 f.write(p)
                 size += len(p)
         output = b""
+        sort_seconds = 0.0
+        cli_seconds = 0.0
         if size > 0:
+            t_sort = time.monotonic()
             sorted_path = os.path.join(tmp, "sorted")
             env = dict(os.environ, LC_ALL="C")
             p = subprocess.run(
@@ -188,16 +194,26 @@ def reduce_task(index, job_dir, task_command, sort_mb, hold, *parts):
             if p.returncode != 0:
                 raise RuntimeError(f"reduce task {index}: sort failed: {p.stderr.decode('utf8', 'replace').strip()}")
             os.unlink(unsorted)
+            sort_seconds = time.monotonic() - t_sort
             env = dict(os.environ)
             env["mapreduce_task_attempt_id"] = f"attempt_ray_r_{index:06d}_{int(attempt[:8], 16)}"
             env["mapreduce_task_id"] = f"task_ray_r_{index:06d}"
             stats_path = os.path.join(tmp, "stats")
             spec = os.path.join(job_dir, "rostore-job.json")
+            t_cli = time.monotonic()
             run_rostore(task_command, ["hadoop", "reduce", "--job", spec], env, sorted_path, stats_path, f"reduce task {index}")
+            cli_seconds = time.monotonic() - t_cli
             with open(stats_path, "rb") as f:
                 output = f.read()
         maybe_hold(hold, "reduce")
-        return output, {"index": index, "shuffleBytes": size, "seconds": time.monotonic() - started}
+        info = {
+            "index": index,
+            "shuffleBytes": size,
+            "seconds": time.monotonic() - started,
+            "sortSeconds": sort_seconds,
+            "rostoreSeconds": cli_seconds,
+        }
+        return output, info
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -294,6 +310,7 @@ def main():
         hold = {"dir": os.environ["ROSTORE_RAY_HOLD"], "phase": os.environ.get("ROSTORE_RAY_HOLD_PHASE", "map")}
     maps = [map_task.options(num_returns=reducers + 1).remote(i, s, job_dir, task_command, reducers, hold) for i, s in enumerate(splits)]
     map_info_refs = [m[reducers] for m in maps]
+    map_ref_set = set(map_info_refs)
     reduces = [reduce_task.remote(r, job_dir, task_command, a.sort_mb, hold, *[m[r] for m in maps]) for r in range(reducers)]
     del maps  # the reduce tasks hold the partitions now; the driver keeps only what it waits on
 
@@ -328,11 +345,12 @@ def main():
             if ready or now - last_print > 2:
                 last_print = now
                 rate = read_bytes / max(0.001, now - t_connect)
-                if len(map_done) < len(splits):
+                maps_ready = any(ref in map_ref_set for ref in ready)
+                if len(map_done) < len(splits) or maps_ready:
                     progress(
                         f"map {len(map_done)}/{len(splits)} tasks, {records:,} records, {human(read_bytes)} read, {human(rate)}/s"
                     )
-                else:
+                if len(map_done) == len(splits):
                     progress(f"reduce {len(reduce_done)}/{reducers} tasks, {human(shuffle)} shuffled")
     except Exception as e:
         cause = getattr(e, "cause", None)
@@ -362,7 +380,10 @@ def main():
             "map": (t_map_end or t_end) - t_connect,
             "reduce": t_end - (t_map_end or t_end),
             "mapTaskSum": sum(i["seconds"] for i in map_done.values()),
+            "mapRostoreSum": sum(i["rostoreSeconds"] for i in map_done.values()),
             "reduceTaskSum": sum(i["seconds"] for i in reduce_done.values()),
+            "reduceSortSum": sum(i["sortSeconds"] for i in reduce_done.values()),
+            "reduceRostoreSum": sum(i["rostoreSeconds"] for i in reduce_done.values()),
         },
     }
     with open(os.path.join(job_dir, "summary.json"), "w", encoding="utf8") as f:
