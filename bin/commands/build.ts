@@ -97,14 +97,22 @@ async function printHadoopJob(a: Awaited<ReturnType<typeof builder>['argv']>): P
 
 async function runRayBuild(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: use --engine hadoop')
+  // Ctrl-C or SIGTERM: stop the job and remove its work directory (no output left behind).
+  const cancel = new AbortController()
+  const onSignal = (): void => cancel.abort()
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
   const s = await buildOnRay({
-    build: await commonBuildOptions(a),
+    build: { ...(await commonBuildOptions(a)), signal: cancel.signal },
     address: a['ray-address'],
     python: a['ray-python'],
     // Split at spaces: the command is a path and its arguments (e.g. "node /opt/rostore/lib/bin/cli.js").
     taskCommand: a['task-command']?.split(' ').filter((w) => w !== ''),
     reducers: a.reducers,
     splitBytes: a['split-mb'] === undefined ? undefined : a['split-mb'] * (1 << 20),
+  }).finally(() => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
   })
   printRaySummary(s)
 }

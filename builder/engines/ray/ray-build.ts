@@ -129,6 +129,11 @@ async function runDriver(o: RayBuildOptions, work: string): Promise<void> {
   if (o.address !== undefined) args.push('--address', o.address)
   if (o.splitBytes !== undefined) args.push('--split-bytes', String(o.splitBytes))
   const child = spawn(python, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { RAY_USAGE_STATS_ENABLED: '0', ...env } })
+  // Cancelling the build stops the driver; Ray cancels its tasks when the driver goes.
+  const abort = (): void => {
+    child.kill('SIGTERM')
+  }
+  o.build.signal?.addEventListener('abort', abort, { once: true })
   const tail: string[] = []
   const onLine = o.onProgress ?? ((l: string) => process.stderr.write(`${l}\n`))
   const lines = createInterface({ input: child.stderr })
@@ -149,7 +154,8 @@ async function runDriver(o: RayBuildOptions, work: string): Promise<void> {
       ),
     )
     child.on('close', (code) => res(code))
-  })
+  }).finally(() => o.build.signal?.removeEventListener('abort', abort))
+  if (o.build.signal?.aborted === true) throw new StoreError('RO_ABORTED', 'the Ray build was cancelled')
   if (status === 0) return
   let failure: { code?: unknown; message?: unknown } | undefined
   try {

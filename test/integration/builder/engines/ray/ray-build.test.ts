@@ -172,6 +172,30 @@ test('a job that fails leaves no output and no work directory; the error names t
   expect(readdirSync(dir)).toEqual(['a.jsonl'])
 }, 180_000)
 
+test('a build cancelled mid-map (AbortSignal, as Ctrl-C does) stops the job and leaves nothing', async () => {
+  const input = await inputs('tsv', 1, 600)
+  const parent = path('cancel')
+  mkdirSync(parent)
+  const hold = join(parent, 'hold')
+  mkdirSync(hold)
+  const cancel = new AbortController()
+  const err = await buildOnRay(
+    rayOptions(options(input, 'tsv', { output: join(parent, 'out'), signal: cancel.signal }), {
+      env: { ...process.env, ROSTORE_RAY_HOLD: hold, ROSTORE_RAY_HOLD_PHASE: 'map' },
+      // Cancelled once a map task has done its work and waits: the job is mid-map.
+      onProgress: () => {
+        if (existsSync(join(hold, 'held-map', 'pid'))) cancel.abort()
+      },
+    }),
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(StoreError)
+  expect((err as StoreError).code).toBe('RO_ABORTED')
+  expect(readdirSync(parent)).toEqual(['hold'])
+}, 180_000)
+
 function writeCluster(): string {
   const p = path('cluster.json')
   writeFileSync(p, JSON.stringify(clusterFile))
