@@ -38,7 +38,7 @@ export interface RayBuildOptions {
   readonly splitBytes?: number
   /** Each progress line of the driver ("ray: map 3/8 tasks, ..."); default: written to stderr. */
   readonly onProgress?: (line: string) => void
-  /** Environment of the driver (and through Ray's workers' own, not of the tasks); default process.env. */
+  /** Environment of the driver process (tasks get their node's `ray start` environment); default process.env. */
   readonly env?: NodeJS.ProcessEnv
 }
 
