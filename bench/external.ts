@@ -1,5 +1,5 @@
 /**
- * The benchmarks written beside this suite (fetch-, swap-, push-, hadoop-bench): each
+ * The benchmarks written beside this suite (fetch-, swap-, push-, hadoop-, ray-bench): each
  * runs as its own process; its markdown (stdout) goes into RESULTS.md as it is, its
  * progress (stderr) into bench/work/logs/<name>.log, and the goal rows are read back from
  * its tables.
@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -68,6 +68,14 @@ export const EXTERNALS: readonly External[] = [
     title: 'Hadoop Streaming engine vs local build',
     args: (ctx) => (ctx.quick ? ['--quick', '--records', String(ctx.records)] : ['--records', String(ctx.records)]),
     timeoutSec: (ctx) => (ctx.quick ? 180 : 3600),
+    goals: () => [],
+  },
+  {
+    id: 'ray',
+    file: 'ray-bench.js',
+    title: 'Ray engine vs local build',
+    args: (ctx) => (ctx.quick ? ['--quick', '--records', String(ctx.records)] : ['--records', String(ctx.records)]),
+    timeoutSec: (ctx) => (ctx.quick ? 600 : 3600),
     goals: () => [],
   },
 ]

@@ -8,6 +8,8 @@ import { COMPRESSIONS, type Compression } from '../../formats/store/metadata'
 import { createBuildProgressBar, printBuildSummary } from '../build-progress'
 import { prepareHadoopJob } from '../../builder/engines/hadoop/print-command'
 import { integerOption } from '../integer-option'
+import { buildOnRay } from '../../builder/engines/ray/ray-build'
+import { printRaySummary } from '../ray-summary'
 
 export const command = 'build'
 export const describe = 'Build per-node, per-chunk store files from input files'
@@ -34,26 +36,30 @@ export const builder = (y: Argv) =>
     .option('on-duplicate', { choices: DUPLICATE_POLICIES, default: 'error' as const, describe: 'what to do with a key given twice' })
     .option('progress', { type: 'boolean', describe: 'show a progress bar (default: when stderr is a terminal)' })
     .option('engine', {
-      choices: ['local', 'hadoop'] as const,
+      choices: ['local', 'hadoop', 'ray'] as const,
       default: 'local' as const,
-      describe: 'local: worker threads here; hadoop: prepare a Hadoop Streaming job',
+      describe: 'local: worker threads here; hadoop: prepare a Hadoop Streaming job; ray: run on a Ray cluster (docs/DISTRIBUTED.md)',
     })
+    .option('ray-address', { type: 'string', describe: 'ray: the cluster, auto or HOST:PORT (default: $RAY_ADDRESS, else a local Ray)' })
+    .option('ray-python', { type: 'string', describe: 'ray: the Python with ray installed (default: $ROSTORE_RAY_PYTHON or python3)' })
+    .option('split-mb', { ...integerOption('split-mb'), describe: 'ray: input MiB per map task (default 64)' })
     .option('print-command', {
       type: 'boolean',
       default: false,
       describe: 'hadoop: write the job spec and print the commands that run the job (docs/HADOOP.md)',
     })
-    .option('reducers', { ...integerOption('reducers'), describe: 'hadoop: reduce tasks (default: one per node and chunk)' })
+    .option('reducers', { ...integerOption('reducers'), describe: 'hadoop, ray: reduce tasks (default: one per node and chunk)' })
     .option('job-dir', {
       type: 'string',
       describe: 'hadoop: local directory for the job spec and script (default ./rostore-job-<store>-<version>)',
     })
     .option('hadoop-dir', { type: 'string', describe: "hadoop: the job's working directory on the cluster file system" })
-    .option('task-command', { type: 'string', describe: 'hadoop: how tasks start rostore (default: rostore)' })
+    .option('task-command', { type: 'string', describe: 'hadoop, ray: how tasks start rostore (default: rostore; ray: this node and CLI)' })
     .option('streaming-jar', { type: 'string', describe: 'hadoop: path of hadoop-streaming*.jar (default: from $HADOOP_HOME)' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   if (a.engine === 'hadoop') return printHadoopJob(a)
+  if (a.engine === 'ray') return runRayBuild(a)
   if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: add --engine hadoop')
   const bar = (a.progress ?? process.stderr.isTTY) ? createBuildProgressBar() : undefined
   try {
@@ -87,6 +93,28 @@ async function printHadoopJob(a: Awaited<ReturnType<typeof builder>['argv']>): P
   })
   process.stdout.write(job.script)
   process.stderr.write(`job spec ${job.specPath}; the commands above are also in ${job.jobDir}/run-hadoop.sh\n`)
+}
+
+async function runRayBuild(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: use --engine hadoop')
+  // Ctrl-C or SIGTERM: stop the job and remove its work directory (no output left behind).
+  const cancel = new AbortController()
+  const onSignal = (): void => cancel.abort()
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  const s = await buildOnRay({
+    build: { ...(await commonBuildOptions(a)), signal: cancel.signal },
+    address: a['ray-address'],
+    python: a['ray-python'],
+    // Split at spaces: the command is a path and its arguments (e.g. "node /opt/rostore/lib/bin/cli.js").
+    taskCommand: a['task-command']?.split(' ').filter((w) => w !== ''),
+    reducers: a.reducers,
+    splitBytes: a['split-mb'] === undefined ? undefined : a['split-mb'] * (1 << 20),
+  }).finally(() => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  })
+  printRaySummary(s)
 }
 
 /** The options both engines take, from the command line. */
