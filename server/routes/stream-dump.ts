@@ -10,6 +10,7 @@ import { parseVersionText } from '../../swapper/versions'
 import { checkAdminOrRead } from '../auth'
 import type { AppContext } from '../context'
 import { badRequest } from '../http-util'
+import { DEFAULT_READ_LIMITS } from '../read-limits'
 import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
@@ -129,6 +130,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
   const ac = new AbortController()
   // 'close' comes when the response is done or the client went away: either way, stop.
   res.once('close', () => ac.abort())
+  const sendTimeoutMs = (ctx.readLimits ?? DEFAULT_READ_LIMITS).sendTimeoutMs
   const own = query.maxBytesPerSec === undefined ? undefined : new TokenBucket(query.maxBytesPerSec)
   const estimate = held.length === 0 ? 0 : Math.round((meta.records * new Set(wanted).size) / held.length)
   try {
@@ -155,7 +157,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
         const piece = out.length <= WRITE_BATCH ? out : out.subarray(at, Math.min(out.length, at + WRITE_BATCH))
         if (own) await own.take(piece.length, ac.signal)
         if (ctx.streamBucket) await ctx.streamBucket.take(piece.length, ac.signal)
-        if (!res.write(piece)) await once(res, 'drain', { signal: ac.signal })
+        if (!res.write(piece)) await drained(res, ac, sendTimeoutMs)
       }
     }
     const walk = walkBatches(opened, {
@@ -181,6 +183,24 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
     throw err
   } finally {
     await opened.close()
+  }
+}
+
+/**
+ * Waits until the client took what was written. One that takes nothing for `ms`
+ * (--send-timeout-ms) is cut, as a read response would be: a stopped client must not pin
+ * a version's files and a stream's buffers for ever. Only this wait is timed, not the
+ * throttle's, so a slow limit never looks like a stalled client.
+ */
+async function drained(res: ServerResponse, ac: AbortController, ms: number): Promise<void> {
+  try {
+    await once(res, 'drain', { signal: AbortSignal.any([ac.signal, AbortSignal.timeout(ms)]) })
+  } catch (err) {
+    if (!ac.signal.aborted) {
+      res.destroy()
+      ac.abort()
+    }
+    throw err
   }
 }
 

@@ -1,6 +1,7 @@
 import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http'
 import { errorResponse, MAX_JSON_BODY_BYTES, readBody, sendJson } from '../http-util'
 import type { Logger } from '../log'
+import { canHandOff, handOff } from './stream-handoff'
 
 /** Hop-by-hop headers a proxy must not pass on (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'])
@@ -16,11 +17,13 @@ function endToEnd(headers: IncomingMessage['headers']): Record<string, string | 
  * supervisor's control socket. The request body (JSON, at most MAX_JSON_BODY_BYTES, the
  * control routes' own bound) is read first and sent whole, so the supervisor never answers
  * (an early 401) while the body is still on its way; the answer streams back with back
- * pressure. The supervisor authenticates and validates as it does for any caller.
+ * pressure. The supervisor authenticates and validates as it does for any caller. Streams
+ * (dumps) are not relayed: their connection is handed to the supervisor (stream-handoff.ts).
  */
 export function createControlProxy(socketPath: string, log: Logger): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 16 })
   return async (req, res) => {
+    if (canHandOff(req)) return handOff(req, res, log)
     let body: Buffer
     try {
       body = await readBody(req, MAX_JSON_BODY_BYTES)

@@ -20,6 +20,7 @@ import { warnAboutAuth } from '../single-node'
 import { loadTlsFiles } from '../tls'
 import { FanoutMirror } from './fanout-mirror'
 import { WorkerPool } from './worker-pool'
+import { acceptHandOff } from './stream-handoff'
 import { createControlServices, dataDirOptions } from '../control-services'
 
 /** A supervisor serves no reads itself: its workers do. */
@@ -107,6 +108,8 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
       // Stores dropped since (a failed first fetch) are not reproduced.
       snapshot: () => [...mirrors.values()].filter((m) => dd.get(m.store)?.serving === m).map((m) => m.snapshot()),
       log,
+      // Streams go out from here on the client's own connection (stream-handoff.ts).
+      onHandOff: (message, socket) => acceptHandOff(control, message, socket, log),
     })
     // A worker forked later gets the book in its config (the book serializes its current nodes).
     services.nodeLearning.onLearned((book) => pool?.call({ op: 'nodes', nodes: book.nodes.map(addressOf) }) ?? Promise.resolve())

@@ -1,6 +1,8 @@
 import cluster, { type Worker } from 'node:cluster'
 import { ERROR_CODES, StoreError, type ErrorCode } from '../../common/errors'
+import { Socket } from 'node:net'
 import type { Logger } from '../log'
+import { isHandOff, type HandOffMessage } from './stream-handoff'
 import { isFromWorker, type FromWorker, type StoreSnapshot, type ToWorker, type WorkerCall, type WorkerConfig } from './protocol'
 
 export interface WorkerPoolOptions {
@@ -11,6 +13,8 @@ export interface WorkerPoolOptions {
   /** The serving state a starting worker reproduces before it serves. */
   readonly snapshot: () => readonly StoreSnapshot[]
   readonly log: Logger
+  /** A worker handed a client's connection over (stream-handoff.ts); without, such sockets are closed. */
+  readonly onHandOff?: (message: HandOffMessage, socket: Socket) => void
 }
 
 interface Member {
@@ -96,8 +100,9 @@ export class WorkerPool {
     const worker = cluster.fork({ ROSTORE_WORKER_INDEX: String(index) })
     const member: Member = { index, worker, initSent: false, serving: false, exited: false, pending: new Map() }
     this.members.set(worker.id, member)
-    worker.on('message', (m: unknown) => {
-      if (isFromWorker(m)) this.onMessage(member, m)
+    worker.on('message', (m: unknown, handle: unknown) => {
+      if (isHandOff(m)) this.onHandOffMessage(m, handle)
+      else if (isFromWorker(m)) this.onMessage(member, m)
     })
     // A send to a worker that just died reports through 'error'; its exit handles the rest.
     worker.on('error', (err) => this.opts.log.warn('worker-ipc-error', { index, error: err.message }))
@@ -109,6 +114,12 @@ export class WorkerPool {
         this.onExit(member, code, signal)
       })
     })
+  }
+
+  private onHandOffMessage(m: HandOffMessage, handle: unknown): void {
+    if (!(handle instanceof Socket)) return
+    if (this.opts.onHandOff && !this.stopping) this.opts.onHandOff(m, handle)
+    else handle.destroy()
   }
 
   private onMessage(member: Member, m: FromWorker): void {

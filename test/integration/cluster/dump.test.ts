@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { readdir, readlink } from 'node:fs/promises'
-import { request as httpRequest } from 'node:http'
+import { readdir, readFile, readlink } from 'node:fs/promises'
+import { Agent, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { buildStore } from '../../../builder/engines/local/build-job'
@@ -246,6 +246,63 @@ describe.each([
       if (i > 500) throw new Error(`files still open: ${(await openVersionFiles(pid)).join(', ')}`)
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
+  })
+})
+
+/** The inode of the server side of a loopback TCP connection (/proc/net/tcp), by the client's port. */
+async function serverSocketInode(serverPort: number, clientPort: number): Promise<string | undefined> {
+  const hex = (n: number): string => n.toString(16).toUpperCase().padStart(4, '0')
+  const lines = (await readFile('/proc/net/tcp', 'utf8')).split('\n').slice(1)
+  for (const line of lines) {
+    const f = line.trim().split(/\s+/)
+    if (f[1]?.endsWith(`:${hex(serverPort)}`) && f[2]?.endsWith(`:${hex(clientPort)}`)) return f[9]
+  }
+  return undefined
+}
+
+/** Pids among `pids` that hold the socket with this inode. */
+async function holders(inode: string, pids: readonly number[]): Promise<number[]> {
+  const out: number[] = []
+  for (const pid of pids) {
+    for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [])) {
+      if ((await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')) === `socket:[${inode}]`) out.push(pid)
+    }
+  }
+  return out
+}
+
+describe('streams of a node with serving workers', () => {
+  test("leave from the supervisor on the client's own connection, which closes after the stream", async () => {
+    const node = tc.nodes[0] as NodeProcess
+    const supervisor = node.child.pid as number
+    const children = (await readFile(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8')).trim().split(/\s+/).map(Number)
+    expect(children.length).toBe(2)
+    const agent = new Agent({ keepAlive: true })
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port: node.port,
+      agent,
+      path: '/admin/stores/st/dump/entries?maxBytesPerSec=1000000',
+      headers: { authorization: `Bearer ${token}` },
+    })
+    const res = await new Promise<import('node:http').IncomingMessage>((resolve) => req.on('response', resolve).end())
+    expect(res.statusCode).toBe(200)
+    expect(res.headers.connection).toBe('close')
+    await new Promise((resolve) => res.once('data', resolve))
+    // Mid-stream, the server side of this very connection is held by the supervisor alone:
+    // the worker that accepted it passed it on and relays nothing.
+    const inode = await serverSocketInode(node.port, req.socket?.localPort as number)
+    expect(inode).toBeDefined()
+    expect(await holders(inode as string, [supervisor, ...children])).toEqual([supervisor])
+    const closed = new Promise((resolve) => res.socket.once('close', resolve))
+    let bytes = 0
+    res.on('data', (c: Buffer) => (bytes += c.length))
+    await new Promise((resolve) => res.once('end', resolve))
+    await closed
+    expect(bytes).toBeGreaterThan(0)
+    // Reads and the admin API on the same agent carry on, on new connections to the workers.
+    expect((await node.request('/status')).status).toBe(200)
+    agent.destroy()
   })
 })
 

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises'
+import { readdir, readlink, writeFile } from 'node:fs/promises'
 import { request, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
@@ -25,7 +25,7 @@ beforeAll(async () => {
     dir: tmp.dir,
     token,
     workers: 2,
-    extraArgs: ['--stream-max-bytes-per-sec', '20000000'],
+    extraArgs: ['--stream-max-bytes-per-sec', '20000000', '--send-timeout-ms', '1500'],
   })
   const input = join(tmp.dir, 'in.tsv')
   const value = 'z'.repeat(10_000)
@@ -78,4 +78,43 @@ test.each([
   const rate = bytes / seconds
   expect(rate).toBeLessThanOrEqual(limit * 1.1)
   expect(rate).toBeGreaterThanOrEqual(limit * 0.9)
+})
+
+/** How many of a version's chunk files the process has open. */
+async function openChunkFiles(pid: number): Promise<number> {
+  let n = 0
+  for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [])) {
+    if (/\/version-\d+\/\d+\.(index|data)$/.test(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''))) n++
+  }
+  return n
+}
+
+test('a client that stops reading is cut after --send-timeout-ms, and the stream lets go of its files', async () => {
+  const pid = node.child.pid as number
+  const req = request({
+    host: '127.0.0.1',
+    port: node.port,
+    path: '/admin/stores/st/dump/entries',
+    headers: { authorization: `Bearer ${token}` },
+  })
+  const res = await new Promise<IncomingMessage>((resolve) => req.on('response', resolve).end())
+  expect(res.statusCode).toBe(200)
+  // Stop reading: the socket buffers fill and the stream waits for a drain that never comes.
+  res.pause()
+  for (let i = 0; (await openChunkFiles(pid)) === 0; i++) {
+    if (i > 200) throw new Error('the stream never opened its files')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  // 50 MB do not fit in loopback's socket buffers: without the timeout, the files stay open.
+  for (let i = 0; (await openChunkFiles(pid)) > 0; i++) {
+    if (i > 1000) throw new Error('the stalled stream still holds its files')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  // What was buffered arrives, then the connection ends without the end frame.
+  const ended = new Promise<string>((resolve) => {
+    res.once('aborted', () => resolve('aborted'))
+    res.once('end', () => resolve(res.complete ? 'complete' : 'aborted'))
+  })
+  res.resume()
+  expect(await ended).toBe('aborted')
 })
