@@ -76,6 +76,20 @@ at the end, in input order and sorted first); with SQLite's default 4 KiB pages 
   'build-per-core': `See "Build (all cores) vs LMDB bulk load" for where the time goes after issue 12. The per-core rate is that of a
 whole \`rostore build --workers 1\` process, start-up included (~0.5 s of CPU to load the CLI and the worker's modules).`,
 
+  'build-parquet-snappy': `A Parquet build reads the same records as the TSV build and does the same map, sort and reduce; what differs is
+getting the bytes: each worker reads its row groups' column chunks whole (DuckDB writes one page per column per row group,
+~14 MB here), decompresses them and copies keys and values into its batches. Since this session the PLAIN text and binary
+pages (what DuckDB, Spark, pyarrow and Polars write for string keys and values) are copied a run of rows at a time, one range
+per column, with one UTF-8 check per range (formats/input/record-batch.ts, addPlainRows): the batch reader went from 2.1M to
+4.0M rows/s and the Snappy build from 0.75x to 0.86x the TSV rate. What is left is the decompression and ~170 MB more
+memory than the TSV build (stored and decompressed pages of two columns per worker), whose first touch costs system time on
+this VM (see "Build (all cores) vs LMDB bulk load").`,
+
+  'build-parquet-zstd': `As for Snappy (above), plus the codec: ZSTD decompresses several times slower than Snappy (native, on libuv's thread pool,
+\`@mongodb-js/zstd\`), ~0.4 CPU-s more per 1M rows of 100 B here, on 2 cores that also run both build workers. A ZSTD file is
+also smaller, so a split holds fewer rows per stored byte. What would move it further: decompressing a page into a reused
+buffer (no first touch of a fresh ~14 MB per page; the zstd binding allocates its output), or reading large pages in pieces.`,
+
   'build-cdb': `tinycdb's \`cdb -c\` is a C loop: a cheap 32-bit hash per key, records appended to the output as they come, a hash table
 built in memory and written at the end — no sort, no MD5, no per-record checksum, no fsync of its own (we add one). It is
 bound by its single write pass on 1024-byte values. rostore reads every byte, copies it into its sort buffer, copies it again

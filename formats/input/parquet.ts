@@ -11,7 +11,7 @@
  */
 import { atRow, badInput, FieldError, libraryFailure } from './input-error'
 import { isSupportedCodec } from './parquet/codecs'
-import { ColumnCursor } from './parquet/column-cursor'
+import { ColumnCursor, type PlainRun } from './parquet/column-cursor'
 import { columnType, type ColumnType, type RawValue } from './parquet/column-type'
 import { openParquet, type ParquetFile } from './parquet/file'
 import type { SchemaTree } from './parquet/hyparquet'
@@ -48,6 +48,21 @@ export interface ParquetRowSpan {
   readonly keyKind: KeyKind
   readonly valueKind: ValueKind
   bytes(row: number): [key: Buffer, value: Buffer]
+  /** Set when the key and value columns are stored bytes in PLAIN pages (see PlainRuns). */
+  readonly runs?: PlainRuns
+}
+
+/**
+ * The span's key and value columns as PLAIN byte-array pages whose bytes are the record's
+ * bytes (text or binary columns): the batch reader copies a run of rows as one range per
+ * column and checks UTF-8 once per range. Rows it cannot take that way (nulls, bad keys,
+ * invalid text) it takes through `bytes`, which names the row's problem.
+ */
+export interface PlainRuns {
+  readonly key: PlainRun
+  readonly value: PlainRun
+  readonly keyUtf8: boolean
+  readonly valueUtf8: boolean
 }
 
 /** The records of a Parquet file (or a split of row groups), one object per row. */
@@ -126,13 +141,28 @@ export async function* readParquetSpans(path: string, opts: ReadOptions = {}): A
         }
         let limit = rows
         for (const c of open) limit = Math.min(limit, c.cursor.available)
-        yield { from: row, to: limit, base, keyKind, valueKind, bytes }
+        const runs = plainRuns(keyCursor, key.type, valueCursor, value?.type)
+        yield { from: row, to: limit, base, keyKind, valueKind, bytes, ...(runs ? { runs } : {}) }
         row = limit
       }
     }
   } finally {
     await file.handle.close()
   }
+}
+
+function plainRuns(
+  keyCursor: ColumnCursor | NestedColumn,
+  keyType: ColumnType,
+  valueCursor: ColumnCursor | NestedColumn | undefined,
+  valueType: ColumnType | undefined,
+): PlainRuns | undefined {
+  if (!(keyCursor instanceof ColumnCursor) || !(valueCursor instanceof ColumnCursor)) return undefined
+  if (keyType.storedBytes === undefined || valueType?.storedBytes === undefined) return undefined
+  const key = keyCursor.plainRun()
+  const value = valueCursor.plainRun()
+  if (key === undefined || value === undefined) return undefined
+  return { key, value, keyUtf8: keyType.storedBytes === 'utf8', valueUtf8: valueType.storedBytes === 'utf8' }
 }
 
 function rowJson(columns: readonly OpenColumn[], row: number): string {

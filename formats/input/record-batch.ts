@@ -7,8 +7,10 @@
  *
  * A batch and its arrays are reused: read it before pulling the next.
  */
+import { isUtf8 } from 'node:buffer'
 import { atLine, badInput } from './input-error'
 import { readLineBatches } from './lines'
+import type { ParquetRowSpan, PlainRuns } from './parquet'
 import { readInput } from './read-input'
 import { keyProblem } from './row-value'
 import { tsvColumns } from './tsv'
@@ -38,6 +40,8 @@ export interface RecordBatch {
 export const BATCH_RECORDS = 4096
 /** Bytes a copied batch collects before it is handed out (one record may exceed it). */
 const BATCH_BYTES = 1 << 20
+/** Four ASCII spaces, written over the lengths between PLAIN values (see addPlainRows). */
+const SPACES = 0x20202020
 
 function newBatch(): RecordBatch {
   return {
@@ -165,6 +169,79 @@ class CopiedBatch {
     this.used = used
   }
 
+  /**
+   * Copies rows [from, to) of a span of PLAIN pages (at most what fits): per column one
+   * range of the page, the 4-byte lengths between the values included, then each row's
+   * offsets. Stops before a row that is null or whose key is out of bounds, and returns
+   * the row after the last one taken (`from` when none was). Text columns are checked with
+   * one isUtf8 over the copied range once the lengths in it are blanked to spaces: then
+   * the range is valid UTF-8 exactly when every value in it is, since a space cannot
+   * continue a multi-byte sequence. A range that fails is taken again row by row through
+   * `span.bytes`, which throws the error naming the first bad row.
+   */
+  addPlainRows(span: ParquetRowSpan, runs: PlainRuns, from: number, to: number): number {
+    const b = this.batch
+    if (this.handedOut) {
+      this.handedOut = false
+      this.n = 0
+      this.used = 0
+      clearKinds(b.kinds)
+    }
+    const { key: K, value: V } = runs
+    const n = this.n
+    const used = this.used
+    const room = b.buf.length - used
+    const max = Math.min(to - from, BATCH_RECORDS - n)
+    const k0 = from - K.rowStart
+    const v0 = from - V.rowStart
+    const kBase = K.starts[k0]!
+    const vBase = V.starts[v0]!
+    let m = 0
+    for (; m < max; m++) {
+      const ks = K.starts[k0 + m]!
+      const vs = V.starts[v0 + m]!
+      if (ks < 0 || vs < 0) break
+      const keyLength = K.ends[k0 + m]! - ks
+      if (keyLength === 0 || keyLength > MAX_KEY_BYTES) break
+      if (K.ends[k0 + m]! - kBase + (V.ends[v0 + m]! - vBase) > room) break
+    }
+    if (m === 0) return from
+    const kEnd = K.ends[k0 + m - 1]!
+    const vEnd = V.ends[v0 + m - 1]!
+    const buf = b.buf
+    buf.set(K.buf.subarray(kBase, kEnd), used)
+    const keyShift = used - kBase
+    const valueAt = used + (kEnd - kBase)
+    buf.set(V.buf.subarray(vBase, vEnd), valueAt)
+    const valueShift = valueAt - vBase
+    for (let j = 0; j < m; j++) {
+      const ks = K.starts[k0 + j]! + keyShift
+      const vs = V.starts[v0 + j]! + valueShift
+      b.keyStart[n + j] = ks
+      b.keyEnd[n + j] = K.ends[k0 + j]! + keyShift
+      b.valueStart[n + j] = vs
+      b.valueEnd[n + j] = V.ends[v0 + j]! + valueShift
+      b.line[n + j] = span.base + from + j
+      b.order[n + j] = span.base + from + j
+      if (j > 0) {
+        buf.writeUInt32LE(SPACES, ks - 4)
+        buf.writeUInt32LE(SPACES, vs - 4)
+      }
+    }
+    if (
+      (runs.keyUtf8 && !isUtf8(buf.subarray(used, valueAt))) ||
+      (runs.valueUtf8 && !isUtf8(buf.subarray(valueAt, valueAt + (vEnd - vBase))))
+    ) {
+      for (let row = from; row < from + m; row++) span.bytes(row)
+      throw new Error(`parquet rows ${span.base + from}..${span.base + from + m - 1}: text failed a UTF-8 check no row fails`)
+    }
+    b.kinds.keys[span.keyKind] += m
+    b.kinds.values[span.valueKind] += m
+    this.n = n + m
+    this.used = valueAt + (vEnd - vBase)
+    return from + m
+  }
+
   take(): RecordBatch {
     this.batch.count = this.n
     this.handedOut = true
@@ -193,7 +270,27 @@ async function* parquetBatches(path: string, opts: ReadOptions): AsyncGenerator<
   const batch = new CopiedBatch()
   for await (const span of readParquetSpans(path, opts)) {
     opts.signal?.throwIfAborted()
-    for (let row = span.from; row < span.to; row++) {
+    let from = span.from
+    if (span.runs !== undefined) {
+      while (from < span.to) {
+        const next = batch.addPlainRows(span, span.runs, from, span.to)
+        if (next > from) {
+          from = next
+          continue
+        }
+        // Nothing fit: hand the batch out, or take the row one by one (a null, a bad key,
+        // or a row larger than an empty batch's buffer).
+        if (batch.count > 0) {
+          yield batch.take()
+          continue
+        }
+        const [key, value] = span.bytes(from)
+        batch.add(key, value, span.base + from, span.base + from, span.keyKind, span.valueKind)
+        from++
+      }
+      continue
+    }
+    for (let row = from; row < span.to; row++) {
       const [key, value] = span.bytes(row)
       // The span's bytes stay valid while this generator is suspended: its columns only
       // move on when the next span is pulled.

@@ -32,6 +32,15 @@ interface Slices {
   readonly ends: Int32Array
 }
 
+/**
+ * A decoded PLAIN BYTE_ARRAY page: its values lie in `buf` in row order, each after its
+ * 4-byte length (value i ends where value i+1's length begins), so a run of rows is one
+ * range of `buf`. Index i is row rowStart + i; starts[i] = -1 marks a null.
+ */
+export interface PlainRun extends Slices {
+  readonly rowStart: number
+}
+
 type Dictionary = { readonly slices: Slices } | { readonly values: ArrayLike<unknown> }
 
 const DICTIONARY_ENCODINGS = new Set(['PLAIN_DICTIONARY', 'RLE_DICTIONARY'])
@@ -42,6 +51,8 @@ export class ColumnCursor {
   /** End of the decoded page: rows [rowStart, available) can be read. */
   available = 0
   private slices: Slices | undefined
+  /** The slices are a PLAIN BYTE_ARRAY page's (see PlainRun). */
+  private plainPage = false
   private values: ArrayLike<unknown> | undefined
   private dictionary: Dictionary | undefined
   private readonly byteArray: boolean
@@ -71,11 +82,19 @@ export class ColumnCursor {
     return value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value
   }
 
+  /** The decoded page as a PlainRun, when it is one (undefined for other encodings and types). */
+  plainRun(): PlainRun | undefined {
+    const slices = this.slices
+    if (!this.plainPage || slices === undefined) return undefined
+    return { buf: slices.buf, starts: slices.starts, ends: slices.ends, rowStart: this.rowStart }
+  }
+
   /** Decodes the next data page; false when the chunk has no more. */
   async advance(): Promise<boolean> {
     // Let the decoded page go before the next one is read: pages may be ~100 MB (DuckDB).
     this.slices = undefined
     this.values = undefined
+    this.plainPage = false
     for (;;) {
       const page = await this.pages.next()
       if (page === undefined) return false
@@ -131,6 +150,7 @@ export class ColumnCursor {
     if (this.byteArray && (encoding === 'PLAIN' || DICTIONARY_ENCODINGS.has(encoding))) {
       this.values = undefined
       this.slices = encoding === 'PLAIN' ? this.plainSlices(data, 0, present, defLevels) : this.dictionarySlices(data, present, defLevels)
+      this.plainPage = encoding === 'PLAIN' && this.meta.type === 'BYTE_ARRAY'
       return
     }
     this.slices = undefined

@@ -45,6 +45,12 @@ export interface ColumnType {
   value(raw: RawValue): Buffer
   /** JSON text of the value, for whole-row values. */
   json(raw: RawValue): string
+  /**
+   * Set when key() and value() return the stored bytes themselves: 'utf8' after checking
+   * them (text), 'raw' as they are (binary). The batch reader then copies runs of rows
+   * without a call per row (record-batch.ts).
+   */
+  readonly storedBytes?: 'utf8' | 'raw'
 }
 
 const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1')
@@ -59,6 +65,7 @@ function text(describe: string, name: string): ColumnType {
     describe,
     valueKind: 'string',
     keyKind: 'string',
+    storedBytes: 'utf8',
     key: checked,
     value: checked,
     json: (raw) => JSON.stringify(checked(raw).toString('utf8')),
@@ -70,6 +77,7 @@ function binary(describe: string): ColumnType {
     describe,
     valueKind: 'bytes',
     keyKind: 'bytes',
+    storedBytes: 'raw',
     key: (raw) => raw as Buffer,
     value: (raw) => raw as Buffer,
     json: (raw) => JSON.stringify((raw as Buffer).toString('base64')),
@@ -173,7 +181,14 @@ export function columnType(element: SchemaElement): ColumnType | string {
     case 'GEOGRAPHY':
       return binary(`${logical.type} (WKB)`)
     case 'NULL':
-      return { ...binary('NULL'), valueKind: 'json', keyKind: undefined, value: () => latin1('null'), json: () => 'null' }
+      return {
+        ...binary('NULL'),
+        storedBytes: undefined,
+        valueKind: 'json',
+        keyKind: undefined,
+        value: () => latin1('null'),
+        json: () => 'null',
+      }
     case undefined:
       break
     default:

@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { isStoreError } from '../../../../common/errors'
 import { BATCH_RECORDS, readRecordBatches } from '../../../../formats/input/record-batch'
@@ -144,6 +145,65 @@ describe('Parquet straight into batches (no record objects)', () => {
       parts.push(...got.recs)
     }
     expect(parts).toEqual(want.recs)
+  })
+
+  test('PLAIN text pages are taken as runs of rows: binary values, empty keys, a value past the batch buffer, same as readInput', async () => {
+    const many = Array.from({ length: 7000 }, (_, i) => ({
+      key: `k${i}`,
+      value: i === 3000 ? 'z'.repeat(1_500_000) : `v${i}-${'é'.repeat(i % 9)}`,
+      blob: Buffer.from([0xff, i & 0xff, 0x00, 0xc3]),
+    }))
+    const path = await writeParquet(join(dir, `${seq++}.parquet`), { key: 'VARCHAR', value: 'VARCHAR', blob: 'BLOB' }, many, {
+      rowGroupSize: 4096,
+    })
+    // The run path is taken (DuckDB writes these columns PLAIN): otherwise this test would
+    // only compare the per-row path with itself.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { readParquetSpans } = require('../../../../formats/input/parquet') as typeof import('../../../../formats/input/parquet')
+    let spans = 0
+    let runs = 0
+    for await (const span of readParquetSpans(path, {})) {
+      spans++
+      if (span.runs !== undefined) runs++
+    }
+    expect(runs).toBe(spans)
+    for (const opts of [{}, { valueField: 'blob' }]) {
+      const want = await viaRecords(path, 'parquet', opts)
+      expect(want.recs).toHaveLength(many.length)
+      expect((await viaBatches(path, 'parquet', opts)).recs).toEqual(want.recs)
+    }
+    const empty = many.map((r, i) => (i === 5000 ? { ...r, key: '' } : r))
+    const bad = await writeParquet(join(dir, `${seq++}.parquet`), { key: 'VARCHAR', value: 'VARCHAR' }, empty, { rowGroupSize: 4096 })
+    const message = await messageOf(() => viaBatches(bad, 'parquet'))
+    expect(message).toBe(`${bad}: row 5000: empty key`)
+    expect(message).toBe(await messageOf(() => viaRecords(bad, 'parquet')))
+  })
+
+  test('invalid UTF-8 inside a run: the row is named, even where the next length byte would complete the sequence', async () => {
+    // Row 500 ends in 0xc3 (a lead byte without its continuation); row 501's value is 169
+    // bytes long, so its length starts with 0xa9: together, c3 a9 would be a valid "é".
+    const texts = Array.from({ length: 2000 }, (_, i) => ({
+      key: `k${i}`,
+      value: i === 500 ? 'MARK-é' : i === 501 ? 'w'.repeat(169) : i === 1500 ? 'MID-é-x' : `v${i}`,
+    }))
+    const good = await writeParquet(join(dir, `${seq++}.parquet`), { key: 'VARCHAR', value: 'VARCHAR' }, texts, { codec: 'uncompressed' })
+    const corrupt = (marker: string, fix: (bytes: Buffer, at: number) => void, name: string): string => {
+      const bytes = readFileSync(good)
+      fix(bytes, bytes.indexOf(Buffer.from(marker)) + Buffer.byteLength(marker) - 2)
+      const path = join(dir, name)
+      writeFileSync(path, bytes)
+      return path
+    }
+    // 'MARK-é' -> 'MARK-A' + 0xc3: the value ends inside a character.
+    const atEnd = corrupt('MARK-é', (b, at) => ((b[at] = 0x41), (b[at + 1] = 0xc3)), `${seq++}-end.parquet`)
+    const endMessage = await messageOf(() => viaBatches(atEnd, 'parquet'))
+    expect(endMessage).toBe(`${atEnd}: row 500: invalid UTF-8 in STRING column 'value'`)
+    expect(endMessage).toBe(await messageOf(() => viaRecords(atEnd, 'parquet')))
+    // 'MID-é-x' -> 0xc3 0x28: invalid in the middle of a value.
+    const inside = corrupt('MID-é', (b, at) => (b[at + 1] = 0x28), `${seq++}-mid.parquet`)
+    const midMessage = await messageOf(() => viaBatches(inside, 'parquet'))
+    expect(midMessage).toBe(`${inside}: row 1500: invalid UTF-8 in STRING column 'value'`)
+    expect(midMessage).toBe(await messageOf(() => viaRecords(inside, 'parquet')))
   })
 
   test('a null key deep in the file: the same error, naming the row', async () => {
