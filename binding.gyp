@@ -15,9 +15,11 @@
         "native/napi-util.c",
         "native/scan-napi.c",
         "native/unaccounted-window.cc",
-        "native/xxh64.c"
+        "native/xxh64.c",
+        "native/zstd-napi.c"
       ],
       "defines": ["NAPI_VERSION=8"],
+      "libraries": ["-ldl", "-lpthread"],
       "cflags": ["-Wall", "-Wextra", "-Werror"],
       "cflags_c": ["-std=c11"],
       "cflags_cc": ["-std=gnu++17", "-Wno-unused-parameter"],

@@ -103,6 +103,12 @@ export interface NativeFunctions {
   /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
   prefetch(windows: readonly ArrayBufferLike[]): Promise<number>
   createLookup(spec: LookupSpec): LookupFunctions
+  /**
+   * ZSTD frames of `src` decompressed into `dst` (sized by the caller); the bytes written,
+   * or -1 when the system's libzstd is not there. Throws when the data does not fit or
+   * is corrupt. Twin: formats/input/parquet/codecs.ts (fzstd).
+   */
+  zstdDecompress(src: Uint8Array, dst: Uint8Array): number
 }
 
 /** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
@@ -224,5 +230,6 @@ function wrap(raw: RawAddon): NativeFunctions {
     scanIndex: raw.scanIndex,
     prefetch: raw.prefetch,
     createLookup: raw.createLookup,
+    zstdDecompress: raw.zstdDecompress,
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Page decompression for every codec writers use. Native code where Node has it: snappy
- * through the `snappy` addon, GZIP and BROTLI through node:zlib, ZSTD through
- * `@mongodb-js/zstd` (prebuilt like `snappy`; node:zlib has no zstd before Node 22.15).
+ * through the `snappy` addon, GZIP and BROTLI through node:zlib, ZSTD through the system's
+ * libzstd in rostore's addon where it is found, else `@mongodb-js/zstd` (prebuilt like
+ * `snappy`; node:zlib has no zstd before Node 22.15).
  * Its API is asynchronous (libuv's thread pool), so `decompressAsync` is the one the page
  * reader uses. The synchronous `decompress` serves hyparquet's nested-column assembly,
  * with fzstd (pure JavaScript, about 10× slower) for ZSTD. The small LZ4 block decoder
@@ -11,6 +12,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { decompress as zstdNative } from '@mongodb-js/zstd'
 import { decompress as zstdDecompress } from 'fzstd'
 import { uncompressSync as snappyUncompress } from 'snappy'
+import { nativeFunctions } from '../../../common/native'
 
 export const SUPPORTED_CODECS = ['UNCOMPRESSED', 'SNAPPY', 'GZIP', 'ZSTD', 'LZ4_RAW', 'LZ4', 'BROTLI'] as const
 export type Codec = (typeof SUPPORTED_CODECS)[number]
@@ -37,9 +39,39 @@ export function decompress(codec: Codec, input: Uint8Array, size: number): Uint8
   return out
 }
 
-/** As `decompress`, with ZSTD on a native thread. */
+/**
+ * ZSTD into a buffer of the page's size: the addon's call into the system's libzstd (no
+ * growing output, no copy), or undefined where that is not available.
+ */
+function zstdInto(input: Uint8Array, size: number): Uint8Array | undefined {
+  const native = nativeFunctions()
+  if (native === undefined) return undefined
+  const out = Buffer.allocUnsafe(size)
+  let n: number
+  try {
+    n = native.zstdDecompress(input, out)
+  } catch (err) {
+    throw new CodecError(`ZSTD data does not decompress: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+  }
+  if (n < 0) return undefined
+  if (n !== size) throw new CodecError(`ZSTD data decompresses to ${n} bytes, the page header says ${size}`)
+  return out
+}
+
+/** The addon's zstdDecompress in JavaScript (fzstd): the same result, for tests and ROSTORE_NATIVE=0. */
+export function zstdDecompressJs(src: Uint8Array, dst: Uint8Array): number {
+  // Without an output buffer fzstd reads every frame; given one, it would stop silently at its end.
+  const out = zstdDecompress(src)
+  if (out.length > dst.length) throw new CodecError(`ZSTD data decompresses to more than ${dst.length} bytes`)
+  dst.set(out)
+  return out.length
+}
+
+/** As `decompress`, with ZSTD in the addon (libzstd), else on a native thread (@mongodb-js/zstd). */
 export async function decompressAsync(codec: Codec, input: Uint8Array, size: number): Promise<Uint8Array> {
   if (codec !== 'ZSTD') return decompress(codec, input, size)
+  const direct = zstdInto(input, size)
+  if (direct !== undefined) return direct
   let out: Uint8Array
   try {
     out = await zstdNative(Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength))
