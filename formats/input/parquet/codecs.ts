@@ -9,9 +9,9 @@
  * below reads LZ4_RAW and the old LZ4 codec. LZO is refused by the caller.
  */
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
-import { decompress as zstdNative } from '@mongodb-js/zstd'
-import { decompress as zstdDecompress } from 'fzstd'
-import { uncompressSync as snappyUncompress } from 'snappy'
+import type * as MongoZstd from '@mongodb-js/zstd'
+import type * as Fzstd from 'fzstd'
+import type * as Snappy from 'snappy'
 import { nativeFunctions } from '../../../common/native'
 
 export const SUPPORTED_CODECS = ['UNCOMPRESSED', 'SNAPPY', 'GZIP', 'ZSTD', 'LZ4_RAW', 'LZ4', 'BROTLI'] as const
@@ -20,6 +20,19 @@ export type Codec = (typeof SUPPORTED_CODECS)[number]
 export function isSupportedCodec(codec: string): codec is Codec {
   return (SUPPORTED_CODECS as readonly string[]).includes(codec)
 }
+
+// Each codec's library is loaded when a page first needs it: every build worker thread
+// loads this module, and most files use one codec (~20 ms of CPU per library and thread).
+/* eslint-disable @typescript-eslint/no-require-imports */
+let snappyLib: typeof Snappy | undefined
+let fzstdLib: typeof Fzstd | undefined
+let mongoZstdLib: typeof MongoZstd | undefined
+const snappyUncompress = (input: Uint8Array): Buffer =>
+  (snappyLib ??= require('snappy') as typeof Snappy).uncompressSync(input as Buffer, { asBuffer: true }) as Buffer
+const zstdDecompress = (input: Uint8Array, out?: Uint8Array): Uint8Array =>
+  (fzstdLib ??= require('fzstd') as typeof Fzstd).decompress(input, out)
+const zstdNative = (input: Buffer): Promise<Buffer> => (mongoZstdLib ??= require('@mongodb-js/zstd') as typeof MongoZstd).decompress(input)
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** A codec's failure or a size that differs from the page header's. */
 export class CodecError extends Error {
@@ -87,7 +100,7 @@ function run(codec: Codec, input: Uint8Array, size: number): Uint8Array {
     case 'UNCOMPRESSED':
       return input
     case 'SNAPPY':
-      return snappyUncompress(input, { asBuffer: true }) as Buffer
+      return snappyUncompress(input)
     case 'GZIP':
       // Several concatenated gzip members are one stream to gunzip, as the spec allows.
       return gunzipSync(input, { maxOutputLength: Math.max(size, 1) })
