@@ -8,60 +8,16 @@
  *
  * Prints a markdown table on stdout; progress goes to stderr. MB = 10^6 bytes.
  */
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { join } from 'node:path'
 import { buildStore } from '../builder/engines/local/build-job'
-import { parseCluster } from '../cluster/cluster'
 import { prepareHadoopJob } from '../builder/engines/hadoop/print-command'
+import { fileTree } from '../testkit/file-tree'
 import { runFinalize, runHarness } from '../testkit/hadoop-harness'
+import { arg, engineBenchCluster, log, writeEngineTsv } from './engine-input'
 
 const MB = 1e6
-
-function arg(flag: string, fallback: string): string {
-  const i = process.argv.indexOf(flag)
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback
-}
-
-function log(msg: string): void {
-  process.stderr.write(`${msg}\n`)
-}
-
-function writeTsv(path: string, records: number, valueBytes: number): number {
-  const fd = openSync(path, 'w')
-  const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
-  let size = 0
-  let parts: string[] = []
-  let x = 12345
-  for (let i = 0; i < records; i++) {
-    let v = ''
-    for (let j = 0; j < valueBytes; j++) {
-      x = (Math.imul(x, 1103515245) + 12345) & 0x7fffffff
-      v += alphabet[x % alphabet.length]
-    }
-    parts.push(`user:${i.toString(36)}\t${v}\n`)
-    if (parts.length === 10000) {
-      size += writeSync(fd, parts.join(''))
-      parts = []
-    }
-  }
-  if (parts.length > 0) size += writeSync(fd, parts.join(''))
-  closeSync(fd)
-  return size
-}
-
-function files(dir: string): Map<string, Buffer> {
-  const m = new Map<string, Buffer>()
-  const walk = (d: string): void => {
-    for (const n of readdirSync(d).sort()) {
-      const p = join(d, n)
-      if (statSync(p).isDirectory()) walk(p)
-      else m.set(relative(dir, p), readFileSync(p))
-    }
-  }
-  walk(dir)
-  return m
-}
 
 function dirBytes(dir: string, pattern: RegExp): number {
   return readdirSync(dir)
@@ -76,14 +32,8 @@ async function main(): Promise<void> {
   try {
     const input = join(root, 'input.tsv')
     log(`writing ${records} records...`)
-    const inputBytes = writeTsv(input, records, valueBytes)
-    const cluster = parseCluster({
-      name: 'bench',
-      nodes: [
-        { id: 0, host: '127.0.0.1', port: 7000, partitions: [0, 2, 4] },
-        { id: 1, host: '127.0.0.1', port: 7001, partitions: [1, 3, 5] },
-      ],
-    })
+    const inputBytes = writeEngineTsv(input, records, valueBytes)
+    const cluster = engineBenchCluster()
     const base = { inputs: [input], format: 'tsv' as const, cluster, store: 'bench', version: 1, replication: 1, chunks: 4 }
 
     log('local engine...')
@@ -108,8 +58,8 @@ async function main(): Promise<void> {
     const hadoopSeconds = (Date.now() - t1) / 1000
     const shuffleBytes = dirBytes(work, /\.sorted$/)
 
-    const a = files(join(root, 'local'))
-    const b = files(join(root, 'hadoop'))
+    const a = fileTree(join(root, 'local'))
+    const b = fileTree(join(root, 'hadoop'))
     const identical = a.size === b.size && [...a].every(([n, bytes]) => b.get(n)?.equals(bytes) === true)
 
     const rate = (s: number): string => `${(records / s / 1000).toFixed(0)}k`

@@ -12,49 +12,17 @@
  * Prints markdown on stdout; progress goes to stderr. MB = 10^6 bytes.
  */
 import { spawnSync } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildStore } from '../builder/engines/local/build-job'
 import { buildOnRay } from '../builder/engines/ray/ray-build'
-import { parseCluster } from '../cluster/cluster'
 import { cliPath } from '../common/paths'
 import { fileTree } from '../testkit/file-tree'
 import { startRayCluster } from '../testkit/ray-cluster'
+import { arg, engineBenchCluster, log, writeEngineTsv } from './engine-input'
 
 const MB = 1e6
-
-function arg(flag: string, fallback: string): string {
-  const i = process.argv.indexOf(flag)
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback
-}
-
-function log(msg: string): void {
-  process.stderr.write(`${msg}\n`)
-}
-
-function writeTsv(path: string, records: number, valueBytes: number): number {
-  const fd = openSync(path, 'w')
-  const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
-  let size = 0
-  let parts: string[] = []
-  let x = 12345
-  for (let i = 0; i < records; i++) {
-    let v = ''
-    for (let j = 0; j < valueBytes; j++) {
-      x = (Math.imul(x, 1103515245) + 12345) & 0x7fffffff
-      v += alphabet[x % alphabet.length]
-    }
-    parts.push(`user:${i.toString(36)}\t${v}\n`)
-    if (parts.length === 10000) {
-      size += writeSync(fd, parts.join(''))
-      parts = []
-    }
-  }
-  if (parts.length > 0) size += writeSync(fd, parts.join(''))
-  closeSync(fd)
-  return size
-}
 
 function same(a: string, b: string): boolean {
   const x = fileTree(a)
@@ -81,14 +49,8 @@ async function main(): Promise<void> {
   try {
     const input = join(root, 'input.tsv')
     log(`writing ${records} records...`)
-    const inputBytes = writeTsv(input, records, valueBytes)
-    const cluster = parseCluster({
-      name: 'bench',
-      nodes: [
-        { id: 0, host: '127.0.0.1', port: 7000, partitions: [0, 2, 4] },
-        { id: 1, host: '127.0.0.1', port: 7001, partitions: [1, 3, 5] },
-      ],
-    })
+    const inputBytes = writeEngineTsv(input, records, valueBytes)
+    const cluster = engineBenchCluster()
     const base = { inputs: [input], format: 'tsv' as const, cluster, store: 'bench', version: 1, replication: 1, chunks: 4 }
     const splitBytes = Math.max(1 << 20, Math.ceil(inputBytes / (4 * cores)))
 

@@ -143,12 +143,7 @@ class CopiedBatch {
 
   add(key: Buffer, value: Buffer, line: number, order: number, keyKind: KeyKind, valueKind: ValueKind): void {
     const b = this.batch
-    if (this.handedOut) {
-      this.handedOut = false
-      this.n = 0
-      this.used = 0
-      clearKinds(b.kinds)
-    }
+    this.reopenIfTaken()
     const size = key.length + value.length
     if (size > b.buf.length) b.buf = Buffer.allocUnsafe(size)
     const n = this.n
@@ -181,12 +176,7 @@ class CopiedBatch {
    */
   addPlainRows(span: ParquetRowSpan, runs: PlainRuns, from: number, to: number): number {
     const b = this.batch
-    if (this.handedOut) {
-      this.handedOut = false
-      this.n = 0
-      this.used = 0
-      clearKinds(b.kinds)
-    }
+    this.reopenIfTaken()
     const { key: K, value: V } = runs
     const n = this.n
     const used = this.used
@@ -240,6 +230,15 @@ class CopiedBatch {
     this.n = n + m
     this.used = valueAt + (vEnd - vBase)
     return from + m
+  }
+
+  /** After take(), the next record starts a new batch in the same arrays. */
+  private reopenIfTaken(): void {
+    if (!this.handedOut) return
+    this.handedOut = false
+    this.n = 0
+    this.used = 0
+    clearKinds(this.batch.kinds)
   }
 
   take(): RecordBatch {
