@@ -18,9 +18,11 @@ export type { ColumnMetaData, DataReader, FileMetaData, PageHeader, SchemaElemen
 
 type Output = unknown[] | Int32Array | BigInt64Array
 
-interface HyparquetMain {
+interface HyparquetMetadata {
   parquetMetadata(footer: Uint8Array): FileMetaData
   parquetSchema(metadata: { schema: FileMetaData['schema'] }): SchemaTree
+}
+interface HyparquetRead {
   parquetRead(options: ParquetReadOptions): Promise<void>
 }
 interface HyparquetColumn {
@@ -39,13 +41,20 @@ interface HyparquetDelta {
   deltaByteArray(reader: DataReader, count: number, output: Uint8Array[]): void
 }
 
-const main = require('hyparquet') as HyparquetMain
+// The modules used, not the package index (which loads every reader, its query engine and
+// codecs: 35 ms against 18 ms in each build worker thread); parquetRead only for nested columns.
+const metadata = require('hyparquet/src/metadata.js') as HyparquetMetadata
 const column = require('hyparquet/src/column.js') as HyparquetColumn
 const encoding = require('hyparquet/src/encoding.js') as HyparquetEncoding
 const plain = require('hyparquet/src/plain.js') as HyparquetPlain
 const delta = require('hyparquet/src/delta.js') as HyparquetDelta
 
-export const { parquetMetadata, parquetSchema, parquetRead } = main
+export const { parquetMetadata, parquetSchema } = metadata
+let read: HyparquetRead | undefined
+export function parquetRead(options: ParquetReadOptions): Promise<void> {
+  read ??= require('hyparquet/src/read.js') as HyparquetRead
+  return read.parquetRead(options)
+}
 export const { parquetHeader } = column
 export const { readRleBitPackedHybrid, byteStreamSplit } = encoding
 export const { readPlain } = plain
