@@ -81,11 +81,13 @@ getting the bytes: each worker reads its row groups' column chunks whole (DuckDB
 ~14 MB here), decompresses them and copies keys and values into its batches. Since this session the PLAIN text and binary
 pages (what DuckDB, Spark, pyarrow and Polars write for string keys and values) are copied a run of rows at a time, one range
 per column, with one UTF-8 check per range (formats/input/record-batch.ts, addPlainRows): the batch reader went from 2.1M to
-4.0M rows/s and the Snappy build from 0.75x to 0.86x the TSV rate. What is left is the decompression and ~170 MB more
+2.6-4.0M rows/s (runs differ) and the Snappy build from 0.75x to 0.85x the TSV rate. What is left is the decompression and ~170 MB more
 memory than the TSV build (stored and decompressed pages of two columns per worker), whose first touch costs system time on
 this VM (see "Build (all cores) vs LMDB bulk load").`,
 
-  'build-parquet-zstd': `As for Snappy (above), plus the codec. Since this session ZSTD pages decompress through the system's libzstd in the
+  'build-parquet-zstd': `A Parquet build does the same map, sort and reduce as the TSV build; what differs is getting the bytes (reading column
+chunks, decompressing, copying values into batches: PLAIN pages a run of rows at a time since this session, which took
+Snappy from 0.75x to 0.85x) and the codec. Since this session ZSTD pages decompress through the system's libzstd in the
 addon, straight into a buffer of the page's size (the npm binding before grew its output: a 1M-row build 2.51 -> 2.37 s), and
 a ZSTD build no longer loads the npm zstd libraries in every worker thread. The profile of a build worker now shows the
 decompression itself, ~0.28 s per worker for its half of 1M rows of 100 B (random values barely compress, so ZSTD spends its
