@@ -148,7 +148,7 @@ function dispatch(
 }
 
 /** `/admin/stores/<s>/dump/...`: the streams a read token may open too (routes/stream-dump.ts). */
-function isStreamPath(segments: readonly string[]): boolean {
+export function isStreamPath(segments: readonly string[]): boolean {
   return segments.length === 5 && segments[1] === 'stores' && segments[3] === 'dump'
 }
 

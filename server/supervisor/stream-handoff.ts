@@ -2,6 +2,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import { Socket } from 'node:net'
 import { TLSSocket } from 'node:tls'
 import type { Logger } from '../log'
+import { isStreamPath } from '../request-handler'
 
 /**
  * A stream (the dump routes, server/routes/stream-dump.ts) leaves a multi-process node from
@@ -52,8 +53,9 @@ export function canHandOff(req: IncomingMessage, hasChannel = typeof process.sen
   if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) return false
   const url = req.url ?? ''
   const q = url.indexOf('?')
-  const segments = (q < 0 ? url : url.slice(0, q)).split('/')
-  return segments.length === 6 && segments[0] === '' && segments[1] === 'admin' && segments[2] === 'stores' && segments[4] === 'dump'
+  const path = q < 0 ? url : url.slice(0, q)
+  const segments = path.slice(1).split('/')
+  return path.startsWith('/') && segments[0] === 'admin' && isStreamPath(segments)
 }
 
 /** The head to replay: the request line and headers as received, with `Connection: close`. */
