@@ -74,7 +74,11 @@ export interface DrainOptions {
    * first is then no way to refuse connections: the primary accepts until every worker has
    * closed, and a connection it hands to a worker that has just closed waits in the primary
    * with nowhere to go until the node exits. So a shared listener stays open while the
-   * drain runs, resets every connection that arrives meanwhile, and closes last.
+   * drain runs and resets every connection that arrives meanwhile; the caller closes it
+   * (closeListener) once every listener of the process has drained. Closing each as its own
+   * drain ends is not enough: an idle RESP listener would close while an HTTP request still
+   * holds the process, and when that makes it the node's last, the race above is open for
+   * the whole drain.
    */
   readonly shared?: boolean
 }
@@ -109,8 +113,12 @@ export async function drainHttpServer(
   clearInterval(sweep)
   clearTimeout(timer)
   if (!inTime) server.closeAllConnections()
-  if (opts.shared) await new Promise<void>((resolve) => server.close(() => resolve()))
   return inTime
+}
+
+/** Resolves once the listener is closed (see DrainOptions.shared for when). */
+export function closeListener(server: { close(done: () => void): unknown }): Promise<void> {
+  return new Promise<void>((resolve) => server.close(() => resolve()))
 }
 
 /** Resolves once the server holds no connection (checked as they close, and every 50 ms). */

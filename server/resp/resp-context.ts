@@ -119,7 +119,8 @@ export interface RespServer {
    * Stop accepting; connections get the replies of the commands they already sent and are
    * then closed; after `drainMs` (default 5,000) the rest are cut. Resolves true when
    * everything drained in time. Idempotent. A `shared` listener (a serving worker's) stays
-   * open until the drain is done and resets what arrives meanwhile (DrainOptions).
+   * open and resets what arrives; the caller closes it with closeListener (DrainOptions).
    */
   close(drainMs?: number, opts?: DrainOptions): Promise<boolean>
+  closeListener(): Promise<void>
 }

@@ -6,7 +6,7 @@ import { errorMessage, StoreError, isStoreError } from '../../common/errors'
 import { RespWriter } from '../../formats/wire/resp-writer'
 import { argBytes, CommandTable, quoteArg, wrongArity, type RespService } from './command-table'
 import { COMMANDS, WRITE_COMMANDS } from './commands'
-import type { DrainOptions } from '../http-listener'
+import { closeListener, type DrainOptions } from '../http-listener'
 import { RespConnection, type ConnectionHost } from './connection'
 import { Forwarder } from './forwarder'
 import { KeyReads } from './key-reads'
@@ -200,8 +200,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
    */
   close(drainMs = 5_000, opts: DrainOptions = {}): Promise<boolean> {
     this.closing ??= (async () => {
-      const closeListener = (): Promise<void> => new Promise<void>((resolve) => this.server.close(() => resolve()))
-      const stopped = opts.shared ? undefined : closeListener()
+      const stopped = opts.shared ? undefined : this.closeListener()
       const drained = new Promise<void>((resolve) => {
         this.allClosed = resolve
         if (this.connections.size === 0) resolve()
@@ -218,9 +217,14 @@ class Listener implements RespServer, RespService, ConnectionHost {
       clearTimeout(timer)
       for (const c of this.connections) c.destroy()
       this.forwarder.close()
-      await (stopped ?? closeListener())
+      await stopped
       return inTime
     })()
     return this.closing
+  }
+
+  /** Closes the listener; a `shared` one is closed by its caller after close() (see DrainOptions). */
+  closeListener(): Promise<void> {
+    return closeListener(this.server)
   }
 }

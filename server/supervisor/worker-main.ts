@@ -10,7 +10,7 @@ import { AddressBook } from '../../cluster/address-book'
 import { errorMessage, isStoreError, StoreError } from '../../common/errors'
 import { defaultOpenReader } from '../../swapper/open-version'
 import type { ReadContext } from '../context'
-import { createHttpServer, drainHttpServer, listen } from '../http-listener'
+import { closeListener, createHttpServer, drainHttpServer, listen } from '../http-listener'
 import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
 import { createRequestHandler, type RequestHandler } from '../request-handler'
@@ -135,6 +135,8 @@ async function shutdown(): Promise<boolean> {
     server && handler ? drainHttpServer(server, handler, drainMs, { shared: true }) : true,
     resp ? resp.close(drainMs, { shared: true }) : true,
   ])
+  // Last, together: while either drain held the process up, both kept resetting (DrainOptions).
+  await Promise.all([server ? closeListener(server) : undefined, resp?.closeListener()])
   const inTime = httpInTime && respInTime
   await stores?.close()
   // Exit after the reply is on its way.
