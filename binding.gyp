@@ -4,6 +4,7 @@
       "target_name": "rostore_native",
       "sources": [
         "native/addon.c",
+        "native/anon-memory.c",
         "native/batch-napi.c",
         "native/crc32.c",
         "native/index-scan.c",

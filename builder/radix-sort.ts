@@ -1,3 +1,5 @@
+import { workingMemory } from '../common/working-memory'
+
 /**
  * The sort of a mapper's buffer: record indices ordered by (bucket, hash bytes 0-3, hash
  * bytes 4-7), three u32 keys in typed arrays, by an LSD radix sort on 16-bit digits. A
@@ -9,8 +11,8 @@
 const DIGITS = 1 << 16
 
 export class RadixSorter {
-  private order = new Uint32Array(0)
-  private tmp = new Uint32Array(0)
+  private order: Uint32Array = new Uint32Array(0)
+  private tmp: Uint32Array = new Uint32Array(0)
   private readonly counts = new Uint32Array(DIGITS)
 
   /**
@@ -19,8 +21,8 @@ export class RadixSorter {
    */
   sort(n: number, buckets: Uint32Array, his: Uint32Array, los: Uint32Array): Uint32Array {
     if (this.order.length < n) {
-      this.order = new Uint32Array(n)
-      this.tmp = new Uint32Array(n)
+      this.order = new Uint32Array(workingMemory(4 * n))
+      this.tmp = new Uint32Array(workingMemory(4 * n))
     }
     let order = this.order
     let tmp = this.tmp

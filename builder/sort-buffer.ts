@@ -2,6 +2,7 @@ import { closeSync, openSync } from 'node:fs'
 import { readU32BE as readU32, writeU32BE } from '../common/bytes'
 import { writeAll } from '../common/sync-io'
 import { StoreError } from '../common/errors'
+import { workingMemory } from '../common/working-memory'
 import { MAPPED_HEADER_SIZE, encodeMapped, mappedSize, type MappedRecord } from './mapped-record'
 import { RadixSorter, sortTies } from './radix-sort'
 import type { StageTimes } from './stage-times'
@@ -60,11 +61,12 @@ export class SortBuffer {
   ) {
     const arenaBytes = Math.max(64 << 10, Math.min(Math.floor(budgetBytes * 0.8), 0x7fff0000))
     const maxRecords = Math.max(16, Math.floor((budgetBytes - arenaBytes) / PER_RECORD_OVERHEAD), Math.floor(arenaBytes / 256))
-    this.arena = Buffer.from(new SharedArrayBuffer(arenaBytes))
-    this.positions = new Uint32Array(maxRecords)
-    this.buckets = new Uint32Array(maxRecords)
-    this.his = new Uint32Array(maxRecords)
-    this.los = new Uint32Array(maxRecords)
+    // Touched once each, front to back: huge pages save most of their first-touch faults.
+    this.arena = Buffer.from(workingMemory(arenaBytes))
+    this.positions = new Uint32Array(workingMemory(4 * maxRecords))
+    this.buckets = new Uint32Array(workingMemory(4 * maxRecords))
+    this.his = new Uint32Array(workingMemory(4 * maxRecords))
+    this.los = new Uint32Array(workingMemory(4 * maxRecords))
   }
 
   get size(): number {
@@ -188,7 +190,7 @@ export class SortBuffer {
   /** Sorts what is buffered and hands the arena over as a memory run; the buffer is spent. */
   toMemoryRun(): MemoryRun {
     const order = this.sortedOrder()
-    const sorted = new Uint32Array(new SharedArrayBuffer(Math.max(4, order.length * 4)))
+    const sorted = new Uint32Array(workingMemory(Math.max(4, order.length * 4)))
     const segments: RunSegment[] = []
     let segStart = 0
     for (let i = 0; i < order.length; i++) {

@@ -109,6 +109,12 @@ export interface NativeFunctions {
    * is corrupt. Twin: formats/input/parquet/codecs.ts (fzstd).
    */
   zstdDecompress(src: Uint8Array, dst: Uint8Array): number
+  /**
+   * `bytes` of zero-filled memory in an anonymous mapping that asks for transparent huge
+   * pages (far fewer page faults on first touch); unmapped when collected. Throws when the
+   * mapping fails. See common/working-memory.ts.
+   */
+  anonBuffer(bytes: number): SharedArrayBuffer
 }
 
 /** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
@@ -231,5 +237,6 @@ function wrap(raw: RawAddon): NativeFunctions {
     prefetch: raw.prefetch,
     createLookup: raw.createLookup,
     zstdDecompress: raw.zstdDecompress,
+    anonBuffer: raw.anonBuffer,
   }
 }

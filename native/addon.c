@@ -1,10 +1,14 @@
 /*
  * rostore's native addon: module entry and the small synchronous functions (hashes,
  * page-cache control). The mapping, index-scan and lookup glue live in their own files.
- * No global mutable state: everything a call needs comes from its arguments or from the
- * data pointer of the function it calls, so the module loads in any number of threads.
+ * No global mutable state beyond once-initialised tables: everything a call needs comes from
+ * its arguments or from the data pointer of the function it calls, so the module loads in any
+ * number of threads.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,10 +69,26 @@ int ro_register_basic(napi_env env, napi_value exports) {
   return 0;
 }
 
+/*
+ * Node unloads an addon (dlclose) when the last worker thread that loaded it exits, but
+ * that thread's isolate frees its buffers after that, and the buffers made here (mapped
+ * windows, anonymous memory) free themselves through a function of this library: a call
+ * into unmapped code. Opening the library once more with RTLD_NODELETE keeps it loaded
+ * for the life of the process.
+ */
+static void pin_library(void) {
+  Dl_info self;
+  if (dladdr((void *)pin_library, &self) != 0 && self.dli_fname != NULL) dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE);
+}
+
+static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
+
 NAPI_MODULE_INIT() {
+  pthread_once(&pin_once, pin_library);
   ro_crc32_init();
   if (ro_register_basic(env, exports) != 0 || ro_register_map(env, exports) != 0 || ro_register_scan(env, exports) != 0 ||
-      ro_register_lookup(env, exports) != 0 || ro_register_batch(env, exports) != 0 || ro_register_zstd(env, exports) != 0) {
+      ro_register_lookup(env, exports) != 0 || ro_register_batch(env, exports) != 0 || ro_register_zstd(env, exports) != 0 ||
+      ro_register_anon(env, exports) != 0) {
     napi_throw_error(env, NULL, "rostore native: registration failed");
     return NULL;
   }

@@ -35,6 +35,7 @@ int ro_register_scan(napi_env env, napi_value exports);
 int ro_register_lookup(napi_env env, napi_value exports);
 int ro_register_batch(napi_env env, napi_value exports);
 int ro_register_zstd(napi_env env, napi_value exports);
+int ro_register_anon(napi_env env, napi_value exports);
 
 int ro_set_function(napi_env env, napi_value exports, const char *name, napi_callback cb);
 
