@@ -9,6 +9,7 @@
  * (parquet/column-cursor.ts); a split reads row groups [groupStart, groupEnd) and keeps
  * the rows' numbers in the whole file, so any cut gives the same records as one reader.
  */
+import { ScratchBuffer } from '../../common/working-memory'
 import { atRow, badInput, FieldError, libraryFailure } from './input-error'
 import { isSupportedCodec } from './parquet/codecs'
 import { ColumnCursor, type PlainRun } from './parquet/column-cursor'
@@ -80,10 +81,17 @@ export async function* readParquet(path: string, opts: ReadOptions = {}): AsyncG
 }
 
 /**
+ * Whether a span's bytes may live in buffers the reader reuses for the next pages
+ * ('reuse-pages': the batch reader, which copies every row before it asks for more; no
+ * fresh memory per page) or must stay valid as long as they are referenced ('fresh').
+ */
+export type SpanReuse = 'fresh' | 'reuse-pages'
+
+/**
  * The rows of a Parquet file as spans of decoded rows: the batch reader copies each span's
  * bytes without an object or an await per row.
  */
-export async function* readParquetSpans(path: string, opts: ReadOptions = {}): AsyncGenerator<ParquetRowSpan> {
+export async function* readParquetSpans(path: string, opts: ReadOptions = {}, reuse: SpanReuse = 'fresh'): AsyncGenerator<ParquetRowSpan> {
   if (opts.start !== undefined || opts.end !== undefined) {
     throw new RangeError('Parquet files cannot be read by byte range; split them by row group')
   }
@@ -103,7 +111,7 @@ export async function* readParquetSpans(path: string, opts: ReadOptions = {}): A
     for (let g = first; g < end; g++) {
       const rows = file.groupRows[g]!
       const base = file.groupStarts[g]!
-      const open = columns.map((column) => openColumn(file, path, g, column))
+      const open = columns.map((column) => openColumn(file, path, g, column, reuse))
       const keyCursor = open[0]!.cursor
       const valueCursor = value === undefined ? undefined : open.find((c) => c.column === value)!.cursor
       const rowCursors = value === undefined ? wholeRow.map((c) => open.find((o) => o.column === c)!) : []
@@ -208,7 +216,7 @@ function isFlat(field: SchemaTree): boolean {
   return field.children.length === 0 && field.element.repetition_type !== 'REPEATED'
 }
 
-function openColumn(file: ParquetFile, path: string, group: number, column: PlannedColumn): OpenColumn {
+function openColumn(file: ParquetFile, path: string, group: number, column: PlannedColumn, reuse: SpanReuse): OpenColumn {
   const rows = file.groupRows[group]!
   if (!column.flat) {
     return { column, cursor: new NestedColumn(file.handle, file.size, file.metadata, column.name, file.groupStarts[group]!, rows) }
@@ -225,7 +233,9 @@ function openColumn(file: ParquetFile, path: string, group: number, column: Plan
   if (start + length > file.size)
     throw badInput(path, `column '${column.name}' of row group ${group} runs past the end of the file (cut short?)`)
   const element = file.schema.children.find((f) => f.element.name === column.name)!.element
-  return { column, cursor: new ColumnCursor(new PageReader(file.handle, start, length), element, meta, meta.codec) }
+  const reused = reuse === 'reuse-pages'
+  const pages = new PageReader(file.handle, start, length, reused)
+  return { column, cursor: new ColumnCursor(pages, element, meta, meta.codec, reused ? new ScratchBuffer() : undefined) }
 }
 
 /** Column names for messages, cut short for very wide files. */

@@ -267,7 +267,8 @@ async function* parquetBatches(path: string, opts: ReadOptions): AsyncGenerator<
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { readParquetSpans } = require('./parquet') as typeof import('./parquet')
   const batch = new CopiedBatch()
-  for await (const span of readParquetSpans(path, opts)) {
+  // Every row is copied into the batch before the reader moves on: it may reuse its pages.
+  for await (const span of readParquetSpans(path, opts, 'reuse-pages')) {
     opts.signal?.throwIfAborted()
     let from = span.from
     if (span.runs !== undefined) {

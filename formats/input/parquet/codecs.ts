@@ -13,6 +13,7 @@ import type * as MongoZstd from '@mongodb-js/zstd'
 import type * as Fzstd from 'fzstd'
 import type * as Snappy from 'snappy'
 import { nativeFunctions } from '../../../common/native'
+import type { ScratchBuffer } from '../../../common/working-memory'
 
 export const SUPPORTED_CODECS = ['UNCOMPRESSED', 'SNAPPY', 'GZIP', 'ZSTD', 'LZ4_RAW', 'LZ4', 'BROTLI'] as const
 export type Codec = (typeof SUPPORTED_CODECS)[number]
@@ -56,10 +57,10 @@ export function decompress(codec: Codec, input: Uint8Array, size: number): Uint8
  * ZSTD into a buffer of the page's size: the addon's call into the system's libzstd (no
  * growing output, no copy), or undefined where that is not available.
  */
-function zstdInto(input: Uint8Array, size: number): Uint8Array | undefined {
+function zstdInto(input: Uint8Array, size: number, output?: ScratchBuffer): Uint8Array | undefined {
   const native = nativeFunctions()
   if (native === undefined) return undefined
-  const out = Buffer.allocUnsafe(size)
+  const out = output !== undefined ? output.take(size) : Buffer.allocUnsafe(size)
   let n: number
   try {
     n = native.zstdDecompress(input, out)
@@ -80,10 +81,14 @@ export function zstdDecompressJs(src: Uint8Array, dst: Uint8Array): number {
   return out.length
 }
 
-/** As `decompress`, with ZSTD in the addon (libzstd), else on a native thread (@mongodb-js/zstd). */
-export async function decompressAsync(codec: Codec, input: Uint8Array, size: number): Promise<Uint8Array> {
+/**
+ * As `decompress`, with ZSTD in the addon (libzstd), else on a native thread
+ * (@mongodb-js/zstd). Given `output`, the addon's ZSTD decompresses into it (no fresh
+ * memory per page); the other codecs may ignore it, so callers use the returned bytes.
+ */
+export async function decompressAsync(codec: Codec, input: Uint8Array, size: number, output?: ScratchBuffer): Promise<Uint8Array> {
   if (codec !== 'ZSTD') return decompress(codec, input, size)
-  const direct = zstdInto(input, size)
+  const direct = zstdInto(input, size, output)
   if (direct !== undefined) return direct
   let out: Uint8Array
   try {

@@ -9,6 +9,7 @@
  * (or the dictionary), and a Buffer is made only for the row asked for. Everything else
  * goes through hyparquet's decoders into one array per page.
  */
+import type { ScratchBuffer } from '../../../common/working-memory'
 import { decompressAsync, type Codec } from './codecs'
 import {
   byteStreamSplit,
@@ -58,11 +59,17 @@ export class ColumnCursor {
   private readonly byteArray: boolean
   private readonly optional: boolean
 
+  /**
+   * `pageBuffer`: decompress data pages into it, page after page (the caller copies what it
+   * keeps before the cursor advances). Without it every page gets fresh memory, which
+   * record readers need: their records hold slices of the page.
+   */
   constructor(
     private readonly pages: PageReader,
     private readonly element: SchemaElement,
     private readonly meta: ColumnMetaData,
     private readonly codec: Codec,
+    private readonly pageBuffer?: ScratchBuffer,
   ) {
     this.byteArray = meta.type === 'BYTE_ARRAY' || meta.type === 'FIXED_LEN_BYTE_ARRAY'
     this.optional = element.repetition_type !== 'REQUIRED'
@@ -101,7 +108,9 @@ export class ColumnCursor {
       const { header } = page
       if (header.type === 'DICTIONARY_PAGE') {
         const count = header.dictionary_page_header?.num_values ?? 0
-        const bytes = await decompressAsync(this.codec, page.bytes, header.uncompressed_page_size)
+        let bytes = await decompressAsync(this.codec, page.bytes, header.uncompressed_page_size)
+        // The dictionary outlives its page; stored bytes are in a window the reader reuses.
+        if (bytes === page.bytes && this.pages.reusesWindows) bytes = Buffer.from(bytes)
         this.dictionary = this.byteArray ? { slices: this.plainSlices(bytes, 0, count, undefined) } : { values: this.plain(bytes, count) }
         continue
       }
@@ -121,7 +130,7 @@ export class ColumnCursor {
       if (h === undefined) throw new PageError('data page without its header')
       rows = h.num_values
       encoding = h.encoding
-      data = await decompressAsync(this.codec, stored, header.uncompressed_page_size)
+      data = await decompressAsync(this.codec, stored, header.uncompressed_page_size, this.pageBuffer)
       if (this.optional) {
         if (h.definition_level_encoding !== 'RLE') throw new PageError(`definition levels in ${h.definition_level_encoding} encoding`)
         const reader = readerOf(data, 0)
@@ -141,7 +150,7 @@ export class ColumnCursor {
       }
       data = stored.subarray(levels)
       const size = header.uncompressed_page_size - levels
-      if (h.is_compressed !== false && size > 0) data = await decompressAsync(this.codec, data, size)
+      if (h.is_compressed !== false && size > 0) data = await decompressAsync(this.codec, data, size, this.pageBuffer)
     }
     let present = rows
     if (defLevels !== undefined) for (const d of defLevels) present -= d === 1 ? 0 : 1

@@ -1,10 +1,12 @@
 /**
  * The pages of one column chunk, read from the file in windows of about a mebibyte (or
  * one page, when a page is larger): memory per column is one window plus one
- * decompressed page, however large the row group. Windows are never reused, since
- * records may still hold slices of the page they came from.
+ * decompressed page, however large the row group. Windows are reused only where the
+ * reader asks for it (the build's batches copy every row): records of the record reader
+ * may still hold slices of the page they came from.
  */
 import type { FileHandle } from 'node:fs/promises'
+import { ScratchBuffer } from '../../../common/working-memory'
 import { parquetHeader, type PageHeader } from './hyparquet'
 
 const WINDOW_BYTES = 1 << 20
@@ -24,20 +26,35 @@ export class PageError extends Error {
 }
 
 export class PageReader {
-  private window = EMPTY
+  private window: Buffer = EMPTY
   /** File offset of window[0]. */
   private windowStart: number
   private pos: number
   private readonly end: number
 
+  /** Set when windows are read into one reused buffer (see `reusesWindows`). */
+  private readonly spare: ScratchBuffer | undefined
+
+  /**
+   * `reuseWindows`: read every window into one buffer. A page's stored bytes are then valid
+   * only until the next call of `next`, which suits a cursor that decompresses each page
+   * (or copies its rows) before it asks for the next one. `windowBytes`: tests make it small.
+   */
   constructor(
     private readonly file: FileHandle,
     start: number,
     length: number,
+    reuseWindows = false,
+    private readonly windowBytes = WINDOW_BYTES,
   ) {
+    this.spare = reuseWindows ? new ScratchBuffer() : undefined
     this.windowStart = start
     this.pos = start
     this.end = start + length
+  }
+
+  get reusesWindows(): boolean {
+    return this.spare !== undefined
   }
 
   /** The next page, or undefined at the end of the chunk. */
@@ -84,8 +101,8 @@ export class PageReader {
   /** Makes bytes [pos, pos + n) available in the window. */
   private async ensure(n: number): Promise<void> {
     if (this.pos + n <= this.windowStart + this.window.length) return
-    const length = Math.min(Math.max(n, WINDOW_BYTES), this.end - this.pos)
-    const window = Buffer.allocUnsafe(length)
+    const length = Math.min(Math.max(n, this.windowBytes), this.end - this.pos)
+    const window = this.spare !== undefined ? this.spare.take(length) : Buffer.allocUnsafe(length)
     const { bytesRead } = await this.file.read(window, 0, length, this.pos)
     if (bytesRead < n) throw new PageError(`the file ends inside a column chunk (at byte ${this.pos + bytesRead})`)
     this.window = window.subarray(0, bytesRead)
