@@ -36,8 +36,10 @@ export class ScratchBuffer {
 
   take(bytes: number): Buffer {
     if (bytes > this.buf.length) {
-      // Headroom, so pages that vary a little in size do not grow it page after page.
-      this.buf = Buffer.from(workingMemory(Math.ceil((bytes * 1.25) / HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES))
+      // Headroom, so pages that vary a little in size do not grow it page after page; whole
+      // huge pages only where it takes them (a small buffer rounded up would be mostly waste).
+      const want = Math.ceil(bytes * 1.25)
+      this.buf = Buffer.from(workingMemory(want >= HUGE_PAGE_BYTES ? Math.ceil(want / HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES : want))
     }
     return this.buf.subarray(0, bytes)
   }

@@ -108,10 +108,14 @@ export async function* readParquetSpans(path: string, opts: ReadOptions = {}, re
     const end = Math.min(opts.groupEnd ?? groups, groups)
     if (!Number.isSafeInteger(first) || first < 0 || end < first) throw new RangeError(`bad row group range [${first}, ${end})`)
     const columns = value !== undefined ? (value.name === key.name ? [key] : [key, value]) : [key, ...wholeRow.filter((c) => c !== key)]
+    // One window and one page buffer per column for the whole split, reused row group
+    // after row group (working memory is not counted by V8: buffers dropped per row group
+    // would pile up until a collection happened to run).
+    const buffers = columns.map(() => (reuse === 'reuse-pages' ? { window: new ScratchBuffer(), page: new ScratchBuffer() } : undefined))
     for (let g = first; g < end; g++) {
       const rows = file.groupRows[g]!
       const base = file.groupStarts[g]!
-      const open = columns.map((column) => openColumn(file, path, g, column, reuse))
+      const open = columns.map((column, i) => openColumn(file, path, g, column, buffers[i]))
       const keyCursor = open[0]!.cursor
       const valueCursor = value === undefined ? undefined : open.find((c) => c.column === value)!.cursor
       const rowCursors = value === undefined ? wholeRow.map((c) => open.find((o) => o.column === c)!) : []
@@ -216,7 +220,13 @@ function isFlat(field: SchemaTree): boolean {
   return field.children.length === 0 && field.element.repetition_type !== 'REPEATED'
 }
 
-function openColumn(file: ParquetFile, path: string, group: number, column: PlannedColumn, reuse: SpanReuse): OpenColumn {
+/** Buffers a column's cursor reuses from page to page (see SpanReuse). */
+interface ColumnBuffers {
+  readonly window: ScratchBuffer
+  readonly page: ScratchBuffer
+}
+
+function openColumn(file: ParquetFile, path: string, group: number, column: PlannedColumn, buffers: ColumnBuffers | undefined): OpenColumn {
   const rows = file.groupRows[group]!
   if (!column.flat) {
     return { column, cursor: new NestedColumn(file.handle, file.size, file.metadata, column.name, file.groupStarts[group]!, rows) }
@@ -233,9 +243,8 @@ function openColumn(file: ParquetFile, path: string, group: number, column: Plan
   if (start + length > file.size)
     throw badInput(path, `column '${column.name}' of row group ${group} runs past the end of the file (cut short?)`)
   const element = file.schema.children.find((f) => f.element.name === column.name)!.element
-  const reused = reuse === 'reuse-pages'
-  const pages = new PageReader(file.handle, start, length, reused)
-  return { column, cursor: new ColumnCursor(pages, element, meta, meta.codec, reused ? new ScratchBuffer() : undefined) }
+  const pages = new PageReader(file.handle, start, length, buffers?.window)
+  return { column, cursor: new ColumnCursor(pages, element, meta, meta.codec, buffers?.page) }
 }
 
 /** Column names for messages, cut short for very wide files. */

@@ -6,7 +6,7 @@
  * may still hold slices of the page they came from.
  */
 import type { FileHandle } from 'node:fs/promises'
-import { ScratchBuffer } from '../../../common/working-memory'
+import type { ScratchBuffer } from '../../../common/working-memory'
 import { parquetHeader, type PageHeader } from './hyparquet'
 
 const WINDOW_BYTES = 1 << 20
@@ -32,22 +32,18 @@ export class PageReader {
   private pos: number
   private readonly end: number
 
-  /** Set when windows are read into one reused buffer (see `reusesWindows`). */
-  private readonly spare: ScratchBuffer | undefined
-
   /**
-   * `reuseWindows`: read every window into one buffer. A page's stored bytes are then valid
-   * only until the next call of `next`, which suits a cursor that decompresses each page
-   * (or copies its rows) before it asks for the next one. `windowBytes`: tests make it small.
+   * `spare`: read every window into this buffer. A page's stored bytes are then valid only
+   * until the next call of `next`, which suits a cursor that decompresses each page (or
+   * copies its rows) before it asks for the next one. `windowBytes`: tests make it small.
    */
   constructor(
     private readonly file: FileHandle,
     start: number,
     length: number,
-    reuseWindows = false,
+    private readonly spare?: ScratchBuffer,
     private readonly windowBytes = WINDOW_BYTES,
   ) {
-    this.spare = reuseWindows ? new ScratchBuffer() : undefined
     this.windowStart = start
     this.pos = start
     this.end = start + length

@@ -22,6 +22,9 @@ async function columnValues(
   windowBytes: number,
 ): Promise<{ values: string[]; pages: number }> {
   const file = (await openParquet(path))!
+  // One window and one page buffer for every row group, as the batch reader keeps them.
+  const window = new ScratchBuffer()
+  const page = new ScratchBuffer()
   try {
     const values: string[] = []
     let pages = 0
@@ -32,8 +35,8 @@ async function columnValues(
         meta.dictionary_page_offset !== undefined && meta.dictionary_page_offset > 0n ? Number(meta.dictionary_page_offset) : undefined
       const start = dict !== undefined && dict < Number(meta.data_page_offset) ? dict : Number(meta.data_page_offset)
       const element = file.schema.children.find((f) => f.element.name === column)!.element
-      const reader = new PageReader(file.handle, start, Number(meta.total_compressed_size), reuse, windowBytes)
-      const cursor = new ColumnCursor(reader, element, meta, meta.codec as never, reuse ? new ScratchBuffer() : undefined)
+      const reader = new PageReader(file.handle, start, Number(meta.total_compressed_size), reuse ? window : undefined, windowBytes)
+      const cursor = new ColumnCursor(reader, element, meta, meta.codec as never, reuse ? page : undefined)
       const rows = Number(group.num_rows)
       for (let row = 0; row < rows; row++) {
         while (cursor.available <= row) {
