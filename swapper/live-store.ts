@@ -31,7 +31,7 @@ class CountedReader {
 
   constructor(
     readonly reader: StoreReader,
-    private readonly onClose: (reader: StoreReader, err?: unknown) => void,
+    private readonly onClose: (reader: StoreReader) => void,
   ) {
     this.drained = new Promise((resolve) => (this.resolveDrained = resolve))
   }
@@ -83,18 +83,17 @@ class CountedReader {
   private close(): void {
     if (this.closed) return
     this.closed = true
-    let error: unknown
-    try {
-      this.reader.close()
-    } catch (err) {
-      error = err
-    }
-    this.onClose(this.reader, error)
+    this.onClose(this.reader)
     this.resolveDrained()
   }
 }
 
 export interface LiveStoreEvents {
+  /**
+   * A replaced reader's last lease was released: whether its owner keeps it open (a
+   * rollback target served again later); otherwise it is closed now.
+   */
+  keepsReader?: (reader: StoreReader) => boolean
   /** An old reader was closed after its last lease was released. */
   onReaderClosed?: (version: number, err?: unknown) => void
   /** Requests still reading a replaced version were cut at the drain deadline. */
@@ -106,13 +105,35 @@ export class LiveStore {
   /** Replaced readers whose leases are still out. */
   private readonly retiring = new Set<CountedReader>()
 
-  private readonly noteClosed: (reader: StoreReader, err?: unknown) => void
+  private readonly noteClosed: (reader: StoreReader) => void
 
   constructor(
     readonly store: string,
     private readonly events: LiveStoreEvents = {},
   ) {
-    this.noteClosed = (r, err) => this.events.onReaderClosed?.(r.metadata.version, err)
+    this.noteClosed = (r) => {
+      // The same reader may be current again (rolled back to while its old leases drained).
+      if (r === this.current?.reader || this.events.keepsReader?.(r) === true) return
+      let error: unknown
+      try {
+        r.close()
+      } catch (err) {
+        error = err
+      }
+      this.events.onReaderClosed?.(r.metadata.version, error)
+    }
+  }
+
+  /** Whether `reader` is current or still serves in-flight requests of a replaced version. */
+  holds(reader: StoreReader): boolean {
+    if (this.current?.reader === reader) return true
+    for (const r of this.retiring) if (r.reader === reader) return true
+    return false
+  }
+
+  /** The live reader itself (no lease: for handing it over, never for reading). */
+  get currentReader(): StoreReader | undefined {
+    return this.current?.reader
   }
 
   /** The live version in memory, or undefined when nothing is served. */
@@ -140,7 +161,8 @@ export class LiveStore {
 
   /**
    * Make `reader` current (or serve nothing with undefined). The previous reader closes
-   * once its in-flight leases are released. Returns a promise that resolves then.
+   * once its in-flight leases are released, unless its owner keeps it (keepsReader).
+   * Returns a promise that resolves then.
    */
   replace(reader: StoreReader | undefined): Promise<void> {
     const old = this.current

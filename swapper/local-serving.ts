@@ -18,7 +18,8 @@ export interface LocalServingOptions {
 
 /**
  * The serving side of one store inside this process: the live reader (LiveStore), the
- * reader prepared ahead of the next swap, the stale mark and the load error. It is both
+ * readers prepared ahead of a swap (the newest install's, and the replaced live one as the
+ * rollback target), the stale mark and the load error. It is both
  * what the swapper drives (ServingMirror) and what the read paths read (ServedStore).
  */
 export class LocalServingStore implements ServingMirror, ServedStore {
@@ -34,6 +35,7 @@ export class LocalServingStore implements ServingMirror, ServedStore {
   constructor(private readonly opts: LocalServingOptions) {
     this.log = opts.log ?? silentLogger
     this.live = new LiveStore(opts.store, {
+      keepsReader: (reader) => this.keeps(reader),
       onReaderClosed: (version, err) => {
         if (err !== undefined) this.log.warn('reader-close-failed', { store: opts.store, version, error: errorMessage(err) })
       },
@@ -78,16 +80,25 @@ export class LocalServingStore implements ServingMirror, ServedStore {
 
   discard(version: number): Promise<void> {
     const reader = this.prepared.get(version)
-    if (reader) closeQuietly(reader)
     this.prepared.delete(version)
+    // One still serving in-flight requests closes when they are done (LiveStore).
+    if (reader && !this.live.holds(reader)) closeQuietly(reader)
     return Promise.resolve()
   }
 
+  /**
+   * The replaced reader stays open, prepared, as the rollback target: a rollback (or a
+   * swap back) then serves mappings whose pages are already mapped, instead of opening
+   * the version again and taking a page fault on every first read of a page. The swapper
+   * discards it like any prepared version (a newer install, retention, close).
+   */
   async activate(version: number, dir: string): Promise<void> {
     if (this.live.version === version) return
     const reader = this.prepared.get(version) ?? (await this.open(version, dir))
     this.prepared.delete(version)
     this.loadErrorMessage = undefined
+    const previous = this.live.currentReader
+    if (previous !== undefined && !this.closed) this.prepared.set(previous.metadata.version, previous)
     void this.live.replace(reader)
   }
 
@@ -127,9 +138,14 @@ export class LocalServingStore implements ServingMirror, ServedStore {
 
   async close(): Promise<void> {
     this.closed = true
-    for (const reader of this.prepared.values()) closeQuietly(reader)
+    const prepared = [...this.prepared.values()]
     this.prepared.clear()
+    for (const reader of prepared) if (!this.live.holds(reader)) closeQuietly(reader)
     await this.live.close()
+  }
+
+  private keeps(reader: StoreReader): boolean {
+    return this.prepared.get(reader.metadata.version) === reader
   }
 
   private open(version: number, dir: string): Promise<StoreReader> {

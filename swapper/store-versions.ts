@@ -38,8 +38,9 @@ export { installResult, sizeOf } from './version-shelf'
  * A freshly adopted version's reader is opened ahead of its swap (`prepare`): opening is
  * O(records) with a large index, so doing it first keeps the swap itself O(1). Swap: make
  * sure the new version is prepared, flip LIVE (write temp + fsync + rename + fsync dir),
- * then activate it on the serving side. The old reader closes once its in-flight requests
- * have released it (or the drain deadline cut them). Old versions beyond the retention
+ * then activate it on the serving side. The old reader stays open as the rollback target
+ * (a rollback serves pages already mapped); the one it displaces closes once its in-flight
+ * requests have released it (or the drain deadline cut them). Old versions beyond the retention
  * are deleted afterwards, off the request path.
  */
 export class StoreVersions<M extends ServingMirror = LocalServingStore> {
@@ -51,6 +52,8 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
   private readonly marks: ServingMarks
   /** Versions this object asked the serving side to prepare and not yet activate. */
   private preparedAhead = new Set<number>()
+  /** The version the last flip replaced, kept prepared by the serving side (keepRollbackTarget). */
+  private rollbackTarget: number | undefined
   private readonly queue = new SerialQueue()
   private readonly retention: RetentionScheduler
   private closed = false
@@ -325,7 +328,8 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
 
   /**
    * Opens a freshly adopted version's reader ahead of its swap; failure only costs speed.
-   * Only the newest adopted version stays prepared (readers hold memory and descriptors).
+   * Only the newest adopted version and the rollback target stay prepared (readers hold
+   * memory and descriptors).
    */
   private async prepare(version: number): Promise<void> {
     await this.exclusive(async () => {
@@ -336,9 +340,26 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
         this.log.warn('prepare-failed', { store: this.store, version, error: errorMessage(err) })
         return
       }
-      for (const old of this.preparedAhead) if (old !== version) await this.serving.discard(old)
-      this.preparedAhead = new Set([version])
+      const keep = new Set([version])
+      if (this.rollbackTarget !== undefined && this.preparedAhead.has(this.rollbackTarget)) keep.add(this.rollbackTarget)
+      for (const old of this.preparedAhead) if (!keep.has(old)) await this.serving.discard(old)
+      this.preparedAhead = keep
     })
+  }
+
+  /**
+   * The serving side keeps the reader a flip replaced open as the rollback target
+   * (LocalServingStore.activate). Prepared from here on are that one and a version staged
+   * ahead of the new live one (the newest install); older ones are let go.
+   */
+  private async keepRollbackTarget(from: number, live: number): Promise<void> {
+    this.rollbackTarget = from
+    this.preparedAhead.add(from)
+    for (const v of [...this.preparedAhead]) {
+      if (v === from || v > live) continue
+      await this.serving.discard(v)
+      this.preparedAhead.delete(v)
+    }
   }
 
   // ---------------------------------------------------------------------------------
@@ -371,6 +392,7 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     await this.serving.activate(version, this.versionDir(version))
     if (!refused) await this.marks.publish(this.pointer, this.serving)
     this.preparedAhead.delete(version)
+    if (from !== undefined && from !== version) await this.keepRollbackTarget(from, version)
     const t2 = performance.now()
     const result: SwapResult = { store: this.store, kind, from, to: version, changed: true, elapsedMs: t2 - t0, flipMs: t2 - t1 }
     this.log.info(kind, { store: this.store, from, to: version, elapsedMs: round(result.elapsedMs) })

@@ -63,6 +63,65 @@ describe('StoreVersions (real node directories)', () => {
     await sv.close()
   })
 
+  test('the replaced version stays open as the rollback target: swapping back and forth opens nothing and serves the same reader', async () => {
+    const opened: string[] = []
+    const closed: number[] = []
+    const { openStore } = await import('../../../formats/store/store-reader')
+    const sv = await StoreVersions.open({
+      dataDir: dataDir(),
+      store: 'users',
+      create: true,
+      nodeId: 0,
+      openReader: async (dir) => {
+        opened.push(dir)
+        const reader = await openStore(dir)
+        const close = reader.close.bind(reader)
+        reader.close = () => {
+          closed.push(reader.metadata.version)
+          close()
+        }
+        return reader
+      },
+    })
+    for (const v of [1, 2]) await sv.install(await source(tmp.dir, v))
+    await sv.swap(1) // 1 was let go when 2 was installed: opened again
+    expect(opened).toHaveLength(3)
+    const readerOf = (): unknown => {
+      const lease = sv.serving.live.acquire()!
+      lease.release()
+      return lease.reader
+    }
+    const first = readerOf()
+    // A request still reading version 1 while it is swapped away and back.
+    const inFlight = sv.serving.live.acquire()!
+    await sv.swap(2)
+    const second = readerOf()
+    expect(sv.serving.preparedVersions).toEqual([1])
+    await sv.rollback()
+    expect(readerOf()).toBe(first)
+    expect(inFlight.reader.get('key-5')?.toString()).toBe(value(1, 5))
+    inFlight.release()
+    for (let i = 0; i < 5; i++) {
+      await sv.swap(2)
+      expect(readerOf()).toBe(second)
+      await sv.swap(1)
+      expect(readerOf()).toBe(first)
+    }
+    expect(opened).toHaveLength(3)
+    expect(closed).toEqual([1])
+    // A newer install lets the older target go once it is displaced; retention and close end the rest.
+    await sv.install(await source(tmp.dir, 3))
+    expect(sv.serving.preparedVersions.sort()).toEqual([2, 3])
+    await sv.swap(3)
+    expect(sv.serving.preparedVersions).toEqual([1])
+    expect(closed).toEqual([1, 2])
+    const lease = sv.serving.live.acquire()!
+    expect(lease.reader.get('key-5')?.toString()).toBe(value(3, 5))
+    lease.release()
+    await sv.close()
+    expect(closed.sort()).toEqual([1, 1, 2, 3])
+  })
+
   test('install, swap, rollback, roll forward; reads follow the live version', async () => {
     const sv = await StoreVersions.open({ dataDir: dataDir(), store: 'users', create: true, nodeId: 0 })
     expect(sv.liveVersion).toBeUndefined()
