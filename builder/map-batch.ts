@@ -13,11 +13,55 @@ import type { SortBuffer } from './sort-buffer'
 export type MappedSink = (...record: Parameters<SortBuffer['addRaw']>) => void
 
 export class BatchMapper {
-  private hashes = new Uint8Array(16 * 4096)
-  private readonly plain: boolean
+  /** MD5 of each record of the last batch, 16 bytes per record. */
+  hashes = new Uint8Array(16 * 4096)
+  /** plan(): entry j is record entryRecord[j] going to bucket entryBucket[j]. */
+  entryRecord = new Uint32Array(4096)
+  entryBucket = new Uint32Array(4096)
+  /** Values are stored as read (no compression): plan() applies. */
+  readonly plain: boolean
 
   constructor(private readonly ctx: MapContext) {
     this.plain = ctx.codec.name === 'none'
+  }
+
+  /**
+   * The map step without a sink, for stores without compression: hashes the batch and
+   * lists its entries (one per record and replica) in entryRecord/entryBucket, for
+   * SortBuffer.addEntries. Returns the number of entries. Same routing as `map`.
+   */
+  plan(batch: RecordBatch): number {
+    const { ctx } = this
+    const n = batch.count
+    if (this.hashes.length < 16 * n) this.hashes = new Uint8Array(16 * n)
+    const hashes = this.hashes
+    ctx.hasher.hashBatch(batch.buf, batch.keyStart, batch.keyEnd, n, hashes)
+    const partitions = ctx.ring.partitionCount
+    const chunks = ctx.chunks
+    const bases = ctx.bucketBases
+    let m = 0
+    for (let i = 0; i < n; i++) {
+      const h = 16 * i
+      const chunk = readU32BE(hashes, h + 4) % chunks
+      const replicas = bases[readU32BE(hashes, h) % partitions] as readonly number[]
+      if (m + replicas.length > this.entryRecord.length) this.growEntries(m + replicas.length)
+      for (let r = 0; r < replicas.length; r++) {
+        this.entryRecord[m] = i
+        this.entryBucket[m] = replicas[r]! + chunk
+        m++
+      }
+    }
+    return m
+  }
+
+  private growEntries(min: number): void {
+    const size = Math.max(min, 2 * this.entryRecord.length)
+    const record = new Uint32Array(size)
+    const bucket = new Uint32Array(size)
+    record.set(this.entryRecord)
+    bucket.set(this.entryBucket)
+    this.entryRecord = record
+    this.entryBucket = bucket
   }
 
   map(batch: RecordBatch, fileIndex: number, sink: MappedSink): void {

@@ -85,6 +85,32 @@ export interface NativeFunctions {
   md5Batch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint8Array): void
   /** zlib's CRC-32 of each range [starts[i], ends[i]) of `src` into out[i]. */
   crc32Batch(src: Uint8Array, starts: Uint32Array, ends: Uint32Array, count: number, out: Uint32Array): void
+  /**
+   * SortBuffer.addRaw for entries [from, to) of a batch (builder/sort-buffer.ts, whose
+   * addEntriesJs is the twin); state is [arena bytes used, records], updated in place.
+   * Returns the first entry that did not fit.
+   */
+  packMapped(
+    arena: Uint8Array,
+    state: Float64Array,
+    positions: Uint32Array,
+    buckets: Uint32Array,
+    his: Uint32Array,
+    los: Uint32Array,
+    hashes: Uint8Array,
+    src: Uint8Array,
+    keyStart: Uint32Array,
+    keyEnd: Uint32Array,
+    valueStart: Uint32Array,
+    valueEnd: Uint32Array,
+    order: Float64Array,
+    line: Float64Array,
+    fileIndex: number,
+    entryRecord: Uint32Array,
+    entryBucket: Uint32Array,
+    from: number,
+    to: number,
+  ): number
   /** Drops the file's unmapped pages from the page cache (benchmarks of cold stores); false when not possible. */
   dropCache(path: string): boolean
   mapFile(path: string, privateWritable: boolean, windowBytes: number): Promise<MappedFile>
@@ -222,6 +248,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     crc32: raw.crc32,
     md5Batch: raw.md5Batch,
     crc32Batch: raw.crc32Batch,
+    packMapped: raw.packMapped,
     dropCache: (path) => raw.dropCache(path) === 0,
     mapFile: async (path, privateWritable, windowBytes) => {
       try {

@@ -90,7 +90,36 @@ async function mapSplit(split: InputSplit): Promise<void> {
     const t1 = process.hrtime.bigint()
     times.parse += Number(t1 - t) / 1e9
     const spillBefore = times.sort + times.spill
-    mapper.map(batch, split.fileIndex, sink)
+    if (mapper.plain) {
+      // Whole batches into the sort buffer; an entry that does not fit takes the sink's way
+      // (spill, or a run of its own), then the rest of the batch goes on in bulk.
+      const m = mapper.plan(batch)
+      const { hashes, entryRecord, entryBucket } = mapper
+      let j = 0
+      while (j < m) {
+        j = buf.addEntries(batch, hashes, split.fileIndex, entryRecord, entryBucket, j, m)
+        if (j === m) break
+        const r = entryRecord[j]!
+        const { buf: src, keyStart, keyEnd, valueStart, valueEnd } = batch
+        sink(
+          entryBucket[j]!,
+          hashes,
+          16 * r,
+          split.fileIndex,
+          batch.order[r]!,
+          batch.line[r]!,
+          src,
+          keyStart[r]!,
+          keyEnd[r]!,
+          src,
+          valueStart[r]!,
+          valueEnd[r]!,
+        )
+        j++
+      }
+    } else {
+      mapper.map(batch, split.fileIndex, sink)
+    }
     t = process.hrtime.bigint()
     times.map += Number(t - t1) / 1e9 - (times.sort + times.spill - spillBefore)
     for (const k of ['string', 'bytes'] as const) kinds.keys[k] += batch.kinds.keys[k]
