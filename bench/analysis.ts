@@ -32,8 +32,9 @@ with the load average of the section. A miss here first means rerunning on a qui
 --stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
   swap: `Judged on the admin round trip's p99 (bench/swap-bench.ts). Since the mapped windows stopped being counted as V8 external memory (native/unaccounted-window.cc), a swap costs the
 same for a 1.4 MiB and a 2 GiB store (before: 115 ms p50 for 2 GiB, ~10 full collections per serving process per open). What
-is left is the same for every size: the admin request, the new version's reader opened in every serving worker (map, index
-scan with its checksum, first-key check), and the LIVE pointer written durably (temp file, fsync, rename, fsync of the
+is left is the same for every size: the admin request, the new version's reader (opened at install; since this session the
+version a swap replaces stays open as the rollback target, so these back-and-forth swaps open nothing: rtt p99 17-26 ms ->
+8-13 ms), the fan-out to every serving worker, and the LIVE pointer written durably (temp file, fsync, rename, fsync of the
 directory). The "LIVE write alone" row is that last step by itself on this VM's disk: its p99 alone is at or above 10 ms in
 loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work; the flip's p99 above that row is the
 serving processes' share (the admin request's other work, closing the old reader), for the owners of swapper/ to profile
@@ -43,7 +44,9 @@ reader is a few hundred microseconds of JavaScript (map and scan run on the libu
 more (before: ~10 full collections per open of a 2 GiB version; then one per close when close() asked V8 at once, 2.1 s of
 pauses per 100 swaps; now one per 2 s at most, shared by all closes). The p50 during swaps rises as much as the p99: the probe,
 its serving worker, the supervisor (fsyncs, fan-out to workers), the admin client and two workers opening readers compete
-for 2 cores, a swap every ~20 ms, so the probe waits for a core. Rerun on a quiet machine before reading more into it.
+for 2 cores, so the probe waits for a core. Since this session the version a swap replaces stays open (the rollback target):
+these swaps open nothing and read mappings whose pages are mapped already, 100 swaps take 0.57 s instead of 1.7 s (a swap
+every ~6 ms) and the p99 went from 1.74 to ~1 ms. Rerun on a quiet machine before reading more into it.
 ${CONTENTION}`,
   'push-soak': `Two leaks were found with heap snapshots of a serving worker after 60 pushes and fixed: (1) every replaced
 reader stayed reachable from its successor (a closure created in LiveStore.replace shared V8's context with the one that
@@ -58,15 +61,16 @@ not keep up with 10 MB/s on this shared machine during the section (see the unth
   'build-lmdb': `Issue 12 removed the per-record JavaScript costs the earlier profile found (Buffer views, comparator sort, one
 hash call per key, one CRC call per record): batches of byte ranges, a radix sort over hash prefixes, one MD5 and one CRC
 call per few thousand records (native addon), in-place merge and reduce, reused buffers. Profile after it (\`--cpu-prof\`,
-1M × 100 B, --workers 1): about a third of the worker's time is the first touch of the sort buffer's memory (copying records
-into it: on this VM a page fault costs ~17 µs per 4 KiB, ~4 ns per byte, measured with a C loop; with transparent huge pages
-via madvise it is ~0.25 µs), a sixth the reduce loop reading records from the buffer in hash order (cache and TLB misses),
-the rest MD5, the sort, fsync and process start (the CLI and each worker thread load their modules: ~0.5 s of CPU). On 2
-cores the all-cores build can be at most 2× a single-writer peer. ${CONTENTION}
+1M × 100 B, --workers 1) then showed a third of the worker's time in the first touch of the sort buffer's memory (a page
+fault costs ~10 µs per 4 KiB on this VM: 690 ms to touch 256 MiB, 15 ms with transparent huge pages) and most of the rest of
+the map step in one Buffer.copy call per record. Since this session the arena, its record arrays and the Parquet page buffers
+are huge-page working memory from the addon (common/working-memory.ts), and a batch's records go into the arena in one call
+(packMapped): --workers 1 went from 431k to 673k records/s. What is left: the reduce loop reading records in hash order
+(cache and TLB misses), MD5, the sort, the output's write and fsync, and process start. On 2 cores the all-cores build can
+be at most 2× a single-writer peer, and its two workers and the main thread share those cores. ${CONTENTION}
 
-What would move it further: huge pages for the sort arena (an madvise entry point in the addon; not done: issue 12 only
-added batch entry points there), a smaller mapped-record header (48 bytes per record today), and lazy loading of the CLI's
-commands (every command loads the server's modules).`,
+What would move it further: a smaller mapped-record header (48 bytes per record today) and keeping only hash, position and
+lengths in the arena, the records staying in a mapped input file.`,
 
   'build-sqlite': `Same causes as for LMDB above. SQLite is measured at its best settings (16 KiB pages, no journal, no sync until one fsync
 at the end, in input order and sorted first); with SQLite's default 4 KiB pages the 1024-byte shape loads 4× slower.`,
@@ -92,14 +96,15 @@ addon, straight into a buffer of the page's size (the npm binding before grew it
 a ZSTD build no longer loads the npm zstd libraries in every worker thread. The profile of a build worker now shows the
 decompression itself, ~0.28 s per worker for its half of 1M rows of 100 B (random values barely compress, so ZSTD spends its
 time on literals), on 2 cores that also run both workers' map and merge. The ratio sits at 0.79-0.81x in runs of this
-session, the TSV side moving as much as the Parquet side. Tried and not kept: one decompression buffer per column reused
-across pages and splits (no gain measured; the first touch of fresh memory is not where this time goes).`,
+session, the TSV side moving as much as the Parquet side. Since then a split reuses one read window and one huge-page
+decompression buffer per column for all its row groups (fresh pages had cost a page fault per 4 KiB): 0.88x.`,
 
   'build-cdb': `tinycdb's \`cdb -c\` is a C loop: a cheap 32-bit hash per key, records appended to the output as they come, a hash table
 built in memory and written at the end — no sort, no MD5, no per-record checksum, no fsync of its own (we add one). It is
 bound by its single write pass on 1024-byte values. rostore reads every byte, copies it into its sort buffer, copies it again
-into the chunk files, reads the files back for their XXH64, and fsyncs; on this VM every first touch of memory costs ~4 ns
-per byte (see LMDB above), which alone is about a second per GB.`,
+into the chunk files, reads the files back for their XXH64, and fsyncs: on 100-byte records that is several passes of work per
+record where tinycdb does one, and the 1M × 100 B row stays below half of tinycdb's rate (issue 12 asks for 0.5× on the 1 KiB
+shape, where both are bound by writing the bytes).`,
 
   'lookup-lmdb': `Since issue 19 the default reader memory-maps the files through the addon (native/) and does a lookup in one
 call into C: no system call, no copy, the value a view of the mapping. Profile (\`perf record\` of the mmap reader in a loop,
