@@ -36,7 +36,7 @@ const MAX_DEFERRED = 512
  * the socket's receive window then stops the client. A client that does not read its
  * replies for `sendTimeoutMs` is disconnected, so it holds a bounded amount of memory
  * and never stalls anyone else (nothing here blocks). An idle connection is closed after
- * `idleTimeoutMs`. A protocol error is answered, then the connection is closed.
+ * `idleTimeoutMs` (give or take a quarter of it: closeIfIdle). A protocol error is answered, then the connection is closed.
  */
 export class RespConnection {
   proto: RespProto = 2
@@ -78,13 +78,17 @@ export class RespConnection {
     // 'close' follows every error; the error itself is the client's business.
     socket.on('error', () => undefined)
     socket.on('close', () => this.onClose())
-    if (host.opts.idleTimeoutMs > 0) {
-      socket.setTimeout(host.opts.idleTimeoutMs, () => {
-        if (this.queue.length > 0 || this.paused) return
-        host.stats.idleTimeouts++
-        socket.destroy()
-      })
-    }
+  }
+
+  /**
+   * The listener's idle sweep: closes the connection when it sent nothing for `idleMs` and
+   * has no reply waiting or leaving. A sweep rather than socket.setTimeout, which re-arms a
+   * timer on every read and write (~0.3 µs per request of a GET load).
+   */
+  closeIfIdle(now: number, idleMs: number): void {
+    if (now - this.lastActiveAt < idleMs || this.queue.length > 0 || this.paused || this.socket.writableLength > 0) return
+    this.host.stats.idleTimeouts++
+    this.socket.destroy()
   }
 
   /** Where the next reply goes: the shared writer, or the queue behind a deferred reply. */

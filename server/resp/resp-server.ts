@@ -50,6 +50,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
   private bound = { host: '', port: 0 }
   private closing: Promise<boolean> | undefined
   private allClosed: (() => void) | undefined
+  private idleSweep: NodeJS.Timeout | undefined
 
   constructor(
     readonly ctx: RespContext,
@@ -140,6 +141,22 @@ class Listener implements RespServer, RespService, ConnectionHost {
     this.stats.connected++
     const conn = new RespConnection(this.nextId++, socket, this, this.ctx.readAuth.enabled)
     this.connections.add(conn)
+    this.idleSweep ??= this.startIdleSweep()
+  }
+
+  /** Closes idle connections, checked every quarter of the idle timeout (at most every second). */
+  private startIdleSweep(): NodeJS.Timeout | undefined {
+    const idleMs = this.opts.idleTimeoutMs
+    if (idleMs <= 0) return undefined
+    const timer = setInterval(
+      () => {
+        const now = Date.now()
+        for (const c of this.connections) c.closeIfIdle(now, idleMs)
+      },
+      Math.min(1000, Math.max(10, Math.floor(idleMs / 4))),
+    )
+    timer.unref()
+    return timer
   }
 
   closed(conn: RespConnection): void {
@@ -216,6 +233,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
       ])
       clearTimeout(timer)
       for (const c of this.connections) c.destroy()
+      clearInterval(this.idleSweep)
       this.forwarder.close()
       await stopped
       return inTime
