@@ -12,7 +12,7 @@
 import type { Cluster } from '../cluster/cluster'
 import type { StoreMetadata } from '../formats/store/metadata'
 import type { StoreReader } from '../formats/store/store-reader-api'
-import { writeFramed } from '../formats/store/value-framing'
+import { writeFramed, writeFramedInto } from '../formats/store/value-framing'
 import { ReadAuth } from '../server/auth'
 import { nullLogger } from '../server/log'
 import { startRespServer } from '../server/resp/resp-server'
@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     getMany: (keys) => keys.map(get),
     getManyFramed: ((keys, framing, maxBytes?: number) =>
       writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as StoreReader['getManyFramed'],
+    getManyFramedInto: (keys, framing, sink, maxBytes) => writeFramedInto(sink, framing, keys.length, keys.map(get), undefined, maxBytes),
     close: () => undefined,
   }
   const live = new LiveStore(STORE)

@@ -70,6 +70,13 @@ export interface LookupFunctions {
    * status < 0), valueLength, in request order.
    */
   getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void
+  /**
+   * Writes the framed answers of a getMany (its `out`) into `out` from `at`, each value
+   * copied from the mapped data file: per key `absent`, or a length header (`resp`:
+   * `$<decimal>\r\n`, else u32 big-endian), the value and `suffix`. Returns the offset
+   * after the last byte; throws a TypeError when `out` is too small.
+   */
+  frame(results: Float64Array, count: number, out: Uint8Array, at: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array): number
   /** Drops the references to the mapped windows; get and getMany throw afterwards. */
   close(): void
 }

@@ -1,5 +1,6 @@
 /*
- * createLookup(spec) -> { get(keyLength), getMany(keys, ends, count, out), close() }
+ * createLookup(spec) -> { get(keyLength), getMany(keys, ends, count, out),
+ *                         frame(results, count, out, at, resp, absent, suffix), close() }
  *
  * spec = { chunks: [{ index, count, data, dataSize, radix, radixBits }], key, out,
  *          binary, checkCrc, collideBits }
@@ -11,7 +12,9 @@
  * drops those references at once (later calls throw), so the windows can be collected
  * in the next garbage collection rather than in the one after the functions'.
  */
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lookup.h"
 #include "napi-util.h"
@@ -164,6 +167,83 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* Decimal digits of v written at p; returns how many. */
+static size_t write_decimal(uint8_t *p, uint64_t v) {
+  uint8_t tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = (uint8_t)('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  for (size_t i = 0; i < n; i++) p[i] = tmp[n - 1 - i];
+  return n;
+}
+
+/*
+ * frame(results, count, out, at, resp, absent, suffix): writes the framed answers of a
+ * getMany (its `out`: status, chunk, value offset, value length per key) into `out` from
+ * `at`, copying each value straight from the mapped data file: per key the `absent` bytes,
+ * or a length header (resp: `$<decimal>\r\n`; else u32 big-endian), the value and
+ * `suffix`. Returns the offset after the last byte. The caller sized `out`
+ * (formats/store/value-framing.ts); running past it, or a result naming bytes outside a
+ * data file, throws before anything past the checked bound is written.
+ */
+static napi_value frame_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7], result;
+  lookup_state *st;
+  double *res, at_d;
+  size_t res_len, out_len, absent_len, suffix_len;
+  uint8_t *out, *absent, *suffix;
+  uint32_t count;
+  bool resp;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st) != napi_ok || argc < 7 ||
+      ro_get_f64_array(env, argv[0], &res, &res_len) != 0 || napi_get_value_uint32(env, argv[1], &count) != napi_ok ||
+      ro_get_bytes(env, argv[2], &out, &out_len) != 0 || napi_get_value_double(env, argv[3], &at_d) != napi_ok ||
+      napi_get_value_bool(env, argv[4], &resp) != napi_ok || ro_get_bytes(env, argv[5], &absent, &absent_len) != 0 ||
+      ro_get_bytes(env, argv[6], &suffix, &suffix_len) != 0 || (size_t)count * 4 > res_len || !(at_d >= 0) || at_d > (double)out_len)
+    return ro_throw_type(env, "frame(results: Float64Array, count, out: Uint8Array, at, resp: boolean, absent, suffix)");
+  if (st->closed) return ro_throw_type(env, "frame: the lookup is closed");
+  size_t at = (size_t)at_d;
+  for (uint32_t i = 0; i < count; i++) {
+    const double *r = res + (size_t)i * 4;
+    if (r[0] != RO_HIT) {
+      if (out_len - at < absent_len) return ro_throw_type(env, "frame: out is too small");
+      memcpy(out + at, absent, absent_len);
+      at += absent_len;
+      continue;
+    }
+    if (!(r[1] >= 0 && r[1] < st->store.chunk_count && r[2] >= 0 && r[3] >= 0)) return ro_throw_type(env, "frame: bad result");
+    const ro_chunk *c = &st->store.chunks[(uint32_t)r[1]];
+    uint64_t off = (uint64_t)r[2], len = (uint64_t)r[3];
+    if (off > c->data_size || len > c->data_size - off) return ro_throw_type(env, "frame: result outside the data file");
+    if (!resp && len > 0xffffffffu) return ro_throw_type(env, "frame: value too large for a u32 length header");
+    uint8_t digits[20];
+    size_t ndigits = resp ? write_decimal(digits, len) : 0;
+    size_t header = resp ? 3 + ndigits : 4;
+    if (out_len - at < header || out_len - at - header < len || out_len - at - header - len < suffix_len)
+      return ro_throw_type(env, "frame: out is too small");
+    if (resp) {
+      out[at++] = '$';
+      memcpy(out + at, digits, ndigits);
+      at += ndigits;
+      out[at++] = '\r';
+      out[at++] = '\n';
+    } else {
+      out[at++] = (uint8_t)(len >> 24);
+      out[at++] = (uint8_t)(len >> 16);
+      out[at++] = (uint8_t)(len >> 8);
+      out[at++] = (uint8_t)len;
+    }
+    memcpy(out + at, c->data + off, (size_t)len);
+    at += (size_t)len;
+    memcpy(out + at, suffix, suffix_len);
+    at += suffix_len;
+  }
+  napi_create_double(env, (double)at, &result);
+  return result;
+}
+
 /* close(): drops the references to the mapped windows; get and getMany throw after it. */
 static napi_value close_fn(napi_env env, napi_callback_info info) {
   lookup_state *st;
@@ -272,6 +352,12 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
     st->functions++;
     napi_add_finalizer(env, get_many, st, function_finalize, NULL, NULL);
     napi_set_named_property(env, result, "getMany", get_many);
+  }
+  napi_value frame;
+  if (napi_create_function(env, "frame", NAPI_AUTO_LENGTH, frame_fn, st, &frame) == napi_ok) {
+    st->functions++;
+    napi_add_finalizer(env, frame, st, function_finalize, NULL, NULL);
+    napi_set_named_property(env, result, "frame", frame);
   }
   if (napi_create_function(env, "close", NAPI_AUTO_LENGTH, close_fn, st, &close) == napi_ok) {
     st->functions++;

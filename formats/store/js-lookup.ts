@@ -240,6 +240,46 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
         out[4 * i + 3] = found.valueLength
       }
     },
+    frame(
+      results: Float64Array,
+      count: number,
+      out: Uint8Array,
+      start: number,
+      resp: boolean,
+      absent: Uint8Array,
+      suffix: Uint8Array,
+    ): number {
+      if (closed) throw new TypeError('frame: the lookup is closed')
+      if (count * 4 > results.length || !(start >= 0 && start <= out.length)) throw new TypeError('frame: bad arguments')
+      let pos = start
+      const room = (n: number): void => {
+        if (out.length - pos < n) throw new TypeError('frame: out is too small')
+      }
+      for (let i = 0; i < count; i++) {
+        if (results[4 * i] !== LOOKUP_HIT) {
+          room(absent.length)
+          out.set(absent, pos)
+          pos += absent.length
+          continue
+        }
+        const c = chunks[results[4 * i + 1] as number]
+        const off = results[4 * i + 2] as number
+        const len = results[4 * i + 3] as number
+        if (!c || !(off >= 0 && len >= 0 && off + len <= c.spec.dataSize)) throw new TypeError('frame: result outside the data file')
+        const header = resp ? `$${len}\r\n` : ''
+        room((resp ? header.length : 4) + len + suffix.length)
+        if (resp) for (let j = 0; j < header.length; j++) out[pos++] = header.charCodeAt(j)
+        else {
+          new DataView(out.buffer, out.byteOffset + pos, 4).setUint32(0, len)
+          pos += 4
+        }
+        out.set(bytes(c, off, len), pos)
+        pos += len
+        out.set(suffix, pos)
+        pos += suffix.length
+      }
+      return pos
+    },
     close(): void {
       closed = true
     },

@@ -7,8 +7,8 @@ import { releaseMappingsSoon } from './mapping-release'
 import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
 import type { StoreOps } from './store-ops'
-import type { AccessMode, StoreReader, ValueFraming } from './store-reader-api'
-import { writeFramed } from './value-framing'
+import type { AccessMode, FrameSink, StoreReader, ValueFraming } from './store-reader-api'
+import { writeFramed, writeFramedInto } from './value-framing'
 
 /** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
 const KEY_SCRATCH_BYTES = 1 << 16
@@ -78,15 +78,17 @@ export class MappedStoreReader implements StoreReader {
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes?: number): Buffer | undefined {
-    const out = this.lookupMany(keys)
-    for (let i = 0; i < keys.length; i++) {
-      const status = out[4 * i] as number
-      if (status < 0) this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
-    }
-    if (this.plain) return writeFramed(framing, keys.length, out, (c) => this.chunks[c]?.data ?? [], maxBytes)
+    const out = this.checkedLookups(keys)
+    if (this.plain) return writeFramed(framing, keys.length, out, this.open().frame, maxBytes)
     // Compressed values are decoded one by one anyway: frame the decoded Buffers.
     const values = this.getMany(keys)
     return writeFramed(framing, keys.length, values, undefined, maxBytes)
+  }
+
+  getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {
+    const out = this.checkedLookups(keys)
+    if (this.plain) return writeFramedInto(sink, framing, keys.length, out, this.open().frame, maxBytes)
+    return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
 
   close(): void {
@@ -103,6 +105,16 @@ export class MappedStoreReader implements StoreReader {
   private open(): LookupFunctions {
     if (!this.lookup) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
     return this.lookup
+  }
+
+  /** lookupMany, throwing the first damaged record found. */
+  private checkedLookups(keys: readonly (Uint8Array | string)[]): Float64Array {
+    const out = this.lookupMany(keys)
+    for (let i = 0; i < keys.length; i++) {
+      const status = out[4 * i] as number
+      if (status < 0) this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
+    }
+    return out
   }
 
   private lookupMany(keys: readonly (Uint8Array | string)[]): Float64Array {

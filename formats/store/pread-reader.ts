@@ -9,8 +9,8 @@ import { createKeyHasher, keyBytes, type KeyHasher } from './key-hash'
 import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
 import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from './search'
-import type { AccessMode, Preload, StoreReader, ValueFraming } from './store-reader-api'
-import { writeFramed } from './value-framing'
+import type { AccessMode, FrameSink, Preload, StoreReader, ValueFraming } from './store-reader-api'
+import { writeFramed, writeFramedInto } from './value-framing'
 
 /** Largest first read of a record; records beyond it take a second read. */
 const MAX_READ_AHEAD = 4096
@@ -103,6 +103,10 @@ class PreadStoreReader implements StoreReader {
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes?: number): Buffer | undefined {
     return writeFramed(framing, keys.length, this.getMany(keys), undefined, maxBytes)
+  }
+
+  getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {
+    return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
 
   private find(kb: Uint8Array, hash: Uint8Array): Buffer | undefined {

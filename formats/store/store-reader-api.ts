@@ -41,6 +41,12 @@ export interface StoreReader {
    */
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
+  /**
+   * getManyFramed written into `sink` at its position (a connection's reply buffer)
+   * instead of a Buffer of its own: no allocation and no second copy per batch. Returns
+   * the bytes written, or -1, writing nothing, when they would be more than `maxBytes`.
+   */
+  getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number
   /** Index entries compared by the last get(), for benchmarks. */
   readonly lastProbes: number
   /**
@@ -48,6 +54,16 @@ export interface StoreReader {
    * closed; in 'mmap' mode the mappings are released once no value view is reachable.
    */
   close(): void
+}
+
+/**
+ * A growable output buffer that framed answers are written into in place (a RESP reply
+ * writer is one): after `reserve(n)`, `buf` has room for `n` more bytes from `pos`.
+ */
+export interface FrameSink {
+  readonly buf: Buffer
+  pos: number
+  reserve(n: number): void
 }
 
 /**

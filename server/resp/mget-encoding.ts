@@ -29,8 +29,8 @@ export function mgetFraming(count: number, proto: RespProto): ValueFraming {
 /**
  * The MGET reply of keys that are all answered by one local reader: the one place where
  * a batch of lookups turns into reply bytes. The reader's batch lookup writes the whole
- * reply, framed, into one Buffer (getManyFramed: values copied straight from the mapped
- * files, no Buffer per value), which is appended to the connection's output.
+ * reply, framed, straight into the connection's output (getManyFramedInto: values copied
+ * from the mapped files, no Buffer per value and none per reply).
  *
  * Returns the number of keys found, or -1 (nothing written) when the reply would be
  * larger than `maxBytes`. Lookups that fail throw before anything is written.
@@ -42,18 +42,17 @@ export function writeLocalMget(
   proto: RespProto,
   maxBytes: number,
 ): number {
-  const framed = reader.getManyFramed(keys, mgetFraming(keys.length, proto), maxBytes)
-  if (!framed) return -1
-  out.raw(framed)
-  return countPresent(framed, keys.length)
+  const at = out.pos
+  if (reader.getManyFramedInto(keys, mgetFraming(keys.length, proto), out, maxBytes) < 0) return -1
+  return countPresent(out.buf, keys.length, at)
 }
 
 /**
- * Values present in a framed MGET reply of `count` entries: walks the length headers
- * (`$-1` or `_` is absent) without reading the values.
+ * Values present in a framed MGET reply of `count` entries starting at `from`: walks the
+ * length headers (`$-1` or `_` is absent) without reading the values.
  */
-export function countPresent(framed: Uint8Array, count: number): number {
-  let at = framed.indexOf(0x0a) + 1
+export function countPresent(framed: Uint8Array, count: number, from = 0): number {
+  let at = framed.indexOf(0x0a, from) + 1
   let hits = 0
   for (let i = 0; i < count; i++) {
     if (framed[at] === 0x5f || framed[at + 1] === 0x2d) {

@@ -21,6 +21,9 @@ function fakeReader(version: number): StoreReader & { closed: boolean } {
     getManyFramed(): Buffer {
       throw new Error('not used here')
     },
+    getManyFramedInto(): number {
+      throw new Error('not used here')
+    },
     close() {
       if (r.closed) throw new Error('closed twice')
       r.closed = true

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { isStoreError } from '../../../../common/errors'
 import { cliPath } from '../../../../common/paths'
 import { decodeValues, encodeValues } from '../../../../formats/wire/multiget'
+import { RespWriter } from '../../../../formats/wire/resp-writer'
 import { openStore } from '../../../../formats/store/store-reader'
 import type { ValueFraming } from '../../../../formats/store/store-reader-api'
 import { MULTIGET_FRAMING, respMgetFraming } from '../../../../formats/store/value-framing'
@@ -77,6 +78,16 @@ describe.each(READER_MODES)('%s reader', (mode) => {
       // A byte budget: the same answer when it fits exactly, nothing when one byte short.
       expect(r.getManyFramed(keys, MULTIGET, framed.length)).toEqual(framed)
       expect(r.getManyFramed(keys, MULTIGET, framed.length - 1)).toBeUndefined()
+      // Into a reply writer after bytes already there, growing it from a small buffer.
+      const sink = new RespWriter(8)
+      sink.simple('OK')
+      const before = sink.length
+      expect(r.getManyFramedInto(keys, resp(keys.length), sink)).toBe(sink.length - before)
+      expect(r.getManyFramedInto(keys, MULTIGET, sink, framed.length)).toBe(framed.length)
+      const mid = sink.length
+      expect(r.getManyFramedInto(keys, MULTIGET, sink, framed.length - 1)).toBe(-1)
+      expect(sink.length).toBe(mid)
+      expect(sink.take().toString('latin1')).toBe(`+OK\r\n*${keys.length}\r\n${text}${framed.toString('latin1')}`)
       expect(r.getMany([])).toEqual([])
       r.close()
       expect(() => r.getMany(['k1'])).toThrow(expect.objectContaining({ code: 'RO_CONFLICT' }))
@@ -96,6 +107,9 @@ describe.each(READER_MODES)('%s reader', (mode) => {
     const keys = Array.from({ length: 50 }, (_, i) => `k${i}`)
     expect(() => r.getMany(keys)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
     expect(() => r.getManyFramed(keys, MULTIGET)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+    const sink = new RespWriter(16)
+    expect(() => r.getManyFramedInto(keys, MULTIGET, sink)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+    expect(sink.length).toBe(0)
     r.close()
     const unchecked = await openIn(mode, dir, { verifyRecords: false })
     const values = unchecked.getMany(keys)
