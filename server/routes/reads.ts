@@ -9,6 +9,7 @@ import type { StoreMetadata } from '../../formats/store/metadata'
 import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
 import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
+import { ResponseBuffers, type ByteSink } from '../response-buffers'
 import { readRoute } from './route'
 import { ownershipOf, ownsAll, ownsKey, type Ownership } from '../key-ownership'
 import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEADER } from './store-access'
@@ -17,6 +18,8 @@ import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEA
 const MULTIGET_BATCH = 256
 /** The first call's batch, before value sizes are known. */
 const FIRST_BATCH = 32
+/** Bodies of multi-get answers that fit one window, reused once sent (one pool per process). */
+const BODIES = new ResponseBuffers()
 
 /** The public read routes: store list, client metadata, single get, multi-get. */
 export const READ_ROUTES = [
@@ -154,10 +157,10 @@ function readMany(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array
   }
 }
 
-/** The framed multi-get answer when it fits in `maxBytes`; undefined when it does not. */
-function readFramed(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[], maxBytes: number): Buffer | undefined {
+/** Writes the framed multi-get answer into `sink` when it fits in `maxBytes`; false (nothing written) when it does not. */
+function readFramed(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[], sink: ByteSink, maxBytes: number): boolean {
   try {
-    return lease.reader.getManyFramed(keys, MULTIGET_FRAMING, maxBytes)
+    return lease.reader.getManyFramedInto(keys, MULTIGET_FRAMING, sink, maxBytes) >= 0
   } catch (err) {
     sv.noteReadFault(lease.version, err)
     throw err
@@ -207,18 +210,28 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
     'Cache-Control': 'no-store',
   }
   // The common case, an answer that fits in one window: the reader frames every value
-  // straight from the mapping into one Buffer (no Buffer per value, no second copy).
+  // straight from the mapping into a reused body (no Buffer per value, none per answer).
   if (keys.length <= MULTIGET_BATCH) {
-    const framed = readFramed(sv, lease, keys, Math.min(limits.windowBytes, budget))
+    const sink = BODIES.acquire()
+    let framed: boolean
+    try {
+      framed = readFramed(sv, lease, keys, sink, Math.min(limits.windowBytes, budget))
+    } catch (err) {
+      BODIES.release(sink)
+      throw err
+    }
     if (framed) {
-      res.writeHead(200, { ...headers, 'Content-Length': framed.length })
-      res.end(framed)
+      const body = sink.bytes()
+      const found = presentValues(body, keys.length)
+      res.writeHead(200, { ...headers, 'Content-Length': body.length })
+      res.once('finish', () => BODIES.release(sink))
+      res.end(body)
       armSendTimeout(res, limits.sendTimeoutMs)
-      const found = presentValues(framed, keys.length)
       ctx.metrics.keys.inc({ store, result: 'hit' }, found)
       ctx.metrics.keys.inc({ store, result: 'miss' }, keys.length - found)
       return
     }
+    BODIES.release(sink)
   }
   let next = 0
   let hits = 0
