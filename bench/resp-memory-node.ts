@@ -50,6 +50,11 @@ async function main(): Promise<void> {
     getManyFramed: ((keys, framing, maxBytes?: number) =>
       writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as StoreReader['getManyFramed'],
     getManyFramedInto: (keys, framing, sink, maxBytes) => writeFramedInto(sink, framing, keys.length, keys.map(get), undefined, maxBytes),
+    getFramedInto: (key, framing, sink) => {
+      const v = get(key)
+      writeFramedInto(sink, framing, 1, [v], undefined)
+      return v !== undefined
+    },
     close: () => undefined,
   }
   const live = new LiveStore(STORE)

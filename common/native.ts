@@ -77,12 +77,20 @@ export interface LookupFunctions {
    * after the last byte; throws a TypeError when `out` is too small.
    */
   frame(results: Float64Array, count: number, out: Uint8Array, at: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array): number
+  /**
+   * get() of the key in spec.key[0..keyLength), its answer framed at out[at] as frame()
+   * frames one: a LOOKUP_* status, spec.out as get() leaves it and spec.out[5] = the offset
+   * after the answer; LOOKUP_NEEDS_ROOM (nothing written) when `out` is too small from `at`.
+   */
+  getFramed(keyLength: number, out: Uint8Array, at: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array): number
   /** Drops the references to the mapped windows; get and getMany throw afterwards. */
   close(): void
 }
 
 export const LOOKUP_MISS = 0
 export const LOOKUP_HIT = 1
+/** getFramed: the answer does not fit in `out` from `at`. */
+export const LOOKUP_NEEDS_ROOM = 3
 
 /** The addon's functions, as the loader exposes them (errors already StoreErrors). */
 export interface NativeFunctions {

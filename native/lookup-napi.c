@@ -1,6 +1,7 @@
 /*
  * createLookup(spec) -> { get(keyLength), getMany(keys, ends, count, out),
- *                         frame(results, count, out, at, resp, absent, suffix), close() }
+ *                         frame(results, count, out, at, resp, absent, suffix),
+ *                         getFramed(keyLength, out, at, resp, absent, suffix), close() }
  *
  * spec = { chunks: [{ index, count, data, dataSize, radix, radixBits }], key, out,
  *          binary, checkCrc, collideBits }
@@ -188,6 +189,40 @@ static size_t write_decimal(uint8_t *p, uint64_t v) {
  * (formats/store/value-framing.ts); running past it, or a result naming bytes outside a
  * data file, throws before anything past the checked bound is written.
  */
+/* Frames one answer at out[*at]: `absent`, or header, the value at data + off and `suffix`.
+ * 0, or -1 when out has no room for it (nothing written). */
+static int frame_one(uint8_t *out, size_t out_len, size_t *at, int hit, const uint8_t *value, uint64_t len, int resp, const uint8_t *absent,
+                     size_t absent_len, const uint8_t *suffix, size_t suffix_len) {
+  size_t pos = *at;
+  if (!hit) {
+    if (out_len - pos < absent_len) return -1;
+    memcpy(out + pos, absent, absent_len);
+    *at = pos + absent_len;
+    return 0;
+  }
+  uint8_t digits[20];
+  size_t ndigits = resp ? write_decimal(digits, len) : 0;
+  size_t header = resp ? 3 + ndigits : 4;
+  if (out_len - pos < header || out_len - pos - header < len || out_len - pos - header - len < suffix_len) return -1;
+  if (resp) {
+    out[pos++] = '$';
+    memcpy(out + pos, digits, ndigits);
+    pos += ndigits;
+    out[pos++] = '\r';
+    out[pos++] = '\n';
+  } else {
+    out[pos++] = (uint8_t)(len >> 24);
+    out[pos++] = (uint8_t)(len >> 16);
+    out[pos++] = (uint8_t)(len >> 8);
+    out[pos++] = (uint8_t)len;
+  }
+  memcpy(out + pos, value, (size_t)len);
+  pos += (size_t)len;
+  memcpy(out + pos, suffix, suffix_len);
+  *at = pos + suffix_len;
+  return 0;
+}
+
 static napi_value frame_fn(napi_env env, napi_callback_info info) {
   size_t argc = 7;
   napi_value argv[7], result;
@@ -207,40 +242,63 @@ static napi_value frame_fn(napi_env env, napi_callback_info info) {
   size_t at = (size_t)at_d;
   for (uint32_t i = 0; i < count; i++) {
     const double *r = res + (size_t)i * 4;
-    if (r[0] != RO_HIT) {
-      if (out_len - at < absent_len) return ro_throw_type(env, "frame: out is too small");
-      memcpy(out + at, absent, absent_len);
-      at += absent_len;
-      continue;
+    const uint8_t *value = NULL;
+    uint64_t len = 0;
+    int hit = r[0] == RO_HIT;
+    if (hit) {
+      if (!(r[1] >= 0 && r[1] < st->store.chunk_count && r[2] >= 0 && r[3] >= 0)) return ro_throw_type(env, "frame: bad result");
+      const ro_chunk *c = &st->store.chunks[(uint32_t)r[1]];
+      uint64_t off = (uint64_t)r[2];
+      len = (uint64_t)r[3];
+      if (off > c->data_size || len > c->data_size - off) return ro_throw_type(env, "frame: result outside the data file");
+      if (!resp && len > 0xffffffffu) return ro_throw_type(env, "frame: value too large for a u32 length header");
+      value = c->data + off;
     }
-    if (!(r[1] >= 0 && r[1] < st->store.chunk_count && r[2] >= 0 && r[3] >= 0)) return ro_throw_type(env, "frame: bad result");
-    const ro_chunk *c = &st->store.chunks[(uint32_t)r[1]];
-    uint64_t off = (uint64_t)r[2], len = (uint64_t)r[3];
-    if (off > c->data_size || len > c->data_size - off) return ro_throw_type(env, "frame: result outside the data file");
-    if (!resp && len > 0xffffffffu) return ro_throw_type(env, "frame: value too large for a u32 length header");
-    uint8_t digits[20];
-    size_t ndigits = resp ? write_decimal(digits, len) : 0;
-    size_t header = resp ? 3 + ndigits : 4;
-    if (out_len - at < header || out_len - at - header < len || out_len - at - header - len < suffix_len)
+    if (frame_one(out, out_len, &at, hit, value, len, resp, absent, absent_len, suffix, suffix_len) != 0)
       return ro_throw_type(env, "frame: out is too small");
-    if (resp) {
-      out[at++] = '$';
-      memcpy(out + at, digits, ndigits);
-      at += ndigits;
-      out[at++] = '\r';
-      out[at++] = '\n';
-    } else {
-      out[at++] = (uint8_t)(len >> 24);
-      out[at++] = (uint8_t)(len >> 16);
-      out[at++] = (uint8_t)(len >> 8);
-      out[at++] = (uint8_t)len;
-    }
-    memcpy(out + at, c->data + off, (size_t)len);
-    at += (size_t)len;
-    memcpy(out + at, suffix, suffix_len);
-    at += suffix_len;
   }
   napi_create_double(env, (double)at, &result);
+  return result;
+}
+
+/*
+ * getFramed(keyLength, out, at, resp, absent, suffix): get() of the key in the scratch
+ * buffer, its answer framed at out[at] as frame() frames one (a GET reply written straight
+ * into a connection's output). Returns the status; spec.out as get() leaves it, and
+ * out[5] = the offset after the answer. RO_NEEDS_ROOM when `out` is too small from `at`
+ * (nothing written; out[2] holds the value's length), so the caller grows it and asks again.
+ */
+enum { RO_NEEDS_ROOM = 3 };
+
+static napi_value get_framed_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6], result;
+  lookup_state *st;
+  uint32_t len;
+  double at_d;
+  size_t out_len, absent_len, suffix_len;
+  uint8_t *out, *absent, *suffix;
+  bool resp;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st) != napi_ok || argc < 6 ||
+      napi_get_value_uint32(env, argv[0], &len) != napi_ok || len > st->key_cap || ro_get_bytes(env, argv[1], &out, &out_len) != 0 ||
+      napi_get_value_double(env, argv[2], &at_d) != napi_ok || napi_get_value_bool(env, argv[3], &resp) != napi_ok ||
+      ro_get_bytes(env, argv[4], &absent, &absent_len) != 0 || ro_get_bytes(env, argv[5], &suffix, &suffix_len) != 0 || !(at_d >= 0) ||
+      at_d > (double)out_len)
+    return ro_throw_type(env, "getFramed(keyLength, out: Uint8Array, at, resp: boolean, absent, suffix)");
+  if (st->closed) return ro_throw_type(env, "getFramed: the lookup is closed");
+  ro_hit hit = {0};
+  int status = ro_lookup(&st->store, st->key, len, &hit);
+  write_hit(st->out, &hit);
+  size_t at = (size_t)at_d;
+  if (status == RO_HIT || status == RO_MISS) {
+    const ro_chunk *c = &st->store.chunks[hit.chunk];
+    if (status == RO_HIT && !resp && hit.value_length > 0xffffffffu) return ro_throw_type(env, "getFramed: value too large for a u32 length header");
+    if (frame_one(out, out_len, &at, status == RO_HIT, status == RO_HIT ? c->data + hit.value_offset : NULL, hit.value_length, resp, absent,
+                  absent_len, suffix, suffix_len) != 0)
+      status = RO_NEEDS_ROOM;
+  }
+  st->out[5] = (double)at;
+  napi_create_int32(env, status, &result);
   return result;
 }
 
@@ -352,6 +410,12 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
     st->functions++;
     napi_add_finalizer(env, get_many, st, function_finalize, NULL, NULL);
     napi_set_named_property(env, result, "getMany", get_many);
+  }
+  napi_value get_framed;
+  if (napi_create_function(env, "getFramed", NAPI_AUTO_LENGTH, get_framed_fn, st, &get_framed) == napi_ok) {
+    st->functions++;
+    napi_add_finalizer(env, get_framed, st, function_finalize, NULL, NULL);
+    napi_set_named_property(env, result, "getFramed", get_framed);
   }
   napi_value frame;
   if (napi_create_function(env, "frame", NAPI_AUTO_LENGTH, frame_fn, st, &frame) == napi_ok) {

@@ -131,7 +131,11 @@ export class LiveStore {
     return false
   }
 
-  /** The live reader itself (no lease: for handing it over, never for reading). */
+  /**
+   * The live reader itself, without a lease: for handing it over, or for a read that is
+   * synchronous from here to its answer (the reader closes only after a replace(), which
+   * cannot run in between). Anything that waits must acquire() instead.
+   */
   get currentReader(): StoreReader | undefined {
     return this.current?.reader
   }

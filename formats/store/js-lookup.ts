@@ -1,6 +1,13 @@
 import { crc32 } from '../../common/crc32'
 import { md5 } from '../../common/md5'
-import { LOOKUP_HIT, LOOKUP_MISS, type LookupChunkSpec, type LookupFunctions, type LookupSpec } from '../../common/native'
+import {
+  LOOKUP_HIT,
+  LOOKUP_MISS,
+  LOOKUP_NEEDS_ROOM,
+  type LookupChunkSpec,
+  type LookupFunctions,
+  type LookupSpec,
+} from '../../common/native'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE } from './header'
 import { RECORD_HEADER_SIZE } from './record'
 
@@ -252,38 +259,71 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       if (closed) throw new TypeError('frame: the lookup is closed')
       if (count * 4 > results.length || !(start >= 0 && start <= out.length)) throw new TypeError('frame: bad arguments')
       let pos = start
-      const room = (n: number): void => {
-        if (out.length - pos < n) throw new TypeError('frame: out is too small')
-      }
       for (let i = 0; i < count; i++) {
-        if (results[4 * i] !== LOOKUP_HIT) {
-          room(absent.length)
-          out.set(absent, pos)
-          pos += absent.length
-          continue
+        const hit = results[4 * i] === LOOKUP_HIT
+        let value: Uint8Array | undefined
+        if (hit) {
+          const c = chunks[results[4 * i + 1] as number]
+          const off = results[4 * i + 2] as number
+          const len = results[4 * i + 3] as number
+          if (!c || !(off >= 0 && len >= 0 && off + len <= c.spec.dataSize)) throw new TypeError('frame: result outside the data file')
+          value = bytes(c, off, len)
         }
-        const c = chunks[results[4 * i + 1] as number]
-        const off = results[4 * i + 2] as number
-        const len = results[4 * i + 3] as number
-        if (!c || !(off >= 0 && len >= 0 && off + len <= c.spec.dataSize)) throw new TypeError('frame: result outside the data file')
-        const header = resp ? `$${len}\r\n` : ''
-        room((resp ? header.length : 4) + len + suffix.length)
-        if (resp) for (let j = 0; j < header.length; j++) out[pos++] = header.charCodeAt(j)
-        else {
-          new DataView(out.buffer, out.byteOffset + pos, 4).setUint32(0, len)
-          pos += 4
-        }
-        out.set(bytes(c, off, len), pos)
-        pos += len
-        out.set(suffix, pos)
-        pos += suffix.length
+        const next = frameOne(out, pos, value, resp, absent, suffix)
+        if (next < 0) throw new TypeError('frame: out is too small')
+        pos = next
       }
       return pos
+    },
+    getFramed(keyLength: number, out: Uint8Array, start: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array): number {
+      const status = this.get(keyLength)
+      spec.out[5] = start
+      if (status !== LOOKUP_HIT && status !== LOOKUP_MISS) return status
+      const c = chunks[found.chunk] as Chunk
+      const next = frameOne(
+        out,
+        start,
+        status === LOOKUP_HIT ? bytes(c, found.valueOffset, found.valueLength) : undefined,
+        resp,
+        absent,
+        suffix,
+      )
+      if (next < 0) return LOOKUP_NEEDS_ROOM
+      spec.out[5] = next
+      return status
     },
     close(): void {
       closed = true
     },
   }
+}
+
+/** One framed answer at out[pos] (see LookupFunctions.frame); the offset after it, or -1 without room. */
+function frameOne(
+  out: Uint8Array,
+  pos: number,
+  value: Uint8Array | undefined,
+  resp: boolean,
+  absent: Uint8Array,
+  suffix: Uint8Array,
+): number {
+  if (value === undefined) {
+    if (out.length - pos < absent.length) return -1
+    out.set(absent, pos)
+    return pos + absent.length
+  }
+  const len = value.length
+  const header = resp ? `$${len}\r\n` : ''
+  if (out.length - pos < (resp ? header.length : 4) + len + suffix.length) return -1
+  if (resp) for (let j = 0; j < header.length; j++) out[pos++] = header.charCodeAt(j)
+  else {
+    new DataView(out.buffer, out.byteOffset + pos, 4).setUint32(0, len)
+    pos += 4
+  }
+  out.set(value, pos)
+  pos += len
+  out.set(suffix, pos)
+  return pos + suffix.length
 }
 
 function at(c: Chunk, i: number, field: number, littleEndian = false): number {

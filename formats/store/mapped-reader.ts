@@ -1,5 +1,5 @@
 import { StoreError } from '../../common/errors'
-import { LOOKUP_HIT, LOOKUP_MISS, lookupFailure, type LookupFunctions } from '../../common/native'
+import { LOOKUP_HIT, LOOKUP_MISS, LOOKUP_NEEDS_ROOM, lookupFailure, type LookupFunctions } from '../../common/native'
 import type { ValueCodec } from './codec'
 import { corrupt } from './header'
 import { KeyBatch } from './key-batch'
@@ -83,6 +83,32 @@ export class MappedStoreReader implements StoreReader {
     // Compressed values are decoded one by one anyway: frame the decoded Buffers.
     const values = this.getMany(keys)
     return writeFramed(framing, keys.length, values, undefined, maxBytes)
+  }
+
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean {
+    const lookup = this.open()
+    const len = this.writeKey(key)
+    if (len < 0 || !this.plain) {
+      const value = len < 0 ? this.getMany([key])[0] : this.get(key)
+      writeFramedInto(sink, framing, 1, [value], undefined)
+      return value !== undefined
+    }
+    const prefix = framing.prefix
+    const resp = framing.length === 'resp'
+    const out = this.out
+    // Room for the usual answer; a value too long for it is framed again after growing.
+    sink.reserve(prefix.length + 64)
+    for (;;) {
+      const status = lookup.getFramed(len, sink.buf, sink.pos + prefix.length, resp, framing.absent, framing.suffix)
+      if (status === LOOKUP_NEEDS_ROOM) {
+        sink.reserve(prefix.length + (out[2] as number) + 24 + framing.suffix.length + framing.absent.length)
+        continue
+      }
+      if (status !== LOOKUP_HIT && status !== LOOKUP_MISS) this.fail(status, out[0] as number, out[4] as number)
+      sink.buf.set(prefix, sink.pos)
+      sink.pos = out[5] as number
+      return status === LOOKUP_HIT
+    }
   }
 
   getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {

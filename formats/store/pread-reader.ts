@@ -105,6 +105,12 @@ class PreadStoreReader implements StoreReader {
     return writeFramed(framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
 
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean {
+    const value = this.get(key)
+    writeFramedInto(sink, framing, 1, [value], undefined)
+    return value !== undefined
+  }
+
   getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {
     return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }

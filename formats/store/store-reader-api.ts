@@ -47,6 +47,12 @@ export interface StoreReader {
    * the bytes written, or -1, writing nothing, when they would be more than `maxBytes`.
    */
   getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number
+  /**
+   * get() with the answer framed into `sink` (the framing's prefix, then the value's frame
+   * or the absent marker): a GET reply written straight from the mapping into a
+   * connection's output, with no Buffer for the value. Whether the key was found.
+   */
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean
   /** Index entries compared by the last get(), for benchmarks. */
   readonly lastProbes: number
   /**

@@ -1,6 +1,7 @@
 import { errorMessage, isStoreError } from '../../common/errors'
 import type { StoreMetadata } from '../../formats/store/metadata'
-import type { StoreReader } from '../../formats/store/store-reader-api'
+import type { StoreReader, ValueFraming } from '../../formats/store/store-reader-api'
+import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'
 import type { ServedStore } from '../../swapper/served-store'
@@ -66,8 +67,12 @@ export class KeyReads {
     return route.allLocal || keys.every((k) => route.local[partitionOf(route, k)] === 1)
   }
 
-  /** GET-like: the value of the key in argument `arg`. */
-  one(conn: RespConnection, arg: number, reply: ValueReply): void {
+  /**
+   * GET-like: the value of the key in argument `arg`. With `framed` (GET's bulk reply), a
+   * local answer is written by the reader straight into the connection's output in that
+   * framing (by protocol), with no Buffer for the value; `reply` answers forwarded reads.
+   */
+  one(conn: RespConnection, arg: number, reply: ValueReply, framed?: Readonly<Record<RespProto, ValueFraming>>): void {
     const p = conn.parser
     const end = p.ends[arg] as number
     const sv = this.d.keys.resolve(p.args, p.starts[arg] as number, end)
@@ -80,36 +85,39 @@ export class KeyReads {
     let route: StoreRoute | undefined
     let minVersion = 0
     let part = -1
-    const lease = sv.live.acquire()
-    if (lease) {
-      try {
-        route = this.d.routes.of(lease.reader.metadata)
-        if (!route) {
-          conn.out().error(LOADING)
+    // No lease: the lookup below is synchronous, and a live reader closes only after a
+    // replace() has run, which cannot happen before this call returns.
+    const reader = sv.live.currentReader
+    if (reader) {
+      const version = reader.metadata.version
+      route = this.d.routes.of(reader.metadata)
+      if (!route) {
+        conn.out().error(LOADING)
+        return
+      }
+      minVersion = version
+      if (!route.allLocal) part = partitionOf(route, key)
+      if (sv.stale === undefined && (part < 0 || route.local[part] === 1)) {
+        let found = false
+        let ok = true
+        try {
+          if (framed) found = reader.getFramedInto(key, framed[conn.proto], conn.out())
+          else {
+            const value = reader.get(key)
+            found = value !== undefined
+            reply(conn.out(), value, conn)
+          }
+        } catch (err) {
+          if (!isLookupFailure(err)) throw err
+          ok = false
+          this.localFailure(sv, version, err)
+        }
+        if (ok) {
+          this.d.stats.localKeys++
+          if (found) st.localHits++
+          else st.localMisses++
           return
         }
-        minVersion = lease.version
-        if (!route.allLocal) part = partitionOf(route, key)
-        if (sv.stale === undefined && (part < 0 || route.local[part] === 1)) {
-          let value: Buffer | undefined
-          let ok = true
-          try {
-            value = lease.reader.get(key)
-          } catch (err) {
-            if (!isLookupFailure(err)) throw err
-            ok = false
-            this.localFailure(sv, lease.version, err)
-          }
-          if (ok) {
-            this.d.stats.localKeys++
-            if (value === undefined) st.localMisses++
-            else st.localHits++
-            reply(conn.out(), value, conn)
-            return
-          }
-        }
-      } finally {
-        lease.release()
       }
     } else {
       route = this.d.routes.lastKnown(sv.store)

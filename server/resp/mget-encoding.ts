@@ -21,6 +21,12 @@ export function writeValues(out: RespWriter, values: readonly (Uint8Array | unde
 const CRLF = Buffer.from('\r\n', 'latin1')
 const ABSENT: Readonly<Record<RespProto, Buffer>> = { 2: Buffer.from('$-1\r\n', 'latin1'), 3: Buffer.from('_\r\n', 'latin1') }
 
+/** A bulk string reply (GET), or the protocol's null: the reader's framing of one value. */
+export const bulkFraming: Readonly<Record<RespProto, ValueFraming>> = {
+  2: { prefix: new Uint8Array(0), length: 'resp', absent: ABSENT[2], suffix: CRLF },
+  3: { prefix: new Uint8Array(0), length: 'resp', absent: ABSENT[3], suffix: CRLF },
+}
+
 /** The reader's RESP framing of an MGET reply of `count` keys: `*N`, then `$len value` or the protocol's null per key. */
 export function mgetFraming(count: number, proto: RespProto): ValueFraming {
   return { prefix: Buffer.from(`*${count}\r\n`, 'latin1'), length: 'resp', absent: ABSENT[proto], suffix: CRLF }

@@ -1,7 +1,7 @@
 import { isStoreError } from '../../../common/errors'
 import { argInt, NOT_INTEGER, type CommandSpec, type Handler } from '../command-table'
 import type { ValueReply, ValuesReply } from '../key-reads'
-import { mgetReplyBytes, writeLocalMget, writeValues } from '../mget-encoding'
+import { bulkFraming, mgetReplyBytes, writeLocalMget, writeValues } from '../mget-encoding'
 import { GETS_COMMAND } from '../forwarder'
 import { publicRespError } from '../public-error'
 
@@ -19,7 +19,7 @@ const countReply: ValuesReply = (out, vs) => {
   out.integer(n)
 }
 
-const get: Handler = (s, c) => s.reads.one(c, 1, bulkReply)
+const get: Handler = (s, c) => s.reads.one(c, 1, bulkReply, bulkFraming)
 
 const mget: Handler = (s, c) =>
   s.reads.many(c, 1, valuesReply, (out, reader, keys, conn) => writeLocalMget(out, reader, keys, conn.proto, s.opts.maxReplyBytes))

@@ -24,6 +24,9 @@ function fakeReader(version: number): StoreReader & { closed: boolean } {
     getManyFramedInto(): number {
       throw new Error('not used here')
     },
+    getFramedInto(): boolean {
+      throw new Error('not used here')
+    },
     close() {
       if (r.closed) throw new Error('closed twice')
       r.closed = true

@@ -88,6 +88,16 @@ describe.each(READER_MODES)('%s reader', (mode) => {
       expect(r.getManyFramedInto(keys, MULTIGET, sink, framed.length - 1)).toBe(-1)
       expect(sink.length).toBe(mid)
       expect(sink.take().toString('latin1')).toBe(`+OK\r\n*${keys.length}\r\n${text}${framed.toString('latin1')}`)
+      // One key at a time (a GET reply), from a writer with little room left: the values
+      // longer than that are framed again after the writer grows.
+      const one = new RespWriter(8)
+      const bulk: ValueFraming = { ...resp(1), prefix: new Uint8Array(0) }
+      const found = keys.map((k) => r.getFramedInto(k, bulk, one))
+      expect(found).toEqual(want.map((v) => v !== undefined))
+      expect(one.take().toString('latin1')).toBe(text)
+      const u32 = new RespWriter(8)
+      keys.forEach((k) => r.getFramedInto(k, { ...MULTIGET, prefix: Buffer.from('>') }, u32))
+      expect(u32.take()).toEqual(Buffer.concat(keys.map((k) => Buffer.concat([Buffer.from('>'), r.getManyFramed([k], MULTIGET)]))))
       expect(r.getMany([])).toEqual([])
       r.close()
       expect(() => r.getMany(['k1'])).toThrow(expect.objectContaining({ code: 'RO_CONFLICT' }))
@@ -109,6 +119,7 @@ describe.each(READER_MODES)('%s reader', (mode) => {
     expect(() => r.getManyFramed(keys, MULTIGET)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
     const sink = new RespWriter(16)
     expect(() => r.getManyFramedInto(keys, MULTIGET, sink)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+    expect(() => r.getFramedInto('k7', MULTIGET, sink)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
     expect(sink.length).toBe(0)
     r.close()
     const unchecked = await openIn(mode, dir, { verifyRecords: false })

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
 import { startNode, type RunningNode } from '../../../../server/node'
@@ -25,6 +25,18 @@ beforeAll(async () => {
   writeFileSync(join(dataDir, 'users', 'LIVE'), '3\n')
   await makeNodeDir(join(dataDir, 'items', 'version-1'), [['a', 'item-a']], { store: 'items', version: 1 })
   writeFileSync(join(dataDir, 'items', 'LIVE'), '1\n')
+  // A store whose record of r7 rots after install: one flipped byte at the end of its value.
+  const rotten = join(dataDir, 'rotten', 'version-1')
+  await makeNodeDir(rotten, Array.from({ length: 20 }, (_, i) => [`r${i}`, `rotten-value-${i}`] as [string, string]), {
+    store: 'rotten',
+    version: 1,
+    chunks: 1,
+  })
+  const data = readFileSync(join(rotten, '0.data'))
+  const at = data.indexOf('rotten-value-7') + 'rotten-value-7'.length - 1
+  data[at] = data[at]! ^ 0x01
+  writeFileSync(join(rotten, '0.data'), data)
+  writeFileSync(join(dataDir, 'rotten', 'LIVE'), '1\n')
   node = await startNode({
     cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
     nodeId: 0,
@@ -52,6 +64,14 @@ test('PING, ECHO, SELECT, QUIT', async () => {
   expect(await cli(port, 'SELECT', '1')).toBe('(error) ERR DB index is out of range')
   expect(await cli(port, 'SELECT', 'x')).toBe('(error) ERR value is not an integer or out of range')
   expect(await cli(port, 'QUIT')).toBe('OK')
+})
+
+test('GET of a rotten record: an error reply and nothing else in the stream; the next commands answer normally', async () => {
+  const raw = await RawConnection.open(port)
+  raw.send('GET rotten:r7\r\nGET rotten:r1\r\nGET rotten:nope\r\nPING\r\n')
+  const text = await raw.until((t) => t.endsWith('+PONG\r\n'))
+  raw.close()
+  expect(text).toMatch(/^-RO_UNAVAILABLE [^\r\n]*\r\n\$14\r\nrotten-value-1\r\n\$-1\r\n\+PONG\r\n$/)
 })
 
 test('GET: <store>:<key>, absent keys, empty values, colons and binary bytes in keys', async () => {
@@ -104,12 +124,13 @@ test('GETRANGE follows Redis: inclusive ends, negative offsets, clamping', async
 })
 
 test('DBSIZE and INFO keyspace: records of the live versions, per store', async () => {
-  expect(await cli(port, 'DBSIZE')).toBe('(integer) 105')
+  expect(await cli(port, 'DBSIZE')).toBe('(integer) 125')
   const info = (await redisCli(port, ['INFO', 'keyspace'], { raw: true })).stdout
   expect(info).toMatch(/^# Keyspace\r?\n/)
-  expect(info).toMatch(/db0:keys=105,expires=0,avg_ttl=0/)
+  expect(info).toMatch(/db0:keys=125,expires=0,avg_ttl=0/)
   expect(info).toMatch(/store_users:version=3,records=104,stale=0,local_hits=\d+/)
   expect(info).toMatch(/store_items:version=1,records=1,stale=0/)
+  expect(info).toMatch(/store_rotten:version=1,records=20,stale=0/)
 })
 
 test('INFO sections: all by default, or the ones named; stats count local keys', async () => {
