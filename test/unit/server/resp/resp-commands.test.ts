@@ -27,11 +27,15 @@ beforeAll(async () => {
   writeFileSync(join(dataDir, 'items', 'LIVE'), '1\n')
   // A store whose record of r7 rots after install: one flipped byte at the end of its value.
   const rotten = join(dataDir, 'rotten', 'version-1')
-  await makeNodeDir(rotten, Array.from({ length: 20 }, (_, i) => [`r${i}`, `rotten-value-${i}`] as [string, string]), {
-    store: 'rotten',
-    version: 1,
-    chunks: 1,
-  })
+  await makeNodeDir(
+    rotten,
+    Array.from({ length: 20 }, (_, i) => [`r${i}`, `rotten-value-${i}`] as [string, string]),
+    {
+      store: 'rotten',
+      version: 1,
+      chunks: 1,
+    },
+  )
   const data = readFileSync(join(rotten, '0.data'))
   const at = data.indexOf('rotten-value-7') + 'rotten-value-7'.length - 1
   data[at] = data[at]! ^ 0x01
