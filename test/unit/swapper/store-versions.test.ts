@@ -32,19 +32,30 @@ describe('StoreVersions (real node directories)', () => {
     return d
   }
 
-  test('an installed version is opened at install time, so its swap opens nothing', async () => {
-    const opened: string[] = []
+  /** Versions of 'users' whose reader opens (directories) and closes (versions) are recorded. */
+  async function countingOpens(opened: string[], closed: number[] = []): Promise<StoreVersions> {
     const { openStore } = await import('../../../formats/store/store-reader')
-    const sv = await StoreVersions.open({
+    return StoreVersions.open({
       dataDir: dataDir(),
       store: 'users',
       create: true,
       nodeId: 0,
       openReader: async (dir) => {
         opened.push(dir)
-        return openStore(dir)
+        const reader = await openStore(dir)
+        const close = reader.close.bind(reader)
+        reader.close = () => {
+          closed.push(reader.metadata.version)
+          close()
+        }
+        return reader
       },
     })
+  }
+
+  test('an installed version is opened at install time, so its swap opens nothing', async () => {
+    const opened: string[] = []
+    const sv = await countingOpens(opened)
     await sv.install(await source(tmp.dir, 1))
     expect(opened).toHaveLength(1)
     await sv.swap(1)
@@ -66,23 +77,7 @@ describe('StoreVersions (real node directories)', () => {
   test('the replaced version stays open as the rollback target: swapping back and forth opens nothing and serves the same reader', async () => {
     const opened: string[] = []
     const closed: number[] = []
-    const { openStore } = await import('../../../formats/store/store-reader')
-    const sv = await StoreVersions.open({
-      dataDir: dataDir(),
-      store: 'users',
-      create: true,
-      nodeId: 0,
-      openReader: async (dir) => {
-        opened.push(dir)
-        const reader = await openStore(dir)
-        const close = reader.close.bind(reader)
-        reader.close = () => {
-          closed.push(reader.metadata.version)
-          close()
-        }
-        return reader
-      },
-    })
+    const sv = await countingOpens(opened, closed)
     for (const v of [1, 2]) await sv.install(await source(tmp.dir, v))
     await sv.swap(1) // 1 was let go when 2 was installed: opened again
     expect(opened).toHaveLength(3)
