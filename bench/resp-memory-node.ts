@@ -12,7 +12,7 @@
 import type { Cluster } from '../cluster/cluster'
 import type { StoreMetadata } from '../formats/store/metadata'
 import type { StoreReader } from '../formats/store/store-reader-api'
-import { writeFramed, writeFramedInto } from '../formats/store/value-framing'
+import { writeFramed, writeFramedInto, writeValueInto } from '../formats/store/value-framing'
 import { ReadAuth } from '../server/auth'
 import { nullLogger } from '../server/log'
 import { startRespServer } from '../server/resp/resp-server'
@@ -50,11 +50,7 @@ async function main(): Promise<void> {
     getManyFramed: ((keys, framing, maxBytes?: number) =>
       writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as StoreReader['getManyFramed'],
     getManyFramedInto: (keys, framing, sink, maxBytes) => writeFramedInto(sink, framing, keys.length, keys.map(get), undefined, maxBytes),
-    getFramedInto: (key, framing, sink) => {
-      const v = get(key)
-      writeFramedInto(sink, framing, 1, [v], undefined)
-      return v !== undefined
-    },
+    getFramedInto: (key, framing, sink) => writeValueInto(sink, framing, get(key)),
     close: () => undefined,
   }
   const live = new LiveStore(STORE)

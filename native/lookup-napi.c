@@ -180,17 +180,8 @@ static size_t write_decimal(uint8_t *p, uint64_t v) {
   return n;
 }
 
-/*
- * frame(results, count, out, at, resp, absent, suffix): writes the framed answers of a
- * getMany (its `out`: status, chunk, value offset, value length per key) into `out` from
- * `at`, copying each value straight from the mapped data file: per key the `absent` bytes,
- * or a length header (resp: `$<decimal>\r\n`; else u32 big-endian), the value and
- * `suffix`. Returns the offset after the last byte. The caller sized `out`
- * (formats/store/value-framing.ts); running past it, or a result naming bytes outside a
- * data file, throws before anything past the checked bound is written.
- */
-/* Frames one answer at out[*at]: `absent`, or header, the value at data + off and `suffix`.
- * 0, or -1 when out has no room for it (nothing written). */
+/* Frames one answer at out[*at]: `absent`, or header, the value and `suffix`. 0, or -1
+ * when out has no room for it (nothing written). Twin: writeFrame in value-framing.ts. */
 static int frame_one(uint8_t *out, size_t out_len, size_t *at, int hit, const uint8_t *value, uint64_t len, int resp, const uint8_t *absent,
                      size_t absent_len, const uint8_t *suffix, size_t suffix_len) {
   size_t pos = *at;
@@ -223,6 +214,15 @@ static int frame_one(uint8_t *out, size_t out_len, size_t *at, int hit, const ui
   return 0;
 }
 
+/*
+ * frame(results, count, out, at, resp, absent, suffix): writes the framed answers of a
+ * getMany (its `out`: status, chunk, value offset, value length per key) into `out` from
+ * `at`, copying each value straight from the mapped data file: per key the `absent` bytes,
+ * or a length header (resp: `$<decimal>\r\n`; else u32 big-endian), the value and
+ * `suffix`. Returns the offset after the last byte. The caller sized `out`
+ * (formats/store/value-framing.ts); running past it, or a result naming bytes outside a
+ * data file, throws before anything past the checked bound is written.
+ */
 static napi_value frame_fn(napi_env env, napi_callback_info info) {
   size_t argc = 7;
   napi_value argv[7], result;

@@ -1,31 +1,4 @@
-import type { FrameSink } from '../formats/store/store-reader-api'
-
-/**
- * A growable byte buffer that a batch's framed answers are written into in place
- * (StoreReader.getManyFramedInto).
- */
-export class ByteSink implements FrameSink {
-  buf: Buffer
-  pos = 0
-
-  constructor(initialBytes: number) {
-    this.buf = Buffer.allocUnsafeSlow(initialBytes)
-  }
-
-  reserve(n: number): void {
-    if (this.pos + n <= this.buf.length) return
-    let size = Math.max(this.buf.length * 2, 1024)
-    while (size < this.pos + n) size *= 2
-    const nb = Buffer.allocUnsafeSlow(size)
-    this.buf.copy(nb, 0, 0, this.pos)
-    this.buf = nb
-  }
-
-  /** The bytes written so far (a view of the buffer). */
-  bytes(): Buffer {
-    return this.buf.subarray(0, this.pos)
-  }
-}
+import { GrowableBuffer } from '../common/growable-buffer'
 
 /**
  * Response bodies of multi-gets, reused: a fresh Buffer for every response is fresh memory
@@ -36,7 +9,7 @@ export class ByteSink implements FrameSink {
  * most `maxFree` sinks of at most `maxKeepBytes` each wait here.
  */
 export class ResponseBuffers {
-  private readonly free: ByteSink[] = []
+  private readonly free: GrowableBuffer[] = []
 
   constructor(
     private readonly maxFree = 64,
@@ -44,14 +17,14 @@ export class ResponseBuffers {
     private readonly initialBytes = 16 << 10,
   ) {}
 
-  acquire(): ByteSink {
+  acquire(): GrowableBuffer {
     const s = this.free.pop()
-    if (!s) return new ByteSink(this.initialBytes)
+    if (!s) return new GrowableBuffer(this.initialBytes)
     s.pos = 0
     return s
   }
 
-  release(s: ByteSink): void {
+  release(s: GrowableBuffer): void {
     if (this.free.length < this.maxFree && s.buf.length <= this.maxKeepBytes) this.free.push(s)
   }
 

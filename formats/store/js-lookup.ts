@@ -10,6 +10,7 @@ import {
 } from '../../common/native'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE } from './header'
 import { RECORD_HEADER_SIZE } from './record'
+import { writeFrame } from './value-framing'
 
 /**
  * JavaScript twin of the addon's createLookup (native/lookup.c), same signature and the
@@ -269,7 +270,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
           if (!c || !(off >= 0 && len >= 0 && off + len <= c.spec.dataSize)) throw new TypeError('frame: result outside the data file')
           value = bytes(c, off, len)
         }
-        const next = frameOne(out, pos, value, resp, absent, suffix)
+        const next = writeFrame(out, pos, value, resp, absent, suffix)
         if (next < 0) throw new TypeError('frame: out is too small')
         pos = next
       }
@@ -280,7 +281,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       spec.out[5] = start
       if (status !== LOOKUP_HIT && status !== LOOKUP_MISS) return status
       const c = chunks[found.chunk] as Chunk
-      const next = frameOne(
+      const next = writeFrame(
         out,
         start,
         status === LOOKUP_HIT ? bytes(c, found.valueOffset, found.valueLength) : undefined,
@@ -296,34 +297,6 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       closed = true
     },
   }
-}
-
-/** One framed answer at out[pos] (see LookupFunctions.frame); the offset after it, or -1 without room. */
-function frameOne(
-  out: Uint8Array,
-  pos: number,
-  value: Uint8Array | undefined,
-  resp: boolean,
-  absent: Uint8Array,
-  suffix: Uint8Array,
-): number {
-  if (value === undefined) {
-    if (out.length - pos < absent.length) return -1
-    out.set(absent, pos)
-    return pos + absent.length
-  }
-  const len = value.length
-  const header = resp ? `$${len}\r\n` : ''
-  if (out.length - pos < (resp ? header.length : 4) + len + suffix.length) return -1
-  if (resp) for (let j = 0; j < header.length; j++) out[pos++] = header.charCodeAt(j)
-  else {
-    new DataView(out.buffer, out.byteOffset + pos, 4).setUint32(0, len)
-    pos += 4
-  }
-  out.set(value, pos)
-  pos += len
-  out.set(suffix, pos)
-  return pos + suffix.length
 }
 
 function at(c: Chunk, i: number, field: number, littleEndian = false): number {

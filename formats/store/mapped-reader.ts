@@ -8,7 +8,7 @@ import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
 import type { StoreOps } from './store-ops'
 import type { AccessMode, FrameSink, StoreReader, ValueFraming } from './store-reader-api'
-import { writeFramed, writeFramedInto } from './value-framing'
+import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
 const KEY_SCRATCH_BYTES = 1 << 16
@@ -88,11 +88,7 @@ export class MappedStoreReader implements StoreReader {
   getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean {
     const lookup = this.open()
     const len = this.writeKey(key)
-    if (len < 0 || !this.plain) {
-      const value = len < 0 ? this.getMany([key])[0] : this.get(key)
-      writeFramedInto(sink, framing, 1, [value], undefined)
-      return value !== undefined
-    }
+    if (len < 0 || !this.plain) return writeValueInto(sink, framing, len < 0 ? this.getMany([key])[0] : this.get(key))
     const prefix = framing.prefix
     const resp = framing.length === 'resp'
     const out = this.out

@@ -10,7 +10,7 @@ import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
 import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from './search'
 import type { AccessMode, FrameSink, Preload, StoreReader, ValueFraming } from './store-reader-api'
-import { writeFramed, writeFramedInto } from './value-framing'
+import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Largest first read of a record; records beyond it take a second read. */
 const MAX_READ_AHEAD = 4096
@@ -106,9 +106,7 @@ class PreadStoreReader implements StoreReader {
   }
 
   getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean {
-    const value = this.get(key)
-    writeFramedInto(sink, framing, 1, [value], undefined)
-    return value !== undefined
+    return writeValueInto(sink, framing, this.get(key))
   }
 
   getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {

@@ -109,31 +109,58 @@ function writeFramedAt(
     framer(source, count, out, at, resp, framing.absent, framing.suffix)
     return
   }
-  for (let i = 0; i < count; i++) {
-    const len = lengthOf(source, i)
-    if (len < 0) {
-      out.set(framing.absent, at)
-      at += framing.absent.length
-      continue
-    }
-    if (resp) {
-      out[at++] = 0x24 // $
-      at += writeDecimal(out, at, len)
-      out[at++] = 0x0d
-      out[at++] = 0x0a
-    } else {
-      out.writeUInt32BE(len, at)
-      at += 4
-    }
-    out.set(source[i] as Uint8Array, at)
-    at += len
-    out.set(framing.suffix, at)
-    at += framing.suffix.length
+  for (let i = 0; i < count; i++) at = writeFrame(out, at, source[i], resp, framing.absent, framing.suffix)
+}
+
+/**
+ * writeFramedInto for one answer (a GET reply from a value already in a Buffer, or none);
+ * whether there was a value.
+ */
+export function writeValueInto(sink: FrameSink, framing: ValueFraming, value: Uint8Array | undefined): boolean {
+  writeFramedInto(sink, framing, 1, [value], undefined)
+  return value !== undefined
+}
+
+/**
+ * One framed answer at out[pos]: `absent`, or the length header (`resp`: `$<decimal>\r\n`,
+ * else u32 big-endian), the value and `suffix`. The offset after it, or -1, writing
+ * nothing, when `out` has no room for it. The addon's frame_one (native/lookup-napi.c) is
+ * its twin.
+ */
+export function writeFrame(
+  out: Uint8Array,
+  pos: number,
+  value: Uint8Array | undefined,
+  resp: boolean,
+  absent: Uint8Array,
+  suffix: Uint8Array,
+): number {
+  if (value === undefined) {
+    if (out.length - pos < absent.length) return -1
+    out.set(absent, pos)
+    return pos + absent.length
   }
+  const len = value.length
+  if (out.length - pos < (resp ? 3 + decimalDigits(len) : 4) + len + suffix.length) return -1
+  if (resp) {
+    out[pos++] = 0x24 // $
+    pos += writeDecimal(out, pos, len)
+    out[pos++] = 0x0d
+    out[pos++] = 0x0a
+  } else {
+    out[pos++] = len >>> 24
+    out[pos++] = (len >>> 16) & 0xff
+    out[pos++] = (len >>> 8) & 0xff
+    out[pos++] = len & 0xff
+  }
+  out.set(value, pos)
+  pos += len
+  out.set(suffix, pos)
+  return pos + suffix.length
 }
 
 /** Writes `n` (a non-negative integer) in decimal at `at`; returns the digits written. */
-function writeDecimal(out: Buffer, at: number, n: number): number {
+function writeDecimal(out: Uint8Array, at: number, n: number): number {
   const digits = decimalDigits(n)
   for (let p = at + digits - 1; p >= at; p--) {
     out[p] = 0x30 + (n % 10)

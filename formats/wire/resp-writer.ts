@@ -1,3 +1,4 @@
+import { GrowableBuffer } from '../../common/growable-buffer'
 import { CR, LF, type RespProto } from './resp'
 
 /** `$`, up to 16 digits, CRLF, and the CRLF after the payload. */
@@ -12,26 +13,14 @@ const BULK_OVERHEAD = 21
  * `take()` hands the bytes out and starts over. Whether the buffer can be reused after a
  * write is the owner's call (see `release()`): a socket may still hold it.
  */
-export class RespWriter {
-  buf: Buffer
-  pos = 0
-
+export class RespWriter extends GrowableBuffer {
   constructor(private readonly initialSize = 16 << 10) {
-    this.buf = Buffer.allocUnsafeSlow(initialSize)
-  }
-
-  get length(): number {
-    return this.pos
-  }
-
-  /** Room for `n` more bytes. */
-  reserve(n: number): void {
-    if (this.pos + n > this.buf.length) this.grow(n)
+    super(initialSize)
   }
 
   /** The bytes written so far (a view), and the writer starts over on the same buffer. */
   take(): Buffer {
-    const out = this.buf.subarray(0, this.pos)
+    const out = this.bytes()
     this.pos = 0
     return out
   }
@@ -188,14 +177,6 @@ export class RespWriter {
       b[--p] = 0x30 + (n % 10)
       n = Math.floor(n / 10)
     } while (n > 0)
-  }
-
-  private grow(n: number): void {
-    let size = Math.max(this.buf.length * 2, 1024)
-    while (size < this.pos + n) size *= 2
-    const nb = Buffer.allocUnsafeSlow(size)
-    this.buf.copy(nb, 0, 0, this.pos)
-    this.buf = nb
   }
 }
 

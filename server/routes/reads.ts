@@ -9,7 +9,8 @@ import type { StoreMetadata } from '../../formats/store/metadata'
 import type { ReadContext } from '../context'
 import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http-util'
 import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../read-limits'
-import { ResponseBuffers, type ByteSink } from '../response-buffers'
+import type { GrowableBuffer } from '../../common/growable-buffer'
+import { ResponseBuffers } from '../response-buffers'
 import { readRoute } from './route'
 import { ownershipOf, ownsAll, ownsKey, type Ownership } from '../key-ownership'
 import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEADER } from './store-access'
@@ -158,7 +159,7 @@ function readMany(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array
 }
 
 /** Writes the framed multi-get answer into `sink` when it fits in `maxBytes`; false (nothing written) when it does not. */
-function readFramed(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[], sink: ByteSink, maxBytes: number): boolean {
+function readFramed(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[], sink: GrowableBuffer, maxBytes: number): boolean {
   try {
     return lease.reader.getManyFramedInto(keys, MULTIGET_FRAMING, sink, maxBytes) >= 0
   } catch (err) {

@@ -3,13 +3,14 @@ import { join } from 'node:path'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { nullLogger } from '../../../server/log'
 import { startNode, type RunningNode } from '../../../server/node'
-import { ByteSink, ResponseBuffers } from '../../../server/response-buffers'
+import { GrowableBuffer } from '../../../common/growable-buffer'
+import { ResponseBuffers } from '../../../server/response-buffers'
 import { makeNodeDir } from '../../../testkit/make-store'
 import { request } from '../../../testkit/node-process'
 import { makeTmp } from '../../../testkit/tmp'
 
 test('a sink grows keeping its bytes; the pool hands sinks back empty and keeps a bounded number of bounded size', () => {
-  const s = new ByteSink(4)
+  const s = new GrowableBuffer(4)
   s.reserve(3)
   s.buf.write('abc', s.pos)
   s.pos += 3
@@ -32,8 +33,8 @@ test('a sink grows keeping its bytes; the pool hands sinks back empty and keeps 
   pool.release(big)
   expect(pool.idle).toBe(0)
   pool.release(again)
-  pool.release(new ByteSink(8))
-  pool.release(new ByteSink(8))
+  pool.release(new GrowableBuffer(8))
+  pool.release(new GrowableBuffer(8))
   expect(pool.idle).toBe(2)
 })
 
