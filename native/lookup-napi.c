@@ -112,6 +112,10 @@ static void sort_items(batch_item *a, size_t n) {
   }
 }
 
+/* Keys whose memory reads overlap in getMany: enough to keep a core's line-fill buffers
+ * busy, few enough that a block's index lines are still cached when its records are read. */
+#define LOOKUP_BLOCK 64
+
 /*
  * getMany(keys, ends, count, out): key i is keys[ends[i-1] .. ends[i]) (ends[-1] = 0).
  * Keys are looked up in index order (chunk, then hash prefix), so a batch walks each
@@ -152,16 +156,30 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
     items[i].index = i;
   }
   sort_items(items, count);
-  for (uint32_t j = 0; j < count; j++) {
-    uint32_t i = items[j].index;
-    uint32_t start = i == 0 ? 0 : ends[i - 1];
-    ro_hit hit = {0};
-    int status = ro_lookup_hashed(&st->store, keys + start, ends[i] - start, hashes + (size_t)i * 16, &hit);
-    double *o = out + (size_t)i * 4;
-    o[0] = status;
-    o[1] = hit.chunk;
-    o[2] = (double)(status < 0 ? hit.record_offset : hit.value_offset);
-    o[3] = (double)hit.value_length;
+  /* In blocks, stage by stage (lookup.h): the index entries of a block are fetched
+   * together, then its records, so their misses overlap instead of queueing. */
+  for (uint32_t b = 0; b < count; b += LOOKUP_BLOCK) {
+    uint32_t n = count - b < LOOKUP_BLOCK ? count - b : LOOKUP_BLOCK;
+    batch_item *block = items + b;
+    ro_hit hits[LOOKUP_BLOCK];
+    uint64_t pos[LOOKUP_BLOCK];
+    int status[LOOKUP_BLOCK];
+    for (uint32_t j = 0; j < n; j++) ro_prefetch_entry(&st->store, hashes + (size_t)block[j].index * 16);
+    for (uint32_t j = 0; j < n; j++) {
+      memset(&hits[j], 0, sizeof hits[j]);
+      status[j] = ro_locate(&st->store, hashes + (size_t)block[j].index * 16, &hits[j], &pos[j]);
+    }
+    for (uint32_t j = 0; j < n; j++) {
+      uint32_t i = block[j].index;
+      uint32_t start = i == 0 ? 0 : ends[i - 1];
+      ro_hit *hit = &hits[j];
+      if (status[j] == RO_HIT) status[j] = ro_finish(&st->store, keys + start, ends[i] - start, hashes + (size_t)i * 16, pos[j], hit);
+      double *o = out + (size_t)i * 4;
+      o[0] = status[j];
+      o[1] = hit->chunk;
+      o[2] = (double)(status[j] < 0 ? hit->record_offset : hit->value_offset);
+      o[3] = (double)hit->value_length;
+    }
   }
   free(items);
   free(hashes);

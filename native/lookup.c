@@ -32,6 +32,37 @@ static int interpolation_budget(uint64_t n) {
   return 2 * b + 2;
 }
 
+/* Where a search of `target` in chunk c starts: the radix table's slice (when the chunk
+ * has one) and the key range that slice covers. */
+typedef struct {
+  uint64_t left, right; /* entries [left, right) */
+  uint64_t low;         /* every entry before `left` is < target and >= low */
+  double low_d, high_d;
+} search_range;
+
+static search_range start_range(const ro_chunk *c, uint64_t target) {
+  search_range r = {0, c->count, 0, 0.0, TWO64};
+  if (c->radix != NULL) {
+    uint64_t b = target >> (64 - c->radix_bits);
+    r.right = c->radix[b + 1];
+    r.left = c->radix[b];
+    /* The table is built by the index scan; clamping keeps even a bad one in bounds. */
+    if (r.right > c->count) r.right = c->count;
+    if (r.left > r.right) r.left = r.right;
+    r.low = b << (64 - c->radix_bits);
+    r.low_d = (double)r.low;
+    r.high_d = r.low_d + (double)((uint64_t)1 << (64 - c->radix_bits));
+  }
+  return r;
+}
+
+/* The entry an interpolation step probes in [left, right) (left < right). */
+static inline uint64_t interpolate(uint64_t left, uint64_t right, double low_d, double high_d, double target_d) {
+  double f = (target_d - low_d) / (high_d - low_d);
+  double p = (double)left + f * (double)(right - left);
+  return p <= (double)left ? left : p >= (double)(right - 1) ? right - 1 : (uint64_t)p;
+}
+
 /* Position of `target` (any of equal entries), or where it would be inserted. Sets
  * *order_error when an entry lies outside the bounds its neighbours give it: only an
  * index that was not scanned at open can be out of order. */
@@ -49,30 +80,20 @@ static uint64_t search(const ro_store *s, const ro_chunk *c, uint64_t target, ui
     }
     return left;
   }
-  uint64_t low = 0; /* every entry before `left` is < target and >= low */
-  double low_d = 0.0, high_d = TWO64;
+  search_range r = start_range(c, target);
+  left = r.left;
+  right = r.right;
+  uint64_t low = r.low;
+  double low_d = r.low_d, high_d = r.high_d;
   int high_is_entry = 0;
   uint64_t high = 0; /* when high_is_entry: the key at `right`, > target */
-  if (c->radix != NULL) {
-    uint64_t b = target >> (64 - c->radix_bits);
-    right = c->radix[b + 1];
-    left = c->radix[b];
-    /* The table is built by the index scan; clamping keeps even a bad one in bounds. */
-    if (right > c->count) right = c->count;
-    if (left > right) left = right;
-    low = b << (64 - c->radix_bits);
-    low_d = (double)low;
-    high_d = low_d + (double)((uint64_t)1 << (64 - c->radix_bits));
-  }
   int budget = interpolation_budget(c->count);
   double target_d = (double)target;
   while (left < right) {
     uint64_t pos;
     if (budget > 0 && high_d > low_d) {
       budget--;
-      double f = (target_d - low_d) / (high_d - low_d);
-      double p = (double)left + f * (double)(right - left);
-      pos = p <= (double)left ? left : p >= (double)(right - 1) ? right - 1 : (uint64_t)p;
+      pos = interpolate(left, right, low_d, high_d, target_d);
     } else {
       pos = left + (right - left) / 2;
     }
@@ -122,19 +143,49 @@ static int check_record(const ro_store *s, const ro_chunk *c, uint64_t off, cons
   return ro_be64(h) == prefix ? NOT_THIS_KEY : RO_E_FOREIGN_KEY;
 }
 
-int ro_lookup_hashed(const ro_store *s, const uint8_t *key, size_t len, const uint8_t hash[16], ro_hit *out) {
-  uint32_t chunk = (uint32_t)(((uint32_t)hash[4] << 24 | (uint32_t)hash[5] << 16 | (uint32_t)hash[6] << 8 | hash[7]) % s->chunk_count);
+static inline uint32_t chunk_of(const ro_store *s, const uint8_t hash[16]) {
+  return (uint32_t)(((uint32_t)hash[4] << 24 | (uint32_t)hash[5] << 16 | (uint32_t)hash[6] << 8 | hash[7]) % s->chunk_count);
+}
+
+void ro_prefetch_entry(const ro_store *s, const uint8_t hash[16]) {
+  const ro_chunk *c = &s->chunks[chunk_of(s, hash)];
+  uint64_t target = ro_be64(hash);
+  uint64_t pos;
+  if (s->binary) {
+    pos = c->count / 2;
+  } else {
+    search_range r = start_range(c, target);
+    if (r.left >= r.right) return;
+    pos = interpolate(r.left, r.right, r.low_d, r.high_d, (double)target);
+  }
+  if (pos < c->count) __builtin_prefetch(c->entries + pos * RO_ENTRY_SIZE);
+}
+
+int ro_locate(const ro_store *s, const uint8_t hash[16], ro_hit *out, uint64_t *pos) {
+  uint32_t chunk = chunk_of(s, hash);
   const ro_chunk *c = &s->chunks[chunk];
   uint64_t prefix = ro_be64(hash);
   out->chunk = chunk;
   out->probes = 0;
   int order_error;
-  uint64_t pos = search(s, c, prefix, &out->probes, &order_error);
+  *pos = search(s, c, prefix, &out->probes, &order_error);
   if (order_error) {
-    out->record_offset = pos < c->count ? entry_offset(c, pos) : 0;
+    out->record_offset = *pos < c->count ? entry_offset(c, *pos) : 0;
     return RO_E_ORDER;
   }
-  if (pos >= c->count || entry_key(c, pos) != prefix) return RO_MISS;
+  if (*pos >= c->count || entry_key(c, *pos) != prefix) return RO_MISS;
+  /* The record's header and the start of its key and value: the CRC reads the rest in order. */
+  uint64_t off = entry_offset(c, *pos);
+  if (off < c->data_size) {
+    __builtin_prefetch(c->data + off);
+    if (c->data_size - off > 64) __builtin_prefetch(c->data + off + 64);
+  }
+  return RO_HIT;
+}
+
+int ro_finish(const ro_store *s, const uint8_t *key, size_t len, const uint8_t hash[16], uint64_t pos, ro_hit *out) {
+  const ro_chunk *c = &s->chunks[out->chunk];
+  uint64_t prefix = ro_be64(hash);
   int r = check_record(s, c, entry_offset(c, pos), key, len, prefix, out);
   if (r != NOT_THIS_KEY) return r;
   /* Equal prefixes are hash collisions: the key stored in the record decides. */
@@ -147,6 +198,12 @@ int ro_lookup_hashed(const ro_store *s, const uint8_t *key, size_t len, const ui
     if (r != NOT_THIS_KEY) return r;
   }
   return RO_MISS;
+}
+
+int ro_lookup_hashed(const ro_store *s, const uint8_t *key, size_t len, const uint8_t hash[16], ro_hit *out) {
+  uint64_t pos;
+  int r = ro_locate(s, hash, out, &pos);
+  return r == RO_HIT ? ro_finish(s, key, len, hash, pos, out) : r;
 }
 
 int ro_lookup(const ro_store *s, const uint8_t *key, size_t len, ro_hit *out) {

@@ -71,6 +71,11 @@ describe.each(READER_MODES)('%s reader', (mode) => {
       const r = await openIn(mode, dir, { search })
       for (const [k, v] of records) expect(r.get(k)?.toString()).toBe(v)
       for (let i = 0; i < 100; i++) expect(r.get(`absent-${i}`)).toBeUndefined()
+      // One batch of every key, absent ones and repeats interleaved: getMany looks keys up
+      // in blocks (the addon's prefetching stages), each block holding many colliding keys.
+      const batch = records.flatMap(([k], i) => (i % 3 === 0 ? [k, `absent-${i}`, records[(i * 7) % 400]![0]] : [k]))
+      expect(r.getMany(batch).map((v) => v?.toString())).toEqual(batch.map((k) => r.get(k)?.toString()))
+      expect(batch.filter((k) => k.startsWith('absent')).length).toBeGreaterThan(100)
       r.close()
     }
     await expect(verifyStore(dir)).resolves.toMatchObject({ records: 400 })
