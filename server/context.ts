@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Cluster } from '../cluster/cluster'
+import type { Preload } from '../formats/store/store-reader-api'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServedStores } from '../swapper/served-store'
 import type { ServingMirror } from '../swapper/serving-mirror'
@@ -42,6 +43,8 @@ export interface AppContext extends ReadContext {
   readonly jobs: Jobs
   readonly startedAt: number
   readonly keepVersions: number
+  /** What a version's reader makes resident before it serves (`--preload`). */
+  readonly preload: Preload
   readonly fetch?: FetchRunner
   /** The node-wide limit of the streaming routes (`--stream-max-bytes-per-sec`); none: unlimited. */
   readonly streamBucket?: TokenBucket

@@ -1,5 +1,6 @@
 import { TokenBucket } from '../fetcher/token-bucket'
 import type { DataDir, DataDirOptions } from '../swapper/data-dir'
+import { readerOpener } from '../swapper/open-version'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import { createFetchRunner, SourceAccess, type FetchRunner } from './fetch-route'
 import { Jobs } from './jobs'
@@ -34,7 +35,7 @@ export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: Nod
     dir: opts.dataDir,
     nodeId: opts.nodeId,
     keepVersions: setup.keepVersions,
-    openReader: opts.openReader,
+    openReader: opts.openReader ?? readerOpener(setup.preload),
     verify: opts.verify,
     log,
     drainDeadlineMs: opts.versionDrainMs,

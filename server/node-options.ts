@@ -1,6 +1,7 @@
 import { StoreError } from '../common/errors'
 import { loadCluster, type Cluster, type NodeTls } from '../cluster/cluster'
 import type { AddressBook } from '../cluster/address-book'
+import { PRELOADS, type Preload } from '../formats/store/store-reader-api'
 import type { OpenReader } from '../swapper/open-version'
 import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
 import { checkToken } from './auth'
@@ -92,6 +93,11 @@ export interface NodeOptions {
   readonly peerCheckGraceMs?: number
   /** prom-client's default process metrics (RSS, heap, event loop). Default true. */
   readonly defaultMetrics?: boolean
+  /**
+   * What a version's reader makes resident before it serves (formats/store: 'index', the
+   * default, 'all' or 'none'); the same in every serving process.
+   */
+  readonly preload?: Preload
   /** Test seams (single-process nodes only). */
   readonly openReader?: OpenReader
   readonly verify?: VerifyDir
@@ -113,6 +119,7 @@ export interface NodeSetup {
   readonly resp: RespServerOptions | undefined
   /** The streaming routes' node-wide limit in bytes per second; 0: unlimited. */
   readonly streamMaxBytesPerSec: number
+  readonly preload: Preload
 }
 
 /** Default of `--stream-max-bytes-per-sec`, Voldemort's `stream.read.byte.per.sec`. */
@@ -144,6 +151,10 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
       `--stream-max-bytes-per-sec must be 0 (unlimited) or a positive number, got ${streamMaxBytesPerSec}`,
     )
   }
+  const preload = opts.preload ?? 'index'
+  if (!PRELOADS.includes(preload)) {
+    throw new StoreError('RO_BAD_OPTION', `--preload must be one of ${PRELOADS.join(', ')}, got ${String(preload)}`)
+  }
   const limits = readLimits({ maxResponseBytes: opts.maxResponseBytes, sendTimeoutMs: opts.sendTimeoutMs })
   const host = opts.bind ?? me.host
   const respPort = opts.resp?.port ?? me.respPort
@@ -162,5 +173,6 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
     maxConnections,
     resp,
     streamMaxBytesPerSec,
+    preload,
   }
 }

@@ -42,6 +42,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     accessLog: opts.accessLog ?? false,
     startedAt: Date.now(),
     keepVersions: setup.keepVersions,
+    preload: setup.preload,
     readLimits: setup.readLimits,
     shuttingDown: () => shuttingDown,
     address: () => bound,

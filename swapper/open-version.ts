@@ -1,10 +1,15 @@
 import { StoreError } from '../common/errors'
-import type { StoreReader } from '../formats/store/store-reader-api'
+import type { Preload, StoreReader } from '../formats/store/store-reader-api'
 
 export type OpenReader = (dir: string) => Promise<StoreReader>
 
-/** The real reader, loaded on first use (unit tests inject their own). */
-export const defaultOpenReader: OpenReader = async (dir) => (await import('../formats/store/store-reader')).openStore(dir)
+/** The real reader, loaded on first use (unit tests inject their own), warmed as `preload` says. */
+export function readerOpener(preload?: Preload): OpenReader {
+  return async (dir) => (await import('../formats/store/store-reader')).openStore(dir, preload === undefined ? {} : { preload })
+}
+
+/** The real reader with the default warm-up. */
+export const defaultOpenReader: OpenReader = readerOpener()
 
 /** What a version directory must hold to be served as `version` of `store` on this node. */
 export interface VersionIdentity {

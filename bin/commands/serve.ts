@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import type { ArgumentsCamelCase, Argv } from 'yargs'
 import { errorMessage, isStoreError, StoreError } from '../../common/errors'
+import { PRELOADS, type Preload } from '../../formats/store/store-reader-api'
 import { createLogger } from '../../server/log'
 import { startNode } from '../../server/node'
 import { loadTlsFiles } from '../../server/tls'
@@ -36,6 +37,7 @@ interface ServeArgs {
   'peer-check-timeout-ms'?: number
   'peer-check-grace-ms'?: number
   'read-token'?: string
+  preload?: Preload
   'read-token-file'?: string
   'resp-port'?: number
   'resp-default-store'?: string
@@ -137,6 +139,13 @@ export function builder(y: Argv): Argv<ServeArgs> {
       describe:
         "serve reads over RESP (the Redis protocol) on this port, 0 for any (default: the node's respPort in cluster.json, else none)",
     })
+    .option('preload', {
+      type: 'string',
+      choices: PRELOADS,
+      default: 'index',
+      describe:
+        'what a version makes resident before it serves: its index (and the data pages already in the page cache), all its files, or only what the checks read',
+    })
     .option('resp-default-store', { type: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' })
     .option('resp-max-clients', { ...integerOption('resp-max-clients'), describe: 'open RESP connections at most (default 10000)' })
     .option('resp-idle-timeout-ms', {
@@ -219,6 +228,7 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       dataDir: argv['data-dir'],
       adminToken: adminToken(argv),
       readToken: readToken(argv),
+      preload: argv.preload,
       resp: {
         port: argv['resp-port'],
         defaultStore: argv['resp-default-store'],

@@ -76,6 +76,7 @@ function nodeStatus(ctx: AppContext): Record<string, unknown> {
     shuttingDown: ctx.shuttingDown(),
     adminEnabled: ctx.auth.enabled,
     keepVersions: ctx.keepVersions,
+    preload: ctx.preload,
   }
 }
 

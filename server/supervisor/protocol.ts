@@ -1,5 +1,6 @@
 import type { NodeAddress } from '../../cluster/address-book'
 import type { Cluster } from '../../cluster/cluster'
+import type { Preload } from '../../formats/store/store-reader-api'
 import type { StaleMark } from '../../swapper/stale-mark'
 import type { NodeTimeouts } from '../node-options'
 import type { ReadLimits } from '../read-limits'
@@ -51,6 +52,8 @@ export interface WorkerConfig {
   readonly adminToken?: string
   /** The worker's RESP listener on the node's shared RESP port (TLS from `tls`); none when absent. */
   readonly resp?: Omit<RespServerOptions, 'tls'>
+  /** How the worker's readers warm up (`--preload`). */
+  readonly preload: Preload
 }
 
 /** What the supervisor asks of every worker; each call is answered by one reply. */

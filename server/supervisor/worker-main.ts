@@ -8,7 +8,7 @@
 import type { AddressInfo } from 'node:net'
 import { AddressBook } from '../../cluster/address-book'
 import { errorMessage, isStoreError, StoreError } from '../../common/errors'
-import { defaultOpenReader } from '../../swapper/open-version'
+import { readerOpener } from '../../swapper/open-version'
 import type { ReadContext } from '../context'
 import { closeListener, createHttpServer, drainHttpServer, listen } from '../http-listener'
 import { createLogger } from '../log'
@@ -76,7 +76,7 @@ async function handle(m: ToWorker): Promise<void> {
 
 async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']>[0]): Promise<void> {
   config = cfg
-  stores = new WorkerStores(cfg.nodeId, defaultOpenReader, log)
+  stores = new WorkerStores(cfg.nodeId, readerOpener(cfg.preload), log)
   const loadErrors = await stores.load(snapshot)
   const m = new NodeMetrics(() => undefined, cfg.defaultMetrics)
   metrics = m
