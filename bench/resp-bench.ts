@@ -19,8 +19,7 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { freePort } from '../common/net'
 import { ABSENT_FRACTION, ensureDir, workRoot, type Dataset } from './data'
-import type { LoadResult } from './load-client'
-import type { PacedJob } from './paced-client'
+import { pacedToolNote, runPacedLoad, type PacedTool } from './paced-load'
 import { ensureRedis, ensureRespInput, redisBenchmark, RedisServer, type RedisBenchResult, type RespTarget } from './peers/redis'
 import { goal, type BenchContext, type GoalRow } from './report'
 import { forwardCost } from './resp-forward'
@@ -28,7 +27,7 @@ import { BATCH, CLIENT_CPU, CONNECTIONS, HEAD, PIPELINE, cells, push, row, targe
 import { STORE } from './rostore'
 import { serveDataDir, ServeProcess } from './serve-bench'
 import { fmt, fmtRatio, mdTable, summarize } from './stats'
-import { cpuSecondsOf, log, pinArgs, runTimed } from './system'
+import { cpuSecondsOf, log, pinArgs } from './system'
 
 const PACED_CONNECTIONS = 16
 
@@ -63,14 +62,6 @@ async function startMemoryNode(port: number, ds: Dataset): Promise<RespTarget & 
   return { port, cpuSeconds: () => cpuSecondsOf(child.pid ?? -1), stop: () => void child.kill('SIGKILL') }
 }
 
-async function paced(job: PacedJob): Promise<LoadResult> {
-  const t = await runTimed(process.execPath, [join(__dirname, 'paced-client.js'), JSON.stringify(job)], {
-    cpu: CLIENT_CPU,
-    timeoutMs: (job.durationSec + 120) * 1000,
-  })
-  return JSON.parse(t.stdout.trim().split('\n').pop() ?? '{}') as LoadResult
-}
-
 export interface RespBenchResult {
   readonly markdown: string
   readonly goals: GoalRow[]
@@ -96,6 +87,9 @@ export async function runRespBench(ctx: BenchContext, ds: Dataset, duration: num
     w2get: row('rostore RESP --workers 2 (both cores, beside the load generator): GET, 50 connections'),
     w2pipe: row(`rostore RESP --workers 2 (both cores): GET -P ${PIPELINE}`),
     w2mget: row(`rostore RESP --workers 2 (both cores): MGET of ${BATCH} keys`),
+    r2get: row('Redis --io-threads 2 (both cores, beside the load generator): GET, 50 connections'),
+    r2pipe: row(`Redis --io-threads 2 (both cores): GET -P ${PIPELINE}`),
+    r2mget: row(`Redis --io-threads 2 (both cores): MGET of ${BATCH} keys`),
   }
   const { dataDir, cluster } = await serveDataDir(ds, 'serve-resp')
   const respPort = await freePort()
@@ -104,6 +98,7 @@ export async function runRespBench(ctx: BenchContext, ds: Dataset, duration: num
   let redis: RedisServer | undefined
   let memory: (RespTarget & { stop(): void }) | undefined
   const notes: string[] = []
+  let pacedTool: PacedTool | undefined
   try {
     const respArgs = ['--resp-port', String(respPort), '--resp-default-store', STORE]
     node = await ServeProcess.start(dataDir, cluster, { workers: 1, extraArgs: respArgs })
@@ -126,6 +121,12 @@ export async function runRespBench(ctx: BenchContext, ds: Dataset, duration: num
         timeoutMs: (duration * 10 + 120) * 1000,
       })
     // Warm-up, then request counts sized so a run lasts about `duration` on the slower side.
+    // As many keys as the store holds, in MGETs, on both servers: a node maps its data
+    // file page by page as reads first touch it (Redis holds everything in its heap), and
+    // without this the first rows measured that warm-up, not the steady state.
+    const warmMgets = Math.ceil(ds.shape.records / BATCH)
+    await bench(ro, mgetCmd, warmMgets)
+    await bench(redis, mgetCmd, warmMgets)
     await bench(ro, getCmd, ctx.quick ? 5_000 : 20_000)
     const size = async (cmd: readonly string[], first: number, pipeline = 1): Promise<number> => {
       const a = await bench(ro, cmd, first, pipeline)
@@ -151,16 +152,20 @@ export async function runRespBench(ctx: BenchContext, ds: Dataset, duration: num
       [rows.rhalf, redis.port, redis],
     ] as const) {
       const c0 = proc.cpuSeconds()
-      const res = await paced({
-        port,
-        store: STORE,
-        records: ds.shape.records,
-        seed: ctx.seed,
-        rate,
-        connections: PACED_CONNECTIONS,
-        durationSec: duration,
-        protocol: 'resp',
-      })
+      const res = await runPacedLoad(
+        {
+          port,
+          store: STORE,
+          records: ds.shape.records,
+          seed: ctx.seed,
+          rate,
+          connections: PACED_CONNECTIONS,
+          durationSec: duration,
+          protocol: 'resp',
+        },
+        CLIENT_CPU,
+      )
+      pacedTool = res.tool
       if (res.errors > 0 || res.otherStatus > 0) throw new Error(`${r.label}: ${res.errors} errors, ${res.otherStatus} error replies`)
       const cpu = proc.cpuSeconds() - c0
       r.rps.push(res.rps)
@@ -171,19 +176,29 @@ export async function runRespBench(ctx: BenchContext, ds: Dataset, duration: num
       r.usPerReq.push((cpu / res.requests) * 1e6)
       log(`resp ${r.label}: ${res.rps.toFixed(0)} req/s, p50 ${res.p50Ms.toFixed(3)} ms, p99 ${res.p99Ms.toFixed(3)} ms`)
     }
-    // The same node with 2 serving workers sharing the RESP port, free to use both cores
-    // (so it competes with redis-benchmark for core 1: these rows are not a like-for-like
-    // comparison with the pinned ones, and Redis with io-threads is not measured here).
+    // The stretch rows: the node with 2 serving workers sharing the RESP port against
+    // Redis with 2 I/O threads, both unpinned (so both compete with redis-benchmark for
+    // core 1: not comparable with the pinned rows above, only with each other).
     await node.stop()
     node = undefined
+    redis.stop()
+    redis = undefined
     node2 = await ServeProcess.start(dataDir, cluster, { workers: 2, pinned: false, extraArgs: respArgs })
     await verifyResp(respPort, ds)
     const ro2 = target(respPort, [node2])
-    await bench(ro2, getCmd, ctx.quick ? 5_000 : 20_000)
+    redis = await RedisServer.start(ensureDir(join(workRoot(), 'serve-resp', 'redis')), undefined, 2)
+    await redis.load(ensureRespInput(ds))
+    for (const t of [ro2, redis]) {
+      await bench(t, mgetCmd, warmMgets)
+      await bench(t, getCmd, ctx.quick ? 5_000 : 20_000)
+    }
     for (let i = 0; i < ctx.runs; i++) {
       push(rows.w2get, await bench(ro2, getCmd, nGet), 1)
+      push(rows.r2get, await bench(redis, getCmd, nGet), 1)
       push(rows.w2pipe, await bench(ro2, getCmd, nPipe, PIPELINE), 1)
+      push(rows.r2pipe, await bench(redis, getCmd, nPipe, PIPELINE), 1)
       push(rows.w2mget, await bench(ro2, mgetCmd, nMget), BATCH)
+      push(rows.r2mget, await bench(redis, mgetCmd, nMget), BATCH)
     }
   } catch (err) {
     notes.push(`RESP rows stopped early: ${(err as Error).message.split('\n').slice(0, 4).join(' / ').slice(0, 400)}`)
@@ -219,8 +234,11 @@ export async function runRespBench(ctx: BenchContext, ds: Dataset, duration: num
         ratio(rows.layerMget, rows.rmget, (r) => r.usPerReq),
         2,
       )}×. ` +
-      'The `--workers 2` rows run the node unpinned (both cores, the load generator included); ' +
-      'Redis with `io-threads 2` is not measured, so the stretch goal has no like-for-like row yet.',
+      'The `--workers 2` rows and the Redis `--io-threads 2` rows run unpinned (both cores, the load generator included); ' +
+      `stretch (rostore --workers 2 ÷ Redis --io-threads 2): GET ${fmtRatio(summarize(rows.w2get.rps).median, summarize(rows.r2get.rps).median)}, ` +
+      `GET -P ${PIPELINE} ${fmtRatio(summarize(rows.w2pipe.rps).median, summarize(rows.r2pipe.rps).median)}, ` +
+      `MGET keys/s ${fmtRatio(summarize(rows.w2mget.keysPerSec).median, summarize(rows.r2mget.keysPerSec).median)}. ` +
+      pacedToolNote(pacedTool),
     ...notes,
     ...(fw ? ['', fw.markdown] : []),
   ]

@@ -6,7 +6,7 @@
  * for rostore — autocannon when wrk cannot be installed — redis-benchmark for Redis, both
  * C) to core 1. Both sides use 50 keep-alive connections without pipelining, and the same
  * key distribution: uniform over the N keys plus 10% absent keys. Single-get latency "at
- * half of peak load" comes from an open-loop paced client (paced-client.ts). Server CPU (from /proc) tells whether the server was
+ * half of peak load" comes from an open-loop paced load generator (paced-load.ts). Server CPU (from /proc) tells whether the server was
  * the bottleneck (≈ 1.0 = one core busy). Also: node RSS against the size of the store's
  * files, and Redis's memory for the same records. Section 3b (runRespServeBench): the RESP
  * port against Redis with redis-benchmark driving both (bench/resp-bench.ts).
@@ -19,7 +19,7 @@ import { cliPath } from '../common/paths'
 import { decodeValues, encodeKeys } from '../formats/wire/multiget'
 import { ABSENT_FRACTION, ensureDataset, ensureDir, keyOf, valueOf, workRoot, type Dataset } from './data'
 import type { LoadJob, LoadResult } from './load-client'
-import type { PacedJob } from './paced-client'
+import { runPacedLoad } from './paced-load'
 import { loadPeerArtifact } from './lookup-bench'
 import { ensureRedis, ensureRespInput, redisBenchmark, RedisServer, type RedisBenchResult } from './peers/redis'
 import { goal, type BenchContext, type GoalRow, type Section } from './report'
@@ -189,15 +189,6 @@ async function verifyNode(port: number, ds: Dataset): Promise<void> {
   if (values[ids.length] !== undefined || values[ids.length + 1] !== undefined) throw new Error('multi-get: absent keys answered')
 }
 
-async function paced(job: PacedJob): Promise<LoadResult & { clientCpu: number }> {
-  const t = await runTimed(process.execPath, [join(__dirname, 'paced-client.js'), JSON.stringify(job)], {
-    cpu: CLIENT_CPU,
-    timeoutMs: (job.durationSec + 120) * 1000,
-  })
-  const r = JSON.parse(t.stdout.trim().split('\n').pop() ?? '{}') as LoadResult
-  return { ...r, clientCpu: (t.userSecs + t.sysSecs) / r.secs }
-}
-
 async function load(job: LoadJob): Promise<LoadResult & { clientCpu: number }> {
   const t = await runTimed(process.execPath, [join(__dirname, 'load-client.js'), JSON.stringify(job)], {
     cpu: CLIENT_CPU,
@@ -250,15 +241,18 @@ async function rostoreServing(ctx: BenchContext, ds: Dataset, duration: number, 
       const t0 = performance.now()
       const r =
         job.overallRate !== undefined
-          ? await paced({
-              port: job.port,
-              store: job.store,
-              records: job.records,
-              seed: job.seed,
-              rate: job.overallRate,
-              connections: PACED_CONNECTIONS,
-              durationSec: job.durationSec,
-            })
+          ? await runPacedLoad(
+              {
+                port: job.port,
+                store: job.store,
+                records: job.records,
+                seed: job.seed,
+                rate: job.overallRate,
+                connections: PACED_CONNECTIONS,
+                durationSec: job.durationSec,
+              },
+              CLIENT_CPU,
+            )
           : wrk
             ? await runWrk({ ...job, cpu: CLIENT_CPU })
             : await load(job)
@@ -381,8 +375,8 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
       `uniform keys with 10% absent. ${ctx.runs} runs of ${duration} s per row (after a warm-up); medians, spread = ±half the range. ` +
       `Peak rows of rostore are driven by wrk (C, one thread; bench/wrk.ts), as Redis is by redis-benchmark (C). Redis: redis-benchmark ` +
       `(\`-c ${CONNECTIONS} -r ${Math.round((1 / (1 - ABSENT_FRACTION)) * 100) / 100}N\`, same 12-digit keys). The paced row sends GETs evenly spaced at half ` +
-      `the median peak of the GET row, open loop, latency counted from each request's due time (bench/paced-client.ts, like wrk2; ` +
-      `autocannon's overallRate was not used: it sends each connection's share in bursts, which measures its own queue). Server CPU = server CPU-seconds per wall second (1.0 = its core saturated), client CPU likewise for the load generator; ` +
+      `the median peak of the GET row, open loop, latency counted from each request's due time, like wrk2 (bench/tools/paced-load.c, C, ` +
+      `built on first use; bench/paced-client.ts in Node where no compiler works: its own pauses then set much of the p99). Server CPU = server CPU-seconds per wall second (1.0 = its core saturated), client CPU likewise for the load generator; ` +
       `a client near 1.0 means the load generator was the limit (the server's number is then a lower bound); when neither is near 1.0, ` +
       `other work on the machine took the cores (see the load average above).`,
   ]

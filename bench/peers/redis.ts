@@ -57,7 +57,8 @@ export class RedisServer {
     readonly child: ChildProcess,
   ) {}
 
-  static async start(dir: string, cpu: number | undefined): Promise<RedisServer> {
+  /** `ioThreads` > 1 also turns on `io-threads-do-reads` (Redis 7 threads only writes without it). */
+  static async start(dir: string, cpu: number | undefined, ioThreads = 1): Promise<RedisServer> {
     ensureDir(dir)
     const port = await freePort()
     const argv = [
@@ -80,7 +81,8 @@ export class RedisServer {
       '--logfile',
       join(dir, 'redis.log'),
       '--io-threads',
-      '1',
+      String(ioThreads),
+      ...(ioThreads > 1 ? ['--io-threads-do-reads', 'yes'] : []),
     ]
     const [bin, ...args] = argv as [string, ...string[]]
     const child = spawn(bin, args, { stdio: 'ignore' })
