@@ -143,8 +143,7 @@ export function builder(y: Argv): Argv<ServeArgs> {
       type: 'string',
       choices: PRELOADS,
       default: 'index',
-      describe:
-        'what a version makes resident before it serves: its index (and the data pages already in the page cache), all its files, or only what the checks read',
+      describe: 'what a version makes resident before it serves: its index, all its files, or only what the checks read (docs/SERVING.md)',
     })
     .option('resp-default-store', { type: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' })
     .option('resp-max-clients', { ...integerOption('resp-max-clients'), describe: 'open RESP connections at most (default 10000)' })
