@@ -135,13 +135,15 @@ Redis on 100 B. On 1 KiB, Redis sends each value from its own memory, while rost
 into the response. What would still move it: fewer per-request costs in the HTTP handler (metrics labels, the close listener),
 and writing a batch's values straight from the mapping (writev of views) instead of copying them. ${CONTENTION}`,
 
-  'serve-p99': `Measured with an evenly paced open-loop client at half the measured peak: the p50 is ~0.1 ms and the p90 ~0.15 ms, so the
-typical request is fast; the p99 is set by stalls of a few milliseconds that hit ~1% of requests. GC is not it: with
-\`--trace-gc\` the server's scavenges at 8k requests/s take 0.4–0.6 ms, ~12 per second, and no mark-compact ran. The stalls
-follow the machine: the server is pinned to one of 2 cores that it shares with the kernel's loopback work and with whatever
-else runs (the load average is printed per section), so a descheduled server holds every request queued behind it. On an
-idle machine rerun \`--only serve\`; if the p99 stays above 1 ms there, the next suspects are page faults on mapped records
-that fell out of the page cache and the per-request metrics work — profile with \`--cpu-prof\` at the paced rate.`,
+  'serve-p99': `Measured with an evenly paced open-loop load generator in C (bench/tools/paced-load.c) at half the measured peak: the
+p50 is ~0.05-0.09 ms, so the typical request is fast; the p99 is set by stalls of milliseconds that hit ~1% of requests. The
+Node paced client used before this run paused for its own collections (Redis measured through it had a ~20 ms p99 too); the C
+one does not, and on the RESP rows Redis's p99 through it is ~1-2 ms in the same runs, so the tail that remains on the HTTP rows
+(7-32 ms across runs) is the node's. What it is: a single GET costs ~50-80 µs of server CPU in Node's HTTP stack (the GET
+row), so at half the peak the server is busy half the time and any pause (a scavenge: 0.6-0.7 ms every ~140 ms at 20k
+requests/s; the V8 and libuv threads that share the pinned core; the loopback's softirq work) queues the requests behind it;
+the RESP port, at under half the per-request work, keeps its p99 near Redis's at twice the rate (section 3b). What would
+move it: a lighter HTTP path for reads (the parser and response objects per request are most of the 50 µs), not the store.`,
 
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
 with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
@@ -163,12 +165,15 @@ ratio mostly compares how quickly each server turns a request around once the lo
   'resp-mget': `An MGET of 100 keys is 100 lookups in one request, answered by one call into the reader that frames the whole reply
 (\`getManyFramed\`: values copied from the mapping into one Buffer). On 1 KiB values the per-value work (CRC-32 over the value,
 the copy) is what Redis does not do. ${RESP_LAYER}`,
-  'resp-p99': `Measured with the open-loop paced client (bench/paced-client.ts, RESP mode) at half of rostore's own GET peak, Redis
-paced at the same rate beside it. On a busy 2-core machine both servers' tails are set by scheduling delays of the pinned
-server and client processes (the load average is printed per section; Redis's tail moves with it too); a node wakes up for
-each request, so a descheduled server holds every request queued behind it. Rerun \`--only resp\` on an idle machine; if
-the p99 stays above 1 ms there, profile at the paced rate (\`--cpu-prof\`) and look at page faults on mapped records out of
-the page cache first.`,
+  'resp-p99': `Measured with the open-loop C load generator (bench/tools/paced-load.c, RESP mode) at half of rostore's own GET peak,
+Redis paced at the same rate beside it, one run each. Through the Node paced client used before, both servers showed 20-50 ms
+p99s set by that client's own pauses; through the C one, on 100 B values rostore's p99 was 1.55 ms and Redis's 1.84 ms in the
+same run, and in the quick runs while this was written 1.9-2.7 ms against 0.5-1.6 ms. Neither server is under 1 ms on this
+shared 2-core VM at 20k requests/s: the tail is the machine's (scheduling delays of the pinned processes; the 1 KiB run,
+rostore 43 ms and Redis 14 ms, met a disturbance both saw). rostore's own share measured with --trace-gc: scavenges of 0.6-0.7 ms
+every ~140 ms at 20k requests/s (~1 KiB of garbage per request, mostly Node's socket read and write objects); a larger young
+generation (--max-semi-space-size=32) made them rarer but longer and did not move the p99. Rerun \`--only resp\` on an idle
+machine before reading more into it.`,
 }
 
 export function explain(id: string, rows: readonly GoalRow[]): string {
