@@ -65,6 +65,8 @@ export interface WalkOptions {
   readonly chunk?: number
   /** Bytes per read of each file (default 1 MiB): memory is about twice this per walk. */
   readonly blockBytes?: number
+  /** Record bytes per batch at most (default 64 KiB): the CPU burst between two awaits. */
+  readonly batchBytes?: number
   readonly signal?: AbortSignal
 }
 
@@ -168,6 +170,7 @@ export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGene
   const decode = opts.values !== false && codec.name !== 'none'
   const P = opts.partitionCount
   const block = opts.blockBytes ?? BLOCK
+  const maxBatchBytes = opts.batchBytes ?? MAX_BATCH_BYTES
   const { crc32Batch } = batchHashes()
   const regionStart = new Uint32Array(MAX_BATCH)
   const regionEnd = new Uint32Array(MAX_BATCH)
@@ -195,7 +198,7 @@ export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGene
       let batchBytes = 0
       recordAt.length = 0
       // A load overwrites the blocks the batch points into: it happens only while the batch is empty.
-      for (; i < count && keyAt.length < MAX_BATCH && batchBytes < MAX_BATCH_BYTES; i++) {
+      for (; i < count && keyAt.length < MAX_BATCH && batchBytes < maxBatchBytes; i++) {
         const at = HEADER_SIZE + i * ENTRY
         let e = index.find(at, ENTRY)
         if (e < 0) {

@@ -10,29 +10,33 @@ import { makeTmp } from '../../../../testkit/tmp'
 const tmp = makeTmp()
 afterAll(() => tmp.cleanup())
 
-/** A batch is a bounded burst of work: at most 64 KiB of keys and values, but for its last record. */
-test('walk batches stop at 64 KiB of records, and together hold every record once', async () => {
+/** A batch is a bounded burst of work: at most 64 KiB (or batchBytes) of keys and values, but for its last record. */
+test.each([
+  [undefined, 64 << 10, 40],
+  [16 << 10, 16 << 10, 160],
+])('walk batches (batchBytes %p) stop at %i bytes of records, and together hold every record once', async (batchBytes, bound, atLeast) => {
   const records: [string, string][] = Array.from({ length: 20_000 }, (_, i) => [`key-${i}`, 'v'.repeat(50 + (i % 200))])
-  const meta = await makeNodeDir(tmp.dir, records, { chunks: 2 })
-  const v = await openVersion(tmp.dir, meta)
+  const dir = tmp.fresh()
+  const meta = await makeNodeDir(dir, records, { chunks: 2 })
+  const v = await openVersion(dir, meta)
   try {
     const partitionCount = buildRing(meta.layout).partitionCount
     let walked = 0
     let batches = 0
-    for await (const b of walkBatches(v, { partitionCount })) {
+    for await (const b of walkBatches(v, { partitionCount, ...(batchBytes === undefined ? {} : { batchBytes }) })) {
       batches++
       let bytes = 0
       for (let i = 0; i < b.count; i++) {
         const recordBytes = (b.keyLen[i] as number) + (b.valueLen[i] as number)
         // Below the bound before the last record is added.
-        expect(bytes).toBeLessThan(64 << 10)
+        expect(bytes).toBeLessThan(bound)
         bytes += recordBytes
       }
       walked += b.count
     }
     expect(walked).toBe(records.length)
     // ~3.2 MB of records: far more batches than 4,096-record batches would make.
-    expect(batches).toBeGreaterThan(40)
+    expect(batches).toBeGreaterThan(atLeast)
     const seen = new Map<string, string>()
     for await (const item of walkPartitions(v, { partitionCount })) {
       if (item.key) seen.set(item.key.toString(), item.value.toString())
