@@ -39,6 +39,12 @@ directory). The "LIVE write alone" row is that last step by itself on this VM's 
 loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work; the flip's p99 above that row is the
 serving processes' share (the admin request's other work, closing the old reader), for the owners of swapper/ to profile
 on a quiet machine. ${CONTENTION}`,
+  'push-reads-p99': `The push in this measurement is not throttled: the node fetches 1.3 GB from a local build output, checksums every
+file and verifies every record (CRC) at full speed, ~80 MB/s, which keeps one of the 2 cores busy for the 16 s of the push;
+the probe, its serving worker and the push client share the other. The serving loop itself is not blocked (the event-loop
+delay maximum is the same in both phases, and the largest gap between answers stays under the 50 ms goal): reads wait for
+a core. The product's answer is the node's fetch throttle (\`rostore serve --fetch-max-bytes-per-sec\`), which
+this row does not use; a rerun with a limit is what would show whether the p99 then stays within noise. Not measured yet.`,
   'swap-reads-p99': `Profiles of the serving workers during 100 back-to-back swaps (\`--cpu-prof\`) show them mostly idle: opening a
 reader is a few hundred microseconds of JavaScript (map and scan run on the libuv pool), and no collection runs at open any
 more (before: ~10 full collections per open of a 2 GiB version; then one per close when close() asked V8 at once, 2.1 s of
