@@ -143,6 +143,8 @@ export interface NativeFunctions {
   ): Promise<IndexScan>
   /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
   prefetch(windows: readonly ArrayBufferLike[]): Promise<number>
+  /** Maps the pages of `windows` the page cache holds already, off the JS thread (native/mapping.h); resolves to their count. */
+  mapResident(windows: readonly ArrayBufferLike[]): Promise<number>
   createLookup(spec: LookupSpec): LookupFunctions
   /**
    * ZSTD frames of `src` decompressed into `dst` (sized by the caller); the bytes written,
@@ -277,6 +279,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     releaseMappings: raw.releaseMappings,
     scanIndex: raw.scanIndex,
     prefetch: raw.prefetch,
+    mapResident: raw.mapResident,
     createLookup: raw.createLookup,
     zstdDecompress: raw.zstdDecompress,
     anonBuffer: raw.anonBuffer,

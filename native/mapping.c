@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,6 +77,48 @@ uint64_t ro_touch_pages(const uint8_t *base, uint64_t size) {
   uint64_t sum = 0;
   for (uint64_t at = 0; at < size; at += step) sum += ((const volatile uint8_t *)base)[at];
   return sum;
+}
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/* Residency is asked this many pages at a time: the vector mincore fills is one byte per page. */
+#define RESIDENT_SLICE_PAGES ((uint64_t)1 << 18)
+
+uint64_t ro_map_resident(uint8_t *base, uint64_t size) {
+  long p = sysconf(_SC_PAGESIZE);
+  uint64_t page = p > 0 ? (uint64_t)p : 4096;
+  if (base == NULL || size == 0 || ((uintptr_t)base % page) != 0) return 0;
+  uint64_t pages = (size + page - 1) / page;
+  unsigned char *vec = malloc((size_t)(pages < RESIDENT_SLICE_PAGES ? pages : RESIDENT_SLICE_PAGES));
+  if (vec == NULL) return 0;
+  uint64_t mapped = 0;
+  int populate = 1;
+  for (uint64_t first = 0; first < pages; first += RESIDENT_SLICE_PAGES) {
+    uint64_t n = pages - first < RESIDENT_SLICE_PAGES ? pages - first : RESIDENT_SLICE_PAGES;
+    uint64_t bytes = first + n == pages ? size - first * page : n * page;
+    if (mincore(base + first * page, (size_t)bytes, vec) != 0) break;
+    for (uint64_t i = 0; i < n;) {
+      if (!(vec[i] & 1)) {
+        i++;
+        continue;
+      }
+      uint64_t j = i;
+      while (j < n && (vec[j] & 1)) j++;
+      uint8_t *run = base + (first + i) * page;
+      uint64_t len = (j - i) * page;
+      if (run + len > base + size) len = (uint64_t)(base + size - run);
+      if (!populate || madvise(run, (size_t)len, MADV_POPULATE_READ) != 0) {
+        populate = 0; /* an older kernel: the same by reading one byte per page */
+        ro_touch_pages(run, len);
+      }
+      mapped += j - i;
+      i = j;
+    }
+  }
+  free(vec);
+  return mapped;
 }
 
 int ro_drop_cache(const char *path) {

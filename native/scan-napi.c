@@ -6,6 +6,7 @@
  *     -> Promise<{ status, entry, checksum }>   order/offset checks (index-scan.c), the
  *        radix table filled in place, and the XXH64 of the whole file when asked
  *   prefetch(windows) -> Promise<number>        madvise(WILLNEED), then one read per page
+ *   mapResident(windows) -> Promise<number>     maps the pages already cached (mapping.h); resolves to their count
  *
  * The job holds references to every ArrayBuffer it reads or writes until it completes.
  */
@@ -83,6 +84,21 @@ static void prefetch_execute(napi_env env, void *data) {
   scan_job *job = data;
   ro_advise_willneed(job->base, job->size);
   job->touched = ro_touch_pages(job->base, job->size);
+}
+
+static void map_resident_execute(napi_env env, void *data) {
+  (void)env;
+  scan_job *job = data;
+  job->touched = ro_map_resident(job->base, job->size);
+}
+
+static void map_resident_complete(napi_env env, napi_status status, void *data) {
+  scan_job *job = data;
+  napi_value v;
+  napi_create_double(env, status == napi_ok ? (double)job->touched : 0, &v);
+  napi_resolve_deferred(env, job->deferred, v);
+  napi_delete_async_work(env, job->work);
+  free_job(env, job);
 }
 
 static void prefetch_complete(napi_env env, napi_status status, void *data) {
@@ -180,7 +196,17 @@ static napi_value prefetch_fn(napi_env env, napi_callback_info info) {
   return queue(env, job, "rostore.prefetch", prefetch_execute, prefetch_complete);
 }
 
+static napi_value map_resident_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, "mapResident(windows)");
+  scan_job *job = new_job(env, argv[0], NULL);
+  if (job == NULL) return NULL;
+  return queue(env, job, "rostore.mapResident", map_resident_execute, map_resident_complete);
+}
+
 int ro_register_scan(napi_env env, napi_value exports) {
   if (ro_set_function(env, exports, "scanIndex", scan_index_fn) != 0) return -1;
+  if (ro_set_function(env, exports, "mapResident", map_resident_fn) != 0) return -1;
   return ro_set_function(env, exports, "prefetch", prefetch_fn);
 }

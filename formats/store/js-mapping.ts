@@ -105,6 +105,11 @@ export async function prefetchJs(windows: readonly ArrayBufferLike[]): Promise<n
   return windows.reduce((n, w) => n + w.byteLength, 0)
 }
 
+/** Twin of mapResident: memory read from the file is this process's own, nothing to map. */
+export async function mapResidentJs(_windows: readonly ArrayBufferLike[]): Promise<number> {
+  return 0
+}
+
 /** Twin of dropCache: plain JavaScript cannot advise the page cache. */
 export function dropCacheJs(_path: string): boolean {
   return false

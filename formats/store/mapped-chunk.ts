@@ -85,6 +85,9 @@ export async function openMappedChunk(
     if (scan.status !== SCAN_OK) corrupt(indexFile, `entry ${scan.entry} has a bad data offset`)
   }
   if (o.preload === 'all') await ops.prefetch(data.windows)
+  // The data pages cached already (a version fetched or installed moments ago) are mapped
+  // now, on the libuv pool, rather than faulted in one by one by the first reads.
+  else if (o.preload === 'index') await ops.mapResident(data.windows)
   const spec: MappedChunk = { index: index.windows, count, data: data.windows, dataSize: data.size, radix, radixBits, indexFile, dataFile }
   checkFirstKey(spec, chunk, meta, o.keyHash)
   return spec

@@ -2,7 +2,7 @@ import { crc32, crc32Batch } from '../../common/crc32'
 import { md5, md5Batch } from '../../common/md5'
 import { nativeFunctions, type NativeFunctions } from '../../common/native'
 import { createLookupJs } from './js-lookup'
-import { dropCacheJs, prefetchJs, readFileWindows, scanIndexJs } from './js-mapping'
+import { dropCacheJs, mapResidentJs, prefetchJs, readFileWindows, scanIndexJs } from './js-mapping'
 
 /**
  * The functions the memory-mapped reader is built on, in two implementations with one
@@ -22,6 +22,7 @@ export const jsStoreOps: StoreOps = {
   releaseMappings: () => undefined,
   scanIndex: scanIndexJs,
   prefetch: prefetchJs,
+  mapResident: mapResidentJs,
   createLookup: createLookupJs,
 }
 

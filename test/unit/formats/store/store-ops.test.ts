@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -173,4 +174,28 @@ test('native and JS lookups agree status by status, also on damaged records', as
   )
   expect(results[0]!.filter((r) => r[0]! < 0).length).toBeGreaterThan(10)
   expect(results[0]).toEqual(results[1])
+})
+
+/**
+ * mapResident maps the pages the page cache holds and starts no read for the others: a
+ * file written moments ago is mapped whole; once dropped from the cache, not.
+ */
+test('native mapResident: maps the cached pages of a file, none of a dropped one', async () => {
+  if (!native) return expect(process.env['ROSTORE_NATIVE']).toBe('0')
+  const ops: StoreOps = native
+  const page = Number(execFileSync('getconf', ['PAGESIZE'], { encoding: 'utf8' }).trim())
+  const file = join(tmp.fresh(), 'pages.bin')
+  const size = 64 * page + 123
+  writeFileSync(file, randomBytes(size), { flush: true })
+  const pages = Math.ceil(size / page)
+  const cached = await ops.mapFile(file, true, 1 << 20)
+  expect(await ops.mapResident(cached.windows)).toBe(pages)
+  // The bytes seen through the mapping are the file's, resident or not.
+  expect(Buffer.from(cached.windows[0] as ArrayBuffer).equals(readFileSync(file))).toBe(true)
+  const other = join(tmp.fresh(), 'dropped.bin')
+  writeFileSync(other, randomBytes(size), { flush: true })
+  expect(ops.dropCache(other)).toBe(true)
+  const dropped = await ops.mapFile(other, true, 1 << 20)
+  expect(await ops.mapResident(dropped.windows)).toBeLessThan(pages)
+  await expect(jsStoreOps.mapResident(dropped.windows)).resolves.toBe(0)
 })
