@@ -202,14 +202,21 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
  * throttle's, so a slow limit never looks like a stalled client.
  */
 async function drained(res: ServerResponse, ac: AbortController, ms: number): Promise<void> {
+  // A timer of our own, not AbortSignal.timeout(): inside AbortSignal.any() a timeout
+  // signal can be collected before it fires (nodejs/node#57736), and then a stopped client
+  // held the stream and its files for ever (seen once in a CI run, 20 s and counting).
+  const timeout = new AbortController()
+  const timer = setTimeout(() => timeout.abort(), ms)
   try {
-    await once(res, 'drain', { signal: AbortSignal.any([ac.signal, AbortSignal.timeout(ms)]) })
+    await once(res, 'drain', { signal: AbortSignal.any([ac.signal, timeout.signal]) })
   } catch (err) {
     if (!ac.signal.aborted) {
       res.destroy()
       ac.abort()
     }
     throw err
+  } finally {
+    clearTimeout(timer)
   }
 }
 
