@@ -36,8 +36,8 @@ typedef struct {
   int status;
   uint64_t bad_entry;
   uint64_t xxh;
-  /* prefetch */
-  uint64_t touched;
+  /* prefetch (bytes covered) and mapResident (pages mapped) */
+  uint64_t count;
 } scan_job;
 
 static void free_job(napi_env env, scan_job *job) {
@@ -83,28 +83,21 @@ static void prefetch_execute(napi_env env, void *data) {
   (void)env;
   scan_job *job = data;
   ro_advise_willneed(job->base, job->size);
-  job->touched = ro_touch_pages(job->base, job->size);
+  (void)ro_touch_pages(job->base, job->size); /* its reads are volatile: nothing to keep */
+  job->count = job->size;
 }
 
 static void map_resident_execute(napi_env env, void *data) {
   (void)env;
   scan_job *job = data;
-  job->touched = ro_map_resident(job->base, job->size);
+  job->count = ro_map_resident(job->base, job->size);
 }
 
-static void map_resident_complete(napi_env env, napi_status status, void *data) {
+/* prefetch and mapResident: resolves to the job's count (bytes covered, pages mapped). */
+static void count_complete(napi_env env, napi_status status, void *data) {
   scan_job *job = data;
   napi_value v;
-  napi_create_double(env, status == napi_ok ? (double)job->touched : 0, &v);
-  napi_resolve_deferred(env, job->deferred, v);
-  napi_delete_async_work(env, job->work);
-  free_job(env, job);
-}
-
-static void prefetch_complete(napi_env env, napi_status status, void *data) {
-  scan_job *job = data;
-  napi_value v;
-  napi_create_double(env, status == napi_ok ? (double)job->size : 0, &v);
+  napi_create_double(env, status == napi_ok ? (double)job->count : 0, &v);
   napi_resolve_deferred(env, job->deferred, v);
   napi_delete_async_work(env, job->work);
   free_job(env, job);
@@ -187,22 +180,22 @@ static napi_value scan_index_fn(napi_env env, napi_callback_info info) {
   return queue(env, job, "rostore.scanIndex", scan_execute, scan_complete);
 }
 
-static napi_value prefetch_fn(napi_env env, napi_callback_info info) {
+/* A job over its one argument, `windows`, counted by count_complete. */
+static napi_value windows_job(napi_env env, napi_callback_info info, const char *usage, const char *name, napi_async_execute_callback exec) {
   size_t argc = 1;
   napi_value argv[1];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, "prefetch(windows)");
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, usage);
   scan_job *job = new_job(env, argv[0], NULL);
   if (job == NULL) return NULL;
-  return queue(env, job, "rostore.prefetch", prefetch_execute, prefetch_complete);
+  return queue(env, job, name, exec, count_complete);
+}
+
+static napi_value prefetch_fn(napi_env env, napi_callback_info info) {
+  return windows_job(env, info, "prefetch(windows)", "rostore.prefetch", prefetch_execute);
 }
 
 static napi_value map_resident_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, "mapResident(windows)");
-  scan_job *job = new_job(env, argv[0], NULL);
-  if (job == NULL) return NULL;
-  return queue(env, job, "rostore.mapResident", map_resident_execute, map_resident_complete);
+  return windows_job(env, info, "mapResident(windows)", "rostore.mapResident", map_resident_execute);
 }
 
 int ro_register_scan(napi_env env, napi_value exports) {
