@@ -4,7 +4,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { addressOf } from '../../cluster/address-book'
 import { StoreError } from '../../common/errors'
 import { DataDir } from '../../swapper/data-dir'
-import { defaultOpenReader } from '../../swapper/open-version'
+import { readerOpener } from '../../swapper/open-version'
 import type { ServedStores } from '../../swapper/served-store'
 import { AdminAuth, ReadAuth } from '../auth'
 import type { AppContext } from '../context'
@@ -44,7 +44,11 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   let dataDir: DataDir<FanoutMirror> | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
   dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log), (store) => {
-    const m = new FanoutMirror(store, () => pool, { openReader: opts.openReader ?? defaultOpenReader, nodeId: opts.nodeId })
+    // The supervisor opens a version only to check it and closes it at once: the same checks
+    // (index scan and checksum, verifyIndex being on), without warming pages (madvise, mapping
+    // the cached data pages) for a reader that serves nothing; each worker warms its own.
+    const check = opts.openReader ?? readerOpener('none')
+    const m = new FanoutMirror(store, () => pool, { openReader: check, nodeId: opts.nodeId })
     mirrors.set(store, m)
     return m
   })
