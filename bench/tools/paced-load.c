@@ -35,6 +35,7 @@
 typedef struct {
   int fd;
   int busy;
+  int dead; /* closed by the server or failed: never used again */
   double due;
   size_t used;
   char *buf;
@@ -161,12 +162,14 @@ int main(int argc, char **argv) {
     free_list[nfree++] = i;
   }
 
-  size_t sent = 0, done = 0, s200 = 0, s404 = 0, other = 0, errors = 0;
+  /* lost: requests on a connection that died before answering; they count as errors. */
+  size_t sent = 0, done = 0, lost = 0, s200 = 0, s404 = 0, other = 0, errors = 0;
+  int alive = nconn;
   char request[256];
   double start = now_ms();
   double deadline = start + (seconds + 10.0) * 1000.0;
   struct epoll_event events[64];
-  while (done < total) {
+  while (done + lost < total && alive > 0) {
     double now = now_ms();
     if (now > deadline) break;
     while (sent < total && nfree > 0) {
@@ -174,8 +177,13 @@ int main(int argc, char **argv) {
       if (due > now) break;
       conn *c = &conns[free_list[--nfree]];
       int n = format_request(request, sizeof request, next_random() % records);
-      if (write(c->fd, request, (size_t)n) != n) {
+      if (send(c->fd, request, (size_t)n, MSG_NOSIGNAL) != n) {
+        /* Out of the free list for good; the request goes out on the next free connection. */
+        fprintf(stderr, "paced-load: a write failed on connection %d\n", (int)(c - conns));
         errors++;
+        c->dead = 1;
+        alive--;
+        epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
         continue;
       }
       c->busy = 1;
@@ -201,6 +209,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "paced-load: connection %d closed by the server\n", i);
         errors++;
         epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+        c->dead = 1;
+        alive--;
+        if (c->busy) {
+          lost++; /* its request will never be answered */
+        } else {
+          for (int k = 0; k < nfree; k++) /* a free connection must not be handed out again */
+            if (free_list[k] == i) free_list[k--] = free_list[--nfree];
+        }
         continue;
       }
       c->used += (size_t)r;
@@ -233,7 +249,7 @@ int main(int argc, char **argv) {
   size_t m = done < total ? done : total;
   printf("{\"requests\":%zu,\"secs\":%.6f,\"rps\":%.3f,\"keysPerSec\":%.3f,\"status200\":%zu,\"status404\":%zu,"
          "\"otherStatus\":%zu,\"errors\":%zu,\"timeouts\":0,\"p50Ms\":%.6f,\"p90Ms\":%.6f,\"p99Ms\":%.6f,\"maxMs\":%.6f}\n",
-         s200 + s404, secs, (double)(s200 + s404) / secs, (double)(s200 + s404) / secs, s200, s404, other, errors + (total - done),
+         s200 + s404, secs, (double)(s200 + s404) / secs, (double)(s200 + s404) / secs, s200, s404, other, errors + (total - done - lost),
          percentile(latencies, m, 50), percentile(latencies, m, 90), percentile(latencies, m, 99), m ? latencies[m - 1] : 0.0 / 0.0);
   return 0;
 }
