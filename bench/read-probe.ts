@@ -57,6 +57,8 @@ async function main(): Promise<void> {
       phases.set(m.name, current)
     }
   })
+  // A bench that dies (or is killed) must not leave its probe spinning on a dead port.
+  process.on('disconnect', () => process.exit(2))
   const deadline = Date.now() + job.maxSec * 1000
   let last = performance.now()
   for (let j = 0; !stop && Date.now() < deadline; j++) {

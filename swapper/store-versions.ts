@@ -82,6 +82,9 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     this.marks = new ServingMarks(this.storeDir, opts.store, opts.nodeId, this.log)
     this.retention = new RetentionScheduler(
       async () => {
+        // Most flips delete nothing (a swap between kept versions); they skip the wait,
+        // which in a multi-process node is a round trip to every serving worker.
+        if (this.retentionVictims().length === 0) return
         // Let requests still reading a replaced version finish before its files go.
         await this.serving.drained(this.drainDeadlineMs)
         await this.exclusive(() => this.applyRetention())
@@ -410,10 +413,14 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     }
   }
 
+  private retentionVictims(): number[] {
+    const live = this.pointer
+    return live === undefined ? [] : retentionVictims(this.versions(), live, this.keepVersions)
+  }
+
   private async applyRetention(): Promise<void> {
     const live = this.pointer
-    if (live === undefined) return
-    const victims = retentionVictims(this.versions(), live, this.keepVersions)
+    const victims = this.retentionVictims()
     if (victims.length === 0) return
     const trashes: string[] = []
     for (const v of victims) {

@@ -66,6 +66,9 @@ export class FanoutMirror implements ServingMirror {
     if (!this.prepared.has(version) && this.active?.version !== version) {
       closeQuietly(await openVersionReader(this.check.openReader, dir, { store: this.store, version, nodeId: this.check.nodeId }))
     }
+    // Workers keep the replaced reader prepared as the rollback target
+    // (LocalServingStore.activate): mirrored here, so swapping back asks them nothing more.
+    if (this.active !== undefined && this.active.version !== version) this.prepared.set(this.active.version, this.active.dir)
     this.active = { version, dir }
     this.prepared.delete(version)
     this.loadError = undefined
