@@ -45,14 +45,19 @@ the probe, its serving worker and the push client share the other. The serving l
 delay maximum is the same in both phases, and the largest gap between answers stays under the 50 ms goal): reads wait for
 a core. The product's answer is the node's fetch throttle (\`rostore serve --fetch-max-bytes-per-sec\`), which
 this row does not use; a rerun with a limit is what would show whether the p99 then stays within noise. Not measured yet.`,
-  'swap-reads-p99': `Profiles of the serving workers during 100 back-to-back swaps (\`--cpu-prof\`) show them mostly idle: opening a
-reader is a few hundred microseconds of JavaScript (map and scan run on the libuv pool), and no collection runs at open any
-more (before: ~10 full collections per open of a 2 GiB version; then one per close when close() asked V8 at once, 2.1 s of
-pauses per 100 swaps; now one per 2 s at most, shared by all closes). The p50 during swaps rises as much as the p99: the probe,
-its serving worker, the supervisor (fsyncs, fan-out to workers), the admin client and two workers opening readers compete
-for 2 cores, so the probe waits for a core. Since this session the version a swap replaces stays open (the rollback target):
-these swaps open nothing and read mappings whose pages are mapped already, 100 swaps take 0.57 s instead of 1.7 s (a swap
-every ~6 ms) and the p99 went from 1.74 to ~1 ms. Rerun on a quiet machine before reading more into it.
+  'swap-reads-p99': `What the probe waits for is a core, measured with \`perf sched\` (timehist of the probe and its serving worker
+during 100 swaps): their reads stall 2-7 ms in the CPU run queue, woken but not running, behind other threads, mostly
+background ones (V8's optimizing compiler threads of the worker that proxies the admin calls and of the bench process that
+sends them, the supervisor's libuv pool). A swap itself opens nothing any more (the replaced version stays prepared as the
+rollback target) and, since this run, is one round trip from the supervisor to each worker instead of three (no 'prepare'
+for a version the workers hold, no drain wait when retention has nothing to delete). What 100 back-to-back swaps still cost
+is CPU in code that only they run, so V8 never warms it: ~4 ms of the supervisor (admin HTTP, the LIVE write: 8 file-system
+calls, fan-out), ~2 ms of the worker that proxies the admin call, ~1.5 ms of the admin client, per swap. Measured against
+that: a plain CPU burner taking 50-80% of a core in the same phase raised the probe's p50 by 40-60% and left its p99 within
+the bound; routing the admin calls straight to the supervisor's control socket (no proxying worker) did not help; lowering
+the priority of every non-serving thread of the node (nice 10 for its background threads and the supervisor's) gave 5 of 15
+runs within the bound, against 2 of 12 without: not separable from noise here, so not adopted. The p99 lands at 1.1-2× the bound from run to
+run (this run: 1.13 ms vs 1.06).
 ${CONTENTION}`,
   'push-soak': `Two leaks were found with heap snapshots of a serving worker after 60 pushes and fixed: (1) every replaced
 reader stayed reachable from its successor (a closure created in LiveStore.replace shared V8's context with the one that
