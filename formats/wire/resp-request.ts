@@ -79,6 +79,21 @@ export class RespRequestParser {
     this.end += chunk.length
   }
 
+  /**
+   * The buffer last pushed is about to be reused by whoever owns it (a socket's read
+   * buffer, server/resp/read-buffer-socket.ts): the bytes of commands not yet parsed are
+   * copied into the parser's own buffer. The views of the last command end here too.
+   */
+  detach(): void {
+    if (this.input === this.owned) return
+    if (this.end > this.cmdStart) {
+      this.retain(0)
+      return
+    }
+    this.input = this.args = EMPTY
+    this.pos = this.end = this.cmdStart = this.scanFrom = 0
+  }
+
   /** Parses the next complete command; false when more bytes are needed. */
   next(): boolean {
     for (;;) {
@@ -261,7 +276,9 @@ export class RespRequestParser {
     const keep = this.end - this.cmdStart
     const need = keep + extra
     const inPlace = this.input === this.owned && this.input.length >= need
-    const target = inPlace ? (this.input as Buffer) : Buffer.allocUnsafe(Math.max(need, keep * 2, 4096))
+    // A borrowed input (detach) moves into the parser's own buffer when that one is large enough.
+    const reuse = !inPlace && this.owned !== undefined && this.owned !== this.input && this.owned.length >= need
+    const target = inPlace || reuse ? (inPlace ? this.input : (this.owned as Buffer)) : Buffer.allocUnsafe(Math.max(need, keep * 2, 4096))
     if (this.cmdStart > 0 || !inPlace) this.input.copy(target, 0, this.cmdStart, this.end)
     const shift = this.cmdStart
     if (shift > 0) {

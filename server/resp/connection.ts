@@ -67,13 +67,15 @@ export class RespConnection {
     readonly socket: Socket,
     private readonly host: ConnectionHost,
     authRequired: boolean,
+    /** The socket reads into a buffer it reuses and hands each read to receive() (read-buffer-socket.ts). */
+    borrowedReads = false,
   ) {
     this.authed = !authRequired
     this.parser = new RespRequestParser(host.opts.requestLimits)
     this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`
     this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
     socket.setNoDelay(true)
-    socket.on('data', (chunk: Buffer) => this.onData(chunk))
+    if (!borrowedReads) socket.on('data', (chunk: Buffer) => this.onData(chunk))
     socket.on('drain', () => this.onDrain())
     // 'close' follows every error; the error itself is the client's business.
     socket.on('error', () => undefined)
@@ -141,6 +143,12 @@ export class RespConnection {
   /** Cuts the connection now (shutdown past its drain time). */
   destroy(): void {
     this.socket.destroy()
+  }
+
+  /** Bytes read into the socket's reused buffer: handled, and what must outlive the call copied, before returning. */
+  receive(bytes: Buffer): void {
+    this.onData(bytes)
+    this.parser.detach()
   }
 
   private onData(chunk: Buffer): void {

@@ -69,6 +69,12 @@ export interface RespServerOptions {
   readonly peerConnections?: number
   /** After a node could not be reached, forwards skip it for this long (1,000 ms). */
   readonly peerRetryMs?: number
+  /**
+   * Read plain-TCP connections as Node streams (a Buffer and a 'data' event per read)
+   * instead of through the listener's shared read buffer (read-buffer-socket.ts); false by
+   * default. TLS connections are always read as streams.
+   */
+  readonly streamReads?: boolean
 }
 
 export interface NormalizedRespOptions extends Required<Omit<RespServerOptions, 'defaultStore' | 'requestLimits' | 'tls' | 'peerTls'>> {
@@ -103,6 +109,7 @@ export function normalizeRespOptions(o: RespServerOptions): NormalizedRespOption
     forwardTimeoutMs: positive('forwardTimeoutMs', o.forwardTimeoutMs, 2_000),
     peerConnections: positive('peerConnections', o.peerConnections, 2),
     peerRetryMs: positive('peerRetryMs', o.peerRetryMs, 1_000, true),
+    streamReads: o.streamReads ?? false,
   }
 }
 

@@ -14,6 +14,7 @@ import { KeySpace } from './key-space'
 import { normalizeRespOptions, type NormalizedRespOptions, type RespContext, type RespServer, type RespServerOptions } from './resp-context'
 import { registerRespMetrics, RespStats } from './resp-stats'
 import { publicRespErrorOf } from './public-error'
+import { READ_BUFFER_BYTES, withReadBuffer } from './read-buffer-socket'
 import { StoreRoutes } from './store-routes'
 import type { NodeTlsOptions } from '../tls'
 
@@ -35,6 +36,8 @@ export async function startRespServer(ctx: RespContext, options: RespServerOptio
 
 class Listener implements RespServer, RespService, ConnectionHost {
   readonly writer = new RespWriter(64 << 10)
+  /** Where every plain-TCP connection's reads land, one at a time (read-buffer-socket.ts). */
+  private readonly readBuffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES)
   readonly table = new CommandTable(COMMANDS)
   /** calls[] index of unknown and refused commands. */
   private readonly otherIndex = COMMANDS.length
@@ -84,7 +87,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
           { cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2', handshakeTimeout: 10_000, noDelay: true },
           (socket) => this.accept(socket),
         )
-      : createServer({ noDelay: true }, (socket) => this.accept(socket))
+      : createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.accept(socket))
     // A failed handshake (a plain-text client on a TLS port) closes that socket only.
     if (tls) this.server.on('tlsClientError', () => this.stats.protocolErrors++)
   }
@@ -134,12 +137,19 @@ class Listener implements RespServer, RespService, ConnectionHost {
     if (this.connections.size >= this.opts.maxClients) {
       this.stats.rejectedConnections++
       socket.on('error', () => undefined)
+      // Read (and drop) what it sends, so its end of the connection is seen and it closes.
+      socket.resume()
       socket.end(MAX_CLIENTS_REPLY)
       return
     }
     this.stats.connectionsTotal++
     this.stats.connected++
-    const conn = new RespConnection(this.nextId++, socket, this, this.ctx.readAuth.enabled)
+    // Reads start on a later turn of the event loop, by when the connection exists.
+    const to: { conn?: RespConnection } = {}
+    const fast = this.tls || this.opts.streamReads ? undefined : withReadBuffer(socket, this.readBuffer, (bytes) => to.conn?.receive(bytes))
+    if (!fast) socket.resume()
+    const conn = new RespConnection(this.nextId++, fast ?? socket, this, this.ctx.readAuth.enabled, fast !== undefined)
+    to.conn = conn
     this.connections.add(conn)
     this.idleSweep ??= this.startIdleSweep()
   }
