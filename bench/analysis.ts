@@ -13,15 +13,15 @@ const CONTENTION =
   'All numbers come from a 2-core machine shared with other work (see the load average per section); the spread column shows how much runs moved.'
 
 const RESP_LAYER = `The rows "diagnostic, RESP layer alone" run the same listener (server/resp) over lookups that cost nothing
-(bench/resp-memory-node.ts), so they split a rostore row into the RESP layer's own work and the store lookup's. Measured while
-this was written (2 cores shared with other work, load average 10-17, so absolute numbers are inflated; same-run ratios hold):
-the RESP layer alone costs what the issue's calibration loop costs (a byte-level plain-Node RESP loop over a Map, one output
-buffer per read event): 5.0-5.7 against 5.0-6.1 µs per GET at -P 16, 37-39 against 36-38 µs unpipelined, interleaved runs
-of both. Profiles (\`--cpu-prof\` under redis-benchmark) of the layer show no hot spot of its own: the socket write
-(writeBuffer) and Node's stream machinery around each read event, then parsing and dispatch at about 1% each. Those figures
-were taken before the memory-mapped reader landed; with it a lookup is one call into the addon (MD5, search over the mapped
-index, CRC, key compare; MGET through \`getManyFramed\`, one buffer per reply), so what remains between the two rows is Node's
-per-event socket cost, which the diagnostic rows measure. ${CONTENTION}`
+(bench/resp-memory-node.ts), so they split a rostore row into the RESP layer's own work and the store lookup's. What a GET
+costs the layer is mostly Node's per-read-event socket work: profiles (perf, under redis-benchmark) put about half of the
+server's time in the kernel (read, write and the loopback TCP path, as for Redis) and most of the rest in Node's stream
+machinery around each read (a Buffer allocated per read, the 'data' event, a nextTick to read more) and its write path;
+parsing, dispatch and the lookup are a few percent each. Since this run a plain-TCP connection reads into one buffer shared
+by the listener (server/resp/read-buffer-socket.ts: Node's \`onread\`, moved onto the accepted socket), which skips the read
+side of that machinery: interleaved A/B, pinned, 50 connections, unpipelined GET, server µs per request: the layer alone 17.3
+against 20.0 (four runs each); a node serving 1M × 1 KiB 30.1 against 35.7 (three runs each, with the throughput 33k against
+28k requests/s). The write side (Writable.write, one write per read event) is Node's and stays. ${CONTENTION}`
 
 const WHY: Record<string, string> = {
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
@@ -177,14 +177,13 @@ ratio mostly compares how quickly each server turns a request around once the lo
 (\`getManyFramed\`: values copied from the mapping into one Buffer). On 1 KiB values the per-value work (CRC-32 over the value,
 the copy) is what Redis does not do. ${RESP_LAYER}`,
   'resp-p99': `Measured with the open-loop C load generator (bench/tools/paced-load.c, RESP mode) at half of rostore's own GET peak,
-Redis paced at the same rate beside it, one run each. Through the Node paced client used before, both servers showed 20-50 ms
-p99s set by that client's own pauses; through the C one, on 100 B values rostore's p99 was 1.55 ms and Redis's 1.84 ms in the
-same run, and in the quick runs while this was written 1.9-2.7 ms against 0.5-1.6 ms. Neither server is under 1 ms on this
-shared 2-core VM at 20k requests/s: the tail is the machine's (scheduling delays of the pinned processes; the 1 KiB run,
-rostore 43 ms and Redis 14 ms, met a disturbance both saw). rostore's own share measured with --trace-gc: scavenges of 0.6-0.7 ms
-every ~140 ms at 20k requests/s (~1 KiB of garbage per request, mostly Node's socket read and write objects); a larger young
-generation (--max-semi-space-size=32) made them rarer but longer and did not move the p99. Rerun \`--only resp\` on an idle
-machine before reading more into it.`,
+Redis paced at the same rate beside it, one run each. This run: 2.83 ms against Redis's 1.19 ms on 100 B, 4.24 against 3.36 ms
+on 1 KiB; the run before: 1.55 against 1.84 ms and 43 against 14 ms (a disturbance both saw). The p50s are 0.03 ms for both.
+Neither server is reliably under 1 ms on this shared 2-core VM at 18-25k requests/s: the tail is set by scheduling delays of
+the pinned processes (perf sched shows woken processes waiting milliseconds for a core behind other threads, see the swap
+rows) more than by either server's work. rostore's own share measured with --trace-gc: scavenges of 0.6-0.7 ms every ~140 ms
+at 20k requests/s (~1 KiB of garbage per request, mostly Node's socket objects; the shared read buffer removed the one Buffer
+per read); a larger young generation (--max-semi-space-size=32) made them rarer but longer and did not move the p99.`,
 }
 
 export function explain(id: string, rows: readonly GoalRow[]): string {
