@@ -1,6 +1,5 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { createWriteStream } from 'node:fs'
-import { Agent, get } from 'node:http'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { promisify } from 'node:util'
@@ -81,6 +80,75 @@ async function inProcessVerifyStall(dir: string): Promise<{ verifyMs: number; st
   return JSON.parse(stdout) as { verifyMs: number; stallMs: number }
 }
 
+interface ReaderFigures {
+  reads: number
+  errors: number
+  wrong: number
+  maxGap: number
+}
+
+/**
+ * The reading client, in a process of its own (so the gaps it sees are the node's and the
+ * machine's, not pauses of jest's own heap): one keep-alive connection, one GET after the
+ * other, each value checked against the version its response names. It prints
+ * `seen <version>` the first time it meets a version, and its figures as JSON once its
+ * stdin closes. Bounded: it stops by itself after 200 s.
+ */
+function startReader(port: number): { seen: Set<string>; stop: () => Promise<ReaderFigures> } {
+  const script = `
+    const { Agent, get } = require('node:http')
+    const [port, records, valueBytes] = process.argv.slice(1).map(Number)
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    let stop = false
+    process.stdin.on('end', () => (stop = true)).resume()
+    const deadline = Date.now() + 200000
+    const seen = new Set()
+    const f = { reads: 0, errors: 0, wrong: 0, maxGap: 0 }
+    ;(async () => {
+      let last = performance.now()
+      for (let i = 0; !stop && Date.now() < deadline; i = (i + 7919) % records) {
+        const r = await new Promise((resolve) => {
+          const req = get({ host: '127.0.0.1', port, path: '/stores/st/keys/key-' + i, agent }, (res) => {
+            const parts = []
+            res.on('data', (c) => parts.push(c))
+            res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString(), version: String(res.headers['x-rostore-version']) }))
+          })
+          req.on('error', () => resolve({ status: 0, body: '', version: '' }))
+        })
+        const now = performance.now()
+        f.maxGap = Math.max(f.maxGap, now - last)
+        last = now
+        f.reads++
+        if (r.status !== 200) f.errors++
+        else if (r.body !== 'v' + r.version + '|' + i + '|' + 'x'.repeat(valueBytes)) f.wrong++
+        if (!seen.has(r.version)) {
+          seen.add(r.version)
+          process.stdout.write('seen ' + r.version + '\\n')
+        }
+      }
+      agent.destroy()
+      process.stdout.write(JSON.stringify(f) + '\\n')
+    })()`
+  const child = spawn(process.execPath, ['-e', script, String(port), String(RECORDS), String(VALUE_BYTES)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+  const seen = new Set<string>()
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    out += text
+    for (const m of out.matchAll(/^seen (\S+)$/gm)) seen.add(m[1] as string)
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  return {
+    seen,
+    stop: async () => {
+      child.stdin.end()
+      await exited
+      return JSON.parse(out.trim().split('\n').pop() ?? '{}') as ReaderFigures
+    },
+  }
+}
+
 /** The node's largest event-loop delay since the last scrape, in ms. */
 async function lagMaxMs(): Promise<number> {
   const text = (await node.request('/metrics')).body.toString('utf8')
@@ -108,49 +176,17 @@ test('reads go on at full pace while the node fetches, verifies and installs a 2
   const { verifyMs, stallMs } = await inProcessVerifyStall(join(v2, 'node-0'))
   const bound = stallMs / 2
 
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  let stop = false
-  let reads = 0
-  let errors = 0
-  let wrong = 0
-  let maxGap = 0
-  const versionsSeen = new Set<string>()
-  const reader = (async () => {
-    let last = performance.now()
-    for (let i = 0; !stop; i = (i + 7919) % RECORDS) {
-      const r = await new Promise<{ status: number; body: string; version: string }>((resolve) => {
-        const req = get({ host: '127.0.0.1', port: node.port, path: `/stores/st/keys/key-${i}`, agent }, (res) => {
-          const parts: Buffer[] = []
-          res.on('data', (c: Buffer) => parts.push(c))
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body: Buffer.concat(parts).toString(),
-              version: String(res.headers['x-rostore-version']),
-            }),
-          )
-        })
-        req.on('error', () => resolve({ status: 0, body: '', version: '' }))
-      })
-      const now = performance.now()
-      maxGap = Math.max(maxGap, now - last)
-      last = now
-      reads++
-      if (r.status !== 200) errors++
-      else if (r.body !== value(Number(r.version), i)) wrong++
-      versionsSeen.add(r.version)
-    }
-  })()
+  const reader = startReader(node.port)
+  await waitUntil(() => reader.seen.has('1'), 10_000)
 
   await lagMaxMs() // resets the node's maximum
   const p0 = performance.now()
   const result = await pushStore({ cluster, store: 'st', from: v2, adminToken: TOKEN })
   const pushMs = performance.now() - p0
   const lag = await lagMaxMs()
-  await waitUntil(() => versionsSeen.has('2'), 10_000)
-  stop = true
-  await reader
-  agent.destroy()
+  await waitUntil(() => reader.seen.has('2'), 10_000)
+  const { reads, errors, wrong, maxGap } = await reader.stop()
+  const versionsSeen = reader.seen
 
   reportFigures(
     'reads-during-push',
