@@ -278,7 +278,7 @@ export class RespRequestParser {
     const inPlace = this.input === this.owned && this.input.length >= need
     // A borrowed input (detach) moves into the parser's own buffer when that one is large enough.
     const reuse = !inPlace && this.owned !== undefined && this.owned !== this.input && this.owned.length >= need
-    const target = inPlace || reuse ? (inPlace ? this.input : (this.owned as Buffer)) : Buffer.allocUnsafe(Math.max(need, keep * 2, 4096))
+    const target = inPlace ? this.input : reuse ? (this.owned as Buffer) : Buffer.allocUnsafe(Math.max(need, keep * 2, 4096))
     if (this.cmdStart > 0 || !inPlace) this.input.copy(target, 0, this.cmdStart, this.end)
     const shift = this.cmdStart
     if (shift > 0) {
