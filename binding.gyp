@@ -15,6 +15,7 @@
         "native/md5.c",
         "native/napi-util.c",
         "native/scan-napi.c",
+        "native/socket-send.c",
         "native/unaccounted-window.cc",
         "native/xxh64.c",
         "native/zstd-napi.c"

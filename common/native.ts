@@ -158,6 +158,12 @@ export interface NativeFunctions {
    * mapping fails. See common/working-memory.ts.
    */
   anonBuffer(bytes: number): SharedArrayBuffer
+  /**
+   * One non-blocking send(2) of `bytes` on the connected socket `fd`: the bytes the kernel
+   * took (possibly fewer), or -errno (-EAGAIN when it took none). No JavaScript twin: where
+   * the addon is absent the caller writes through the socket (server/resp/direct-send.ts).
+   */
+  sendNow(fd: number, bytes: Uint8Array): number
 }
 
 /** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
@@ -283,5 +289,6 @@ function wrap(raw: RawAddon): NativeFunctions {
     createLookup: raw.createLookup,
     zstdDecompress: raw.zstdDecompress,
     anonBuffer: raw.anonBuffer,
+    sendNow: raw.sendNow,
   }
 }

@@ -3,6 +3,7 @@ import { errorMessage } from '../../common/errors'
 import type { RespProto } from '../../formats/wire/resp'
 import { RespRequestParser } from '../../formats/wire/resp-request'
 import { RespWriter } from '../../formats/wire/resp-writer'
+import { directSend, type ReplySend } from './direct-send'
 import type { NormalizedRespOptions } from './resp-context'
 import type { RespStats } from './resp-stats'
 
@@ -61,13 +62,18 @@ export class RespConnection {
   private paused = false
   private flushScheduled = false
   private sendTimer: NodeJS.Timeout | undefined
+  /** Sends the shared writer's replies: past the stream machinery when it can (direct-send.ts). */
+  private readonly send: ReplySend
 
   constructor(
     readonly id: number,
     readonly socket: Socket,
     private readonly host: ConnectionHost,
     authRequired: boolean,
-    /** The socket reads into a buffer it reuses and hands each read to receive() (read-buffer-socket.ts). */
+    /**
+     * The socket reads into a buffer it reuses and hands each read to receive()
+     * (read-buffer-socket.ts); it sends its replies past the stream machinery too.
+     */
     borrowedReads = false,
   ) {
     this.authed = !authRequired
@@ -75,6 +81,7 @@ export class RespConnection {
     this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`
     this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
     socket.setNoDelay(true)
+    this.send = (borrowedReads ? directSend(socket) : undefined) ?? ((bytes) => void socket.write(bytes))
     if (!borrowedReads) socket.on('data', (chunk: Buffer) => this.onData(chunk))
     socket.on('drain', () => this.onDrain())
     // 'close' follows every error; the error itself is the client's business.
@@ -222,7 +229,7 @@ export class RespConnection {
     if (w.length > 0) {
       const bytes = w.take()
       if (this.socket.destroyed) return
-      this.socket.write(bytes)
+      this.send(bytes)
       // A socket that could not send everything at once keeps the buffer.
       w.release(this.socket.writableLength > 0)
     }
