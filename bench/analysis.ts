@@ -21,7 +21,13 @@ parsing, dispatch and the lookup are a few percent each. Since this run a plain-
 by the listener (server/resp/read-buffer-socket.ts: Node's \`onread\`, moved onto the accepted socket), which skips the read
 side of that machinery: interleaved A/B, pinned, 50 connections, unpipelined GET, server µs per request: the layer alone 17.3
 against 20.0 (four runs each); a node serving 1M × 1 KiB 30.1 against 35.7 (three runs each, with the throughput 33k against
-28k requests/s). The write side (Writable.write, one write per read event) is Node's and stays. ${CONTENTION}`
+28k requests/s). The write side now skips Node's machinery too while nothing is queued: the replies of a read event leave
+with one send(2) from the addon (server/resp/direct-send.ts), anything the kernel does not take through socket.write as
+before. Measured with two layer-alone servers side by side on the server core, one with the addon and one without, each
+under its own redis-benchmark (so both see the same machine: back-to-back runs here drift by more than the difference),
+10 runs: 17.7 against 18.6 µs per request, lower in every run. A perf profile of the layer alone with it: 61% of the samples
+in the kernel (the read, the send and the loopback TCP path, which Redis pays too), 19% in JavaScript (Node's onStreamRead
+and everything rostore does with a read), 7% in the C++ that carries each read from libuv into JavaScript. ${CONTENTION}`
 
 const WHY: Record<string, string> = {
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
@@ -171,19 +177,25 @@ was rerun). What would still help: count read and merge buffers inside the budge
   'resp-get': `On 2 cores redis-benchmark saturates its own core well before either server does (see the client CPU column), so this
 ratio mostly compares how quickly each server turns a request around once the load generator's core lets it; the server
 µs/req column is the fairer comparison. ${RESP_LAYER}`,
-  'resp-get-cpu': RESP_LAYER,
+  'resp-get-cpu': `Back-to-back runs on this VM drift by more than the difference between the servers (the same server measures
+15-20 µs per GET from one minute to the next), so a ratio of two rows can move by 0.2 from run to run. bench/resp-side-by-side.ts
+measures both at the same time (both servers on the server core, each under its own redis-benchmark): 1M × 100 B, 10 runs on
+2026-12-02, ratios 1.12-1.26, mean 1.20 (rostore 19.6-21.7 µs, Redis 15.7-17.7 µs); 1M × 1 KiB, 6 runs, 1.08-1.16, mean 1.10. ${RESP_LAYER}`,
   'resp-pipeline': `At -P 16 the per-request system calls are shared by 16 commands, so the per-key lookup cost weighs most here. ${RESP_LAYER}`,
   'resp-mget': `An MGET of 100 keys is 100 lookups in one request, answered by one call into the reader that frames the whole reply
 (\`getManyFramed\`: values copied from the mapping into one Buffer). On 1 KiB values the per-value work (CRC-32 over the value,
 the copy) is what Redis does not do. ${RESP_LAYER}`,
   'resp-p99': `Measured with the open-loop C load generator (bench/tools/paced-load.c, RESP mode) at half of rostore's own GET peak,
-Redis paced at the same rate beside it, one run each. This run: 2.83 ms against Redis's 1.19 ms on 100 B, 4.24 against 3.36 ms
-on 1 KiB; the run before: 1.55 against 1.84 ms and 43 against 14 ms (a disturbance both saw). The p50s are 0.03 ms for both.
-Neither server is reliably under 1 ms on this shared 2-core VM at 18-25k requests/s: the tail is set by scheduling delays of
-the pinned processes (perf sched shows woken processes waiting milliseconds for a core behind other threads, see the swap
-rows) more than by either server's work. rostore's own share measured with --trace-gc: scavenges of 0.6-0.7 ms every ~140 ms
-at 20k requests/s (~1 KiB of garbage per request, mostly Node's socket objects; the shared read buffer removed the one Buffer
-per read); a larger young generation (--max-semi-space-size=32) made them rarer but longer and did not move the p99.`,
+Redis paced at the same rate beside it, one run each. This run: 1.26 ms against Redis's 1.13 ms on 100 B; on 1 KiB 26 against
+22 ms (a disturbance both saw); earlier runs 2.83 against 1.19 and 1.55 against 1.84 ms. The p50s are 0.03 ms for both. Where
+the slow requests come from, with the paced generator logging each answer over 1 ms (17k requests/s, 16 connections, server
+pinned): the first ~200 ms of a fresh process (code not yet optimized; the bench warms the node first), then a burst of ~80
+(one ~5 ms stall) about every 1.05 s, and scattered ones. The ~1 s stall shows in a 30-line Node RESP server as well (p99
+1.15-3.4 ms where Redis measured 0.19-0.69 ms in the same minutes), not in a C program on the same core, and perf sched shows
+the server's main thread running for ~5 ms at a time then; no timer of rostore's runs at that period, and neither
+--single-threaded-gc nor --no-memory-reducer moved it. Profiling it further here failed: sampling profilers at the rates
+needed slow the server enough to change what they measure on this VM. rostore's own garbage: scavenges of 0.2-0.7 ms every
+~140-400 ms; a larger young generation (--max-semi-space-size=32) made them rarer but longer and did not move the p99.`,
 }
 
 export function explain(id: string, rows: readonly GoalRow[]): string {
