@@ -187,15 +187,17 @@ measures both at the same time (both servers on the server core, each under its 
 the copy) is what Redis does not do. ${RESP_LAYER}`,
   'resp-p99': `Measured with the open-loop C load generator (bench/tools/paced-load.c, RESP mode) at half of rostore's own GET peak,
 Redis paced at the same rate beside it, one run each. This run: 1.26 ms against Redis's 1.13 ms on 100 B; on 1 KiB 26 against
-22 ms (a disturbance both saw); earlier runs 2.83 against 1.19 and 1.55 against 1.84 ms. The p50s are 0.03 ms for both. Where
-the slow requests come from, with the paced generator logging each answer over 1 ms (17k requests/s, 16 connections, server
-pinned): the first ~200 ms of a fresh process (code not yet optimized; the bench warms the node first), then a burst of ~80
-(one ~5 ms stall) about every 1.05 s, and scattered ones. The ~1 s stall shows in a 30-line Node RESP server as well (p99
-1.15-3.4 ms where Redis measured 0.19-0.69 ms in the same minutes), not in a C program on the same core, and perf sched shows
-the server's main thread running for ~5 ms at a time then; no timer of rostore's runs at that period, and neither
---single-threaded-gc nor --no-memory-reducer moved it. Profiling it further here failed: sampling profilers at the rates
-needed slow the server enough to change what they measure on this VM. rostore's own garbage: scavenges of 0.2-0.7 ms every
-~140-400 ms; a larger young generation (--max-semi-space-size=32) made them rarer but longer and did not move the p99.`,
+22 ms (a disturbance both saw); earlier runs 2.83 against 1.19 and 1.55 against 1.84 ms. The p50s are 0.03 ms for both. What
+sets the tail, found with the paced generator logging every answer over 1 ms (server pinned, 16 connections): this VM stalls
+a pinned server for ~5 ms about every 1.05 s, and Redis and Node alike (a 30-line Node RESP server and redis-server, same
+minutes, same rate: the slow answers cluster at the same period for both). Once a Node server is warm it has as many slow
+answers as Redis: 17k requests/s for 6 s, after the first 300 ms, 500 and 501 against Redis's 551 and 527, ~80% of them in
+those clusters; at 24k requests/s, warmed first, 8 s: p99 1.02 and 1.05 ms against Redis's 0.70 and 0.98 ms, with 1,949 and
+1,989 answers over 1 ms against 1,612 and 1,898. At these rates one such stall holds up 80-120 requests, so the stalls alone put
+0.5-1% of all requests over 1 ms: the p99 sits at their edge for any server on this machine. A fresh Node process adds its
+first ~300 ms (code not yet optimized: ~800 slow answers), which the bench's warm-up removes. rostore's own garbage is not
+it (scavenges of 0.2-0.7 ms every 140-400 ms); --max-semi-space-size, --single-threaded-gc, --no-memory-reducer and
+--no-flush-bytecode moved nothing.`,
 }
 
 export function explain(id: string, rows: readonly GoalRow[]): string {
