@@ -188,7 +188,7 @@ the copy) is what Redis does not do. ${RESP_LAYER}`,
   'resp-p99': `Measured with the open-loop C load generator (bench/tools/paced-load.c, RESP mode) at half of rostore's own GET peak,
 Redis paced at the same rate beside it, one run each. This run: 1.26 ms against Redis's 1.13 ms on 100 B; on 1 KiB 26 against
 22 ms (a disturbance both saw); earlier runs 2.83 against 1.19 and 1.55 against 1.84 ms. The p50s are 0.03 ms for both. What
-sets the tail, found with the paced generator logging every answer over 1 ms (server pinned, 16 connections): this VM stalls
+sets the tail, found with the paced generator logging every answer over 1 ms (PACED_LOG_SLOW_MS=1; server pinned, 16 connections): this VM stalls
 a pinned server for ~5 ms about every 1.05 s, and Redis and Node alike (a 30-line Node RESP server and redis-server, same
 minutes, same rate: the slow answers cluster at the same period for both). Once a Node server is warm it has as many slow
 answers as Redis: 17k requests/s for 6 s, after the first 300 ms, 500 and 501 against Redis's 551 and 527, ~80% of them in

@@ -14,7 +14,9 @@
  * reported, for Redis as much as for rostore. This one costs a few microseconds per
  * request and allocates nothing after start-up. Bounded by <seconds> plus a drain of at
  * most 10 s; connects to 127.0.0.1 only. Prints one line of JSON (bench/load-client.ts's
- * LoadResult).
+ * LoadResult). With PACED_LOG_SLOW_MS=<ms> in the environment it also writes, on stderr,
+ * "<due time since start, ms> <latency, ms>" for every answer slower than that: how the
+ * slow answers cluster in time (bench/analysis.ts, resp-p99).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -129,6 +131,8 @@ int main(int argc, char **argv) {
   double rate = atof(argv[6]);
   int nconn = atoi(argv[7]);
   double seconds = atof(argv[8]);
+  const char *log_slow = getenv("PACED_LOG_SLOW_MS");
+  double log_slow_ms = log_slow != NULL ? atof(log_slow) : 0.0;
   if (port <= 0 || records == 0 || rate <= 0 || nconn <= 0 || nconn > MAX_CONNECTIONS || seconds <= 0) {
     fprintf(stderr, "paced-load: bad arguments\n");
     return 2;
@@ -230,7 +234,10 @@ int main(int argc, char **argv) {
         }
         memmove(c->buf, c->buf + used, c->used - (size_t)used);
         c->used -= (size_t)used;
-        if (done < total) latencies[done] = now_ms() - c->due;
+        if (done < total) {
+          latencies[done] = now_ms() - c->due;
+          if (log_slow_ms > 0 && latencies[done] > log_slow_ms) fprintf(stderr, "%.3f %.3f\n", c->due - start, latencies[done]);
+        }
         done++;
         if (status == 200) s200++;
         else if (status == 404) s404++;
