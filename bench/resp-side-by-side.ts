@@ -11,15 +11,16 @@
  * setup: each server gets about half of what one load generator can send.
  */
 import { join } from 'node:path'
-import { ensureDataset, ensureDir, shapes, workRoot } from './data'
+import { ABSENT_FRACTION, ensureDataset, ensureDir, shapes, workRoot } from './data'
 import { ensureRespInput, RedisServer, redisBenchmark, type RespTarget } from './peers/redis'
+import { BATCH, CLIENT_CPU } from './resp-rows'
 import { STORE } from './rostore'
 import { ServeProcess, serveDataDir } from './serve-bench'
 import { freePort, log } from './system'
 
 const REQUESTS = 200_000
+/** Half of section 3b's 50: one load generator's core is shared by two. */
 const CLIENTS = 25
-const BATCH = 100
 
 async function main(): Promise<void> {
   const [size, runsArg] = process.argv.slice(2)
@@ -36,9 +37,9 @@ async function main(): Promise<void> {
   try {
     await redis.load(ensureRespInput(ds))
     const ro: RespTarget = { port: respPort, cpuSeconds: () => node.cpuSeconds() }
-    const keyspace = Math.round(ds.shape.records / 0.9)
+    const keyspace = Math.round(ds.shape.records / (1 - ABSENT_FRACTION))
     const run = (t: RespTarget, requests: number, cmd: readonly string[]): ReturnType<typeof redisBenchmark> =>
-      redisBenchmark(t, cmd, { requests, clients: CLIENTS, keyspace, cpu: 1, timeoutMs: 600_000 })
+      redisBenchmark(t, cmd, { requests, clients: CLIENTS, keyspace, cpu: CLIENT_CPU, timeoutMs: 600_000 })
     // Every key once, in MGETs, on both (a node maps its data pages as reads first touch them).
     const mget = ['MGET', ...Array.from({ length: BATCH }, () => '__rand_int__')]
     const warm = Math.ceil(ds.shape.records / BATCH)

@@ -1,6 +1,7 @@
 import { connect, createServer, Socket, type Server } from 'node:net'
 import { nativeFunctions } from '../../../../common/native'
 import { directSend } from '../../../../server/resp/direct-send'
+import { waitUntil } from '../../../../testkit/reliability-kit'
 
 /**
  * Replies sent past the stream machinery: every byte arrives once and in order, also when
@@ -40,11 +41,6 @@ async function close(p: Pair): Promise<void> {
 
 function descriptor(s: Socket | Server): number {
   return (s as unknown as { _handle: { fd: number } | null })._handle?.fd ?? -1
-}
-
-async function until(pred: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !pred(); i++) await new Promise((r) => setTimeout(r, 10))
-  if (!pred()) throw new Error('timed out')
 }
 
 test('a socket without a descriptor gets no direct path', () => {
@@ -92,13 +88,13 @@ test('a connected TCP socket gets the direct path exactly when the addon is load
       send?.(b)
     }
     const expected = Buffer.concat(batches)
-    await until(() => bytes >= expected.length)
+    expect(await waitUntil(() => bytes >= expected.length, 10_000)).toBe(true)
     expect(Buffer.concat(received).equals(expected)).toBe(true)
-    await until(() => p.accepted.writableLength === 0)
+    expect(await waitUntil(() => p.accepted.writableLength === 0, 10_000)).toBe(true)
     // Drained, small sends go straight out again.
     send?.(Buffer.from('+OK\r\n'))
     expect(p.accepted.writableLength).toBe(0)
-    await until(() => bytes === expected.length + 5)
+    expect(await waitUntil(() => bytes === expected.length + 5, 10_000)).toBe(true)
   })
 
   test('a peer that reset: the send does not throw and the socket closes with its error', async () => {
@@ -108,9 +104,8 @@ test('a connected TCP socket gets the direct path exactly when the addon is load
     p.accepted.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? ''))
     const closed = new Promise<void>((resolve) => p.accepted.once('close', () => resolve()))
     p.client.resetAndDestroy()
-    // The reset reaches the server's socket before the sends below; the first may still be taken by the kernel.
-    await new Promise((r) => setTimeout(r, 50))
-    for (let i = 0; i < 5 && !p.accepted.destroyed; i++) {
+    // Sends until one meets the reset (the first may still be taken by the kernel), a bounded number.
+    for (let i = 0; i < 1000 && !p.accepted.destroyed; i++) {
       expect(() => send?.(Buffer.alloc(64 << 10, 1))).not.toThrow()
       await new Promise((r) => setImmediate(r))
     }
@@ -139,8 +134,8 @@ test('a connected TCP socket gets the direct path exactly when the addon is load
     send?.(Buffer.from('not for you'))
     second.accepted.write('mine')
     second.client.write('ours')
-    await until(() => Buffer.concat(toClient).length >= 4 && Buffer.concat(toServer).length >= 4)
-    await new Promise((r) => setTimeout(r, 50))
+    // Bytes sent on either socket of this connection before 'mine' and 'ours' would arrive before them.
+    expect(await waitUntil(() => Buffer.concat(toClient).length >= 4 && Buffer.concat(toServer).length >= 4, 10_000)).toBe(true)
     expect(Buffer.concat(toClient).toString()).toBe('mine')
     expect(Buffer.concat(toServer).toString()).toBe('ours')
   })

@@ -1,5 +1,6 @@
 import { connect, createServer, Socket, type Server } from 'node:net'
 import { withReadBuffer } from '../../../../server/resp/read-buffer-socket'
+import { waitUntil } from '../../../../testkit/reliability-kit'
 
 /**
  * The accepted socket's handle moves to a Socket that reads into a shared buffer: bytes
@@ -43,14 +44,14 @@ test('reads land in the shared buffer; echo, back pressure, and the listener clo
   expect(socket).toBeInstanceOf(Socket)
   expect(await connections(server)).toBe(1)
   client.write('abc')
-  await until(() => Buffer.concat(echoed).toString() === 'cba')
+  expect(await waitUntil(() => Buffer.concat(echoed).toString() === 'cba')).toBe(true)
   // Paused, nothing is read; resumed, what waited arrives.
   socket.pause()
   client.write('xyz')
   await new Promise((r) => setTimeout(r, 50))
   expect(Buffer.concat(seen).toString()).toBe('abc')
   socket.resume()
-  await until(() => Buffer.concat(seen).toString() === 'abcxyz')
+  expect(await waitUntil(() => Buffer.concat(seen).toString() === 'abcxyz')).toBe(true)
   const closed = new Promise<void>((resolve) => server.close(() => resolve()))
   const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
   client.end()
@@ -58,8 +59,3 @@ test('reads land in the shared buffer; echo, back pressure, and the listener clo
   await closed
   expect(await connections(server)).toBe(0)
 })
-
-async function until(pred: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !pred(); i++) await new Promise((r) => setTimeout(r, 10))
-  if (!pred()) throw new Error('timed out')
-}
