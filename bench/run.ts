@@ -16,7 +16,7 @@ import { readFileSync, statfsSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { basename, join } from 'node:path'
 import { packageRoot } from '../common/paths'
-import { explain } from './analysis'
+import { explain, noteOnMet } from './analysis'
 import { runBuildBench } from './build-bench'
 import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './data'
 import { EXTERNALS, runExternal } from './external'
@@ -200,6 +200,15 @@ function render(
   for (const s of sections) out.push(`## ${s.title}`, '', s.markdown.trim(), '')
   out.push('## Why goals were missed, and what was done', '')
   out.push(why.length ? why.join('\n\n') : 'Every goal measured in this run was met.', '')
+  const beside = [...new Set(goals.map((g) => g.id))]
+    .map((id) =>
+      noteOnMet(
+        id,
+        goals.filter((g) => g.id === id),
+      ),
+    )
+    .filter((t) => t !== '')
+  if (beside.length) out.push('## Measured beside met goals', '', beside.join('\n\n'), '')
   return `${out.join('\n')}\n`
 }
 
