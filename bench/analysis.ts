@@ -67,19 +67,25 @@ the probe, its serving worker and the push client share the other. The serving l
 delay maximum is the same in both phases, and the largest gap between answers stays under the 50 ms goal): reads wait for
 a core. The product's answer is the node's fetch throttle (\`rostore serve --fetch-max-bytes-per-sec\`), which
 this row does not use; a rerun with a limit is what would show whether the p99 then stays within noise. Not measured yet.`,
-  'swap-reads-p99': `What the probe waits for is a core, measured with \`perf sched\` (timehist of the probe and its serving worker
-during 100 swaps): their reads stall 2-7 ms in the CPU run queue, woken but not running, behind other threads, mostly
-background ones (V8's optimizing compiler threads of the worker that proxies the admin calls and of the bench process that
-sends them, the supervisor's libuv pool). A swap itself opens nothing any more (the replaced version stays prepared as the
-rollback target) and, since this run, is one round trip from the supervisor to each worker instead of three (no 'prepare'
-for a version the workers hold, no drain wait when retention has nothing to delete). What 100 back-to-back swaps still cost
-is CPU in code that only they run, so V8 never warms it: ~4 ms of the supervisor (admin HTTP, the LIVE write: 8 file-system
-calls, fan-out), ~2 ms of the worker that proxies the admin call, ~1.5 ms of the admin client, per swap. Measured against
-that: a plain CPU burner taking 50-80% of a core in the same phase raised the probe's p50 by 40-60% and left its p99 within
-the bound; routing the admin calls straight to the supervisor's control socket (no proxying worker) did not help; lowering
-the priority of every non-serving thread of the node (nice 10 for its background threads and the supervisor's) gave 5 of 15
-runs within the bound, against 2 of 12 without: not separable from noise here, so not adopted. The p99 lands at 1.1-2× the bound from run to
-run (this run: 1.13 ms vs 1.06).
+  'swap-reads-p99': `What the probe waits for is a core: \`perf sched\` timehist of the probe and its serving worker during the
+swaps shows their reads stalled 2-7 ms in the run queue, woken but not running, behind the threads a swap wakes. A swap opens
+nothing (the replaced version stays prepared as the rollback target) and is one round trip from the supervisor to each worker.
+Its cost, measured warm (500 swaps, no probe, CPU per swap from /proc): supervisor 2.1-2.4 ms with 31 voluntary context
+switches (about 20 of them the 8 thread-pool round trips of the LIVE write; written synchronously, as an experiment, 10 and
+1.5 ms), the serving worker that relays the admin call to the supervisor 1.0-1.4 ms, the other worker 0.3 ms (the activate
+call), the admin client 0.8 ms. Back to back, that is ~5 ms of CPU every ~6 ms on a machine whose 2 cores the probe and its
+worker already keep 60% busy each. The two phases under the goal table split the effect: with 50 ms between swaps the p99
+still lands over the bound, while an unrelated process pair exchanging one HTTP request every 50 ms stayed within it in 3 of
+4 experiment runs.
+What makes the difference is the relay: in 6 runs of 100 paced swaps each, admin calls sent straight to the supervisor's
+control socket (bypassing the relaying worker, an experiment) kept the p99 within the bound in 4, against 1 of 6 when
+relayed. Back to back, the same bypass alone gave 1 of 6. Scheduling experiments, same
+method: the supervisor under SCHED_IDLE 1 of 6 within; that plus the bypass plus the admin client under SCHED_IDLE 4 of 6; a
+0.1 ms EEVDF slice (sched_setattr runtime) for the serving threads 0 of 6 (p99 1.10 vs 1.30 ms on average); serving worker
+and probe pinned to one core and everything else to the other: over in 4 of 6. None meets the goal consistently on
+this machine, so none is adopted. The lever left in the product is to keep admin traffic off the serving workers (the
+supervisor answering admin connections itself: a separate admin port, as Voldemort had, or handing an admin connection to
+the supervisor for its lifetime, as the dump streams already are); the goal itself needs cores the swap's own work can run on.
 ${CONTENTION}`,
   'push-soak': `Two leaks were found with heap snapshots of a serving worker after 60 pushes and fixed: (1) every replaced
 reader stayed reachable from its successor (a closure created in LiveStore.replace shared V8's context with the one that
