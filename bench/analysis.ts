@@ -74,10 +74,9 @@ Its cost, measured warm (500 swaps, no probe, CPU per swap from /proc): supervis
 switches (about 20 of them the 8 thread-pool round trips of the LIVE write; written synchronously, as an experiment, 10 and
 1.5 ms), the serving worker that relays the admin call to the supervisor 1.0-1.4 ms, the other worker 0.3 ms (the activate
 call), the admin client 0.8 ms. Back to back, that is ~5 ms of CPU every ~6 ms on a machine whose 2 cores the probe and its
-worker already keep 60% busy each. The two phases under the goal table split the effect: with 50 ms between swaps the p99
-still lands over the bound, while an unrelated process pair exchanging one HTTP request every 50 ms stayed within it in 3 of
-4 experiment runs.
-What makes the difference is the relay: in 6 runs of 100 paced swaps each, admin calls sent straight to the supervisor's
+worker already keep 60% busy each. The two phases under the goal table put the bound in context: the same swaps 50 ms apart
+land near it, and an unrelated process pair exchanging one HTTP request every 50 ms stayed within it in 3 of 4 experiment
+runs. For the paced swaps the relay makes the difference: in 6 runs each, admin calls sent straight to the supervisor's
 control socket (bypassing the relaying worker, an experiment) kept the p99 within the bound in 4, against 1 of 6 when
 relayed. Back to back, the same bypass alone gave 1 of 6. Scheduling experiments, same
 method: the supervisor under SCHED_IDLE 1 of 6 within; that plus the bypass plus the admin client under SCHED_IDLE 4 of 6; a
