@@ -164,6 +164,14 @@ export interface NativeFunctions {
    * the addon is absent the caller writes through the socket (server/resp/direct-send.ts).
    */
   sendNow(fd: number, bytes: Uint8Array): number
+  /**
+   * Replaces `dir/name` with `bytes` crash-safely in one job on the libuv pool: creates
+   * `dir/tmpName` (exclusive), writes, fsyncs and closes it, renames it over `dir/name` and
+   * fsyncs `dir`. `stopAfter` 1 stops once the temp file is closed, 2 after the rename (crash
+   * tests). Rejects with an Error whose `code` is the errno name and `syscall` the failed step;
+   * a temp file it created and did not rename is removed. Twin: swapper/live-pointer.ts.
+   */
+  writeFileDurably(dir: string, tmpName: string, name: string, bytes: Uint8Array, stopAfter: 0 | 1 | 2): Promise<void>
 }
 
 /** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
@@ -290,5 +298,6 @@ function wrap(raw: RawAddon): NativeFunctions {
     zstdDecompress: raw.zstdDecompress,
     anonBuffer: raw.anonBuffer,
     sendNow: raw.sendNow,
+    writeFileDurably: raw.writeFileDurably,
   }
 }

@@ -39,28 +39,6 @@ static void release(void *ctx) {
   }
 }
 
-static const char *errno_code(int err) {
-  switch (err) {
-    case ENOENT: return "ENOENT";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case EFBIG: return "EFBIG";
-    case EMFILE: return "EMFILE";
-    case ENFILE: return "ENFILE";
-    case ENODEV: return "ENODEV";
-    case ENOTDIR: return "ENOTDIR";
-    case EISDIR: return "EISDIR";
-    case ELOOP: return "ELOOP";
-    case ENAMETOOLONG: return "ENAMETOOLONG";
-    case EOVERFLOW: return "EOVERFLOW";
-    case EAGAIN: return "EAGAIN";
-    case EIO: return "EIO";
-    default: return "EUNKNOWN";
-  }
-}
-
 static void map_execute(napi_env env, void *data) {
   (void)env;
   map_job *job = data;
@@ -106,7 +84,7 @@ static void map_complete(napi_env env, napi_status status, void *data) {
   } else {
     int err = job->err != 0 ? job->err : ENOMEM;
     napi_value code, msg, error, errnum;
-    napi_create_string_utf8(env, errno_code(err), NAPI_AUTO_LENGTH, &code);
+    napi_create_string_utf8(env, ro_errno_code(err), NAPI_AUTO_LENGTH, &code);
     napi_create_string_utf8(env, strerror(err), NAPI_AUTO_LENGTH, &msg);
     napi_create_error(env, code, msg, &error);
     napi_create_int32(env, err, &errnum);

@@ -1,6 +1,7 @@
 #include "napi-util.h"
 #include "unaccounted-window.h"
 
+#include <errno.h>
 #include <stddef.h>
 
 napi_value ro_throw_type(napi_env env, const char *msg) {
@@ -114,4 +115,35 @@ int ro_set_function(napi_env env, napi_value exports, const char *name, napi_cal
   napi_value fn;
   if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &fn) != napi_ok) return -1;
   return napi_set_named_property(env, exports, name, fn) == napi_ok ? 0 : -1;
+}
+
+/* The name of an errno value, as Node names them in error codes. */
+const char *ro_errno_code(int err) {
+  switch (err) {
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case EINVAL: return "EINVAL";
+    case ENOMEM: return "ENOMEM";
+    case EFBIG: return "EFBIG";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENODEV: return "ENODEV";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case ELOOP: return "ELOOP";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case EOVERFLOW: return "EOVERFLOW";
+    case EAGAIN: return "EAGAIN";
+    case EIO: return "EIO";
+    case EEXIST: return "EEXIST";
+    case ENOSPC: return "ENOSPC";
+    case EROFS: return "EROFS";
+    case EDQUOT: return "EDQUOT";
+    case EBUSY: return "EBUSY";
+    case EXDEV: return "EXDEV";
+    case ENOTEMPTY: return "ENOTEMPTY";
+    case EINTR: return "EINTR";
+    default: return "EUNKNOWN";
+  }
 }

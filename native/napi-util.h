@@ -37,7 +37,11 @@ int ro_register_batch(napi_env env, napi_value exports);
 int ro_register_zstd(napi_env env, napi_value exports);
 int ro_register_anon(napi_env env, napi_value exports);
 int ro_register_socket(napi_env env, napi_value exports);
+int ro_register_durable(napi_env env, napi_value exports);
 
 int ro_set_function(napi_env env, napi_value exports, const char *name, napi_callback cb);
+
+/* "ENOENT" for ENOENT and so on ("EUNKNOWN" for the ones not listed): the code of the errors the jobs reject with. */
+const char *ro_errno_code(int err);
 
 #endif

@@ -28,3 +28,8 @@ export function crashPoint(name: CrashPointName): void {
     process.kill(process.pid, 'SIGKILL')
   }
 }
+
+/** Whether the process is set to crash at `name` (for work that must stop right there, done in one native call). */
+export function crashPointArmed(name: CrashPointName): boolean {
+  return target !== undefined && target === name
+}

@@ -9,7 +9,7 @@ import { dropCacheJs, mapResidentJs, prefetchJs, readFileWindows, scanIndexJs } 
  * signature: the addon's (common/native.ts) and their JavaScript twins. Production uses
  * the addon's; the twins let one test suite check both, and document the native code.
  */
-export type StoreOps = Omit<NativeFunctions, 'zstdDecompress' | 'anonBuffer' | 'packMapped' | 'sendNow'>
+export type StoreOps = Omit<NativeFunctions, 'zstdDecompress' | 'anonBuffer' | 'packMapped' | 'sendNow' | 'writeFileDurably'>
 
 export const jsStoreOps: StoreOps = {
   md5,
