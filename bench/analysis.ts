@@ -60,7 +60,10 @@ version a swap replaces stays open as the rollback target, so these back-and-for
 directory). The "LIVE write alone" row is that last step by itself on this VM's disk: its p99 alone is at or above 10 ms in
 loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work; the flip's p99 above that row is the
 serving processes' share (the admin request's other work, closing the old reader), for the owners of swapper/ to profile
-on a quiet machine. ${CONTENTION}`,
+on a quiet machine. Since 2026-12-02 the LIVE write is one job on the libuv pool (native/durable-file.c) instead of eight
+file-system calls, each a pool round trip: the server side's p99 is under 10 ms on all four rows of that run (5.6-9.4 ms,
+against 8.7-18 ms the run before), and what the round trip adds on top (the client's request through a serving worker to the
+supervisor and back, 3-10 ms at p99) is what keeps the rtt p99 above the goal. ${CONTENTION}`,
   'push-reads-p99': `The push in this measurement is not throttled: the node fetches 1.3 GB from a local build output, checksums every
 file and verifies every record (CRC) at full speed, ~80 MB/s, which keeps one of the 2 cores busy for the 16 s of the push;
 the probe, its serving worker and the push client share the other. The serving loop itself is not blocked (the event-loop
@@ -74,8 +77,8 @@ the unthrottled push.`,
 swaps shows their reads stalled 2-7 ms in the run queue, woken but not running, behind the threads a swap wakes. A swap opens
 nothing (the replaced version stays prepared as the rollback target) and is one round trip from the supervisor to each worker.
 Its cost, measured warm (500 swaps, no probe, CPU per swap from /proc): supervisor 2.1-2.4 ms with 31 voluntary context
-switches (about 20 of them the 8 thread-pool round trips of the LIVE write; written synchronously, as an experiment, 10 and
-1.5 ms), the serving worker that relays the admin call to the supervisor 1.0-1.4 ms, the other worker 0.3 ms (the activate
+switches (about 20 of them were the 8 thread-pool round trips of the LIVE write; now one job in the addon: 12-14 switches and
+1.5-1.6 ms; in 6 runs each the swap-phase p99 averaged 1.17 ms with it against 1.51 ms without), the serving worker that relays the admin call to the supervisor 1.0-1.4 ms, the other worker 0.3 ms (the activate
 call), the admin client 0.8 ms. Back to back, that is ~5 ms of CPU every ~6 ms on a machine whose 2 cores the probe and its
 worker already keep 60% busy each. The two phases under the goal table put the bound in context: the same swaps 50 ms apart
 land near it, and an unrelated process pair exchanging one HTTP request every 50 ms stayed within it in 3 of 4 experiment
