@@ -14,6 +14,7 @@ import { Agent, request } from 'node:http'
 import { join } from 'node:path'
 import { makeNodeDir } from '../testkit/make-store'
 import { json, type NodeProcess } from '../testkit/node-process'
+import { sleep } from '../testkit/reliability-kit'
 import { DEFAULT_SEED, keyOf, valueOf } from './data'
 import { p99WithinNoise, phaseRow, startReadProbe } from './probe-client'
 import type { PhaseStats } from './read-probe'
@@ -49,8 +50,6 @@ async function swapOrRollback(node: NodeProcess, i: number): Promise<void> {
   else await adminOk(node, `/stores/${STORE}/rollback`, {})
 }
 
-const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
 /** `count` small JSON POSTs to a fresh echo server process, PACE_MS apart, over one keep-alive connection. */
 async function pingUnrelatedProcess(count: number): Promise<void> {
   const child = fork(join(__dirname, 'echo-server.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
@@ -82,7 +81,7 @@ async function pingUnrelatedProcess(count: number): Promise<void> {
         req.on('error', reject)
         req.end(body)
       })
-      await pause(PACE_MS)
+      await sleep(PACE_MS)
     }
   } finally {
     agent.destroy()
@@ -102,11 +101,11 @@ export async function readsDuringSwaps(node: NodeProcess, root: string, records:
   for (let i = 0; i < swaps; i++) await swapOrRollback(node, i)
   const swapSec = (performance.now() - t0) / 1000
   probe.phase('baseline')
-  await pause(Math.max(3, swapSec) * 1000)
+  await sleep(Math.max(3, swapSec) * 1000)
   probe.phase('paced')
   for (let i = 0; i < swaps; i++) {
     await swapOrRollback(node, i)
-    await pause(PACE_MS)
+    await sleep(PACE_MS)
   }
   probe.phase('pings')
   await pingUnrelatedProcess(swaps)

@@ -49,14 +49,13 @@ static napi_value crc32_fn(napi_env env, napi_callback_info info) {
 static napi_value drop_cache_fn(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
-  size_t len;
   napi_value result;
+  char *path;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, "dropCache(path)");
-  if (napi_get_value_string_utf8(env, argv[0], NULL, 0, &len) != napi_ok) return ro_throw_type(env, "dropCache: path must be a string");
-  char *path = malloc(len + 1);
-  if (path == NULL) return ro_throw_type(env, "dropCache: out of memory");
-  napi_get_value_string_utf8(env, argv[0], path, len + 1, &len);
-  int err = strlen(path) == len ? ro_drop_cache(path) : EINVAL;
+  int got = ro_get_string(env, argv[0], &path);
+  if (got == RO_STRING_NOT_STRING) return ro_throw_type(env, "dropCache: path must be a string");
+  if (got == RO_STRING_NO_MEMORY) return ro_throw_type(env, "dropCache: out of memory");
+  int err = got == RO_STRING_HAS_NUL ? EINVAL : ro_drop_cache(path);
   free(path);
   if (napi_create_int32(env, err, &result) != napi_ok) return NULL;
   return result;

@@ -111,33 +111,13 @@ static void durable_complete(napi_env env, napi_status status, void *data) {
     napi_get_undefined(env, &undefined);
     napi_resolve_deferred(env, job->deferred, undefined);
   } else {
-    int err = status == napi_ok ? job->err : ECANCELED;
-    napi_value code, msg, error, errnum, syscall;
-    napi_create_string_utf8(env, ro_errno_code(err), NAPI_AUTO_LENGTH, &code);
-    napi_create_string_utf8(env, strerror(err), NAPI_AUTO_LENGTH, &msg);
-    napi_create_error(env, code, msg, &error);
-    napi_create_int32(env, err, &errnum);
-    napi_set_named_property(env, error, "errno", errnum);
+    napi_value error = ro_errno_error(env, status == napi_ok ? job->err : ECANCELED), syscall;
     napi_create_string_utf8(env, job->step != NULL ? job->step : "queue", NAPI_AUTO_LENGTH, &syscall);
     napi_set_named_property(env, error, "syscall", syscall);
     napi_reject_deferred(env, job->deferred, error);
   }
   napi_delete_async_work(env, job->work);
   free_job(job);
-}
-
-/* A copy of a string argument; NULL when it is not a string or holds a NUL. */
-static char *string_arg(napi_env env, napi_value v) {
-  size_t len;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
-  char *s = malloc(len + 1);
-  if (s == NULL) return NULL;
-  napi_get_value_string_utf8(env, v, s, len + 1, &len);
-  if (strlen(s) != len) {
-    free(s);
-    return NULL;
-  }
-  return s;
 }
 
 /* A file name inside the directory: not empty, no slash, not "." or "..". */
@@ -158,9 +138,10 @@ static napi_value write_file_durably_fn(napi_env env, napi_callback_info info) {
     return ro_throw_type(env, "writeFileDurably: stopAfter must be 0, 1 or 2");
   durable_job *job = calloc(1, sizeof *job);
   if (job == NULL) return ro_throw_type(env, "writeFileDurably: out of memory");
-  job->dir = string_arg(env, argv[0]);
-  job->tmp = string_arg(env, argv[1]);
-  job->name = string_arg(env, argv[2]);
+  /* Any failure leaves the field NULL, refused below. */
+  ro_get_string(env, argv[0], &job->dir);
+  ro_get_string(env, argv[1], &job->tmp);
+  ro_get_string(env, argv[2], &job->name);
   /* A copy: the job runs on another thread while JavaScript may change or drop the array. */
   job->bytes = malloc(len > 0 ? len : 1);
   if (job->dir == NULL || job->tmp == NULL || job->name == NULL || job->bytes == NULL || job->dir[0] == '\0' ||

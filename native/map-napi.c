@@ -82,14 +82,7 @@ static void map_complete(napi_env env, napi_status status, void *data) {
   if (value != NULL) {
     napi_resolve_deferred(env, job->deferred, value);
   } else {
-    int err = job->err != 0 ? job->err : ENOMEM;
-    napi_value code, msg, error, errnum;
-    napi_create_string_utf8(env, ro_errno_code(err), NAPI_AUTO_LENGTH, &code);
-    napi_create_string_utf8(env, strerror(err), NAPI_AUTO_LENGTH, &msg);
-    napi_create_error(env, code, msg, &error);
-    napi_create_int32(env, err, &errnum);
-    napi_set_named_property(env, error, "errno", errnum);
-    napi_reject_deferred(env, job->deferred, error);
+    napi_reject_deferred(env, job->deferred, ro_errno_error(env, job->err != 0 ? job->err : ENOMEM));
   }
   napi_delete_async_work(env, job->work);
   free(job->path);
@@ -99,29 +92,27 @@ static void map_complete(napi_env env, napi_status status, void *data) {
 static napi_value map_file_fn(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
-  size_t len;
   bool writable;
   double window;
+  char *path;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3)
     return ro_throw_type(env, "mapFile(path, privateWritable, windowBytes)");
-  if (napi_get_value_string_utf8(env, argv[0], NULL, 0, &len) != napi_ok) return ro_throw_type(env, "mapFile: path must be a string");
-  if (napi_get_value_bool(env, argv[1], &writable) != napi_ok) return ro_throw_type(env, "mapFile: privateWritable must be a boolean");
-  if (napi_get_value_double(env, argv[2], &window) != napi_ok || !(window >= 65536 && window <= 9007199254740991.0) ||
-      ((uint64_t)window & ((uint64_t)window - 1)) != 0)
-    return ro_throw_type(env, "mapFile: windowBytes must be a power of two >= 65536");
-  map_job *job = calloc(1, sizeof *job);
-  if (job == NULL) return ro_throw_type(env, "mapFile: out of memory");
-  job->path = malloc(len + 1);
-  if (job->path == NULL) {
-    free(job);
-    return ro_throw_type(env, "mapFile: out of memory");
+  int got = ro_get_string(env, argv[0], &path);
+  if (got != 0)
+    return ro_throw_type(env, got == RO_STRING_NOT_STRING ? "mapFile: path must be a string"
+                              : got == RO_STRING_HAS_NUL  ? "mapFile: path contains a NUL byte"
+                                                          : "mapFile: out of memory");
+  const char *bad = NULL;
+  if (napi_get_value_bool(env, argv[1], &writable) != napi_ok) bad = "mapFile: privateWritable must be a boolean";
+  else if (napi_get_value_double(env, argv[2], &window) != napi_ok || !(window >= 65536 && window <= 9007199254740991.0) ||
+           ((uint64_t)window & ((uint64_t)window - 1)) != 0)
+    bad = "mapFile: windowBytes must be a power of two >= 65536";
+  map_job *job = bad == NULL ? calloc(1, sizeof *job) : NULL;
+  if (job == NULL) {
+    free(path);
+    return ro_throw_type(env, bad != NULL ? bad : "mapFile: out of memory");
   }
-  napi_get_value_string_utf8(env, argv[0], job->path, len + 1, &len);
-  if (strlen(job->path) != len) {
-    free(job->path);
-    free(job);
-    return ro_throw_type(env, "mapFile: path contains a NUL byte");
-  }
+  job->path = path;
   job->private_writable = writable;
   job->window = (uint64_t)window;
   napi_value promise, name;

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 napi_value ro_throw_type(napi_env env, const char *msg) {
   napi_throw_type_error(env, NULL, msg);
@@ -118,7 +120,7 @@ int ro_set_function(napi_env env, napi_value exports, const char *name, napi_cal
 }
 
 /* The name of an errno value, as Node names them in error codes. */
-const char *ro_errno_code(int err) {
+static const char *errno_code(int err) {
   switch (err) {
     case ENOENT: return "ENOENT";
     case EACCES: return "EACCES";
@@ -146,4 +148,29 @@ const char *ro_errno_code(int err) {
     case EINTR: return "EINTR";
     default: return "EUNKNOWN";
   }
+}
+
+napi_value ro_errno_error(napi_env env, int err) {
+  napi_value code, msg, error, errnum;
+  napi_create_string_utf8(env, errno_code(err), NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, strerror(err), NAPI_AUTO_LENGTH, &msg);
+  napi_create_error(env, code, msg, &error);
+  napi_create_int32(env, err, &errnum);
+  napi_set_named_property(env, error, "errno", errnum);
+  return error;
+}
+
+int ro_get_string(napi_env env, napi_value v, char **out) {
+  size_t len;
+  *out = NULL;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return RO_STRING_NOT_STRING;
+  char *s = malloc(len + 1);
+  if (s == NULL) return RO_STRING_NO_MEMORY;
+  napi_get_value_string_utf8(env, v, s, len + 1, &len);
+  if (strlen(s) != len) {
+    free(s);
+    return RO_STRING_HAS_NUL;
+  }
+  *out = s;
+  return 0;
 }

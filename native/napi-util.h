@@ -41,7 +41,12 @@ int ro_register_durable(napi_env env, napi_value exports);
 
 int ro_set_function(napi_env env, napi_value exports, const char *name, napi_callback cb);
 
-/* "ENOENT" for ENOENT and so on ("EUNKNOWN" for the ones not listed): the code of the errors the jobs reject with. */
-const char *ro_errno_code(int err);
+/* The Error the jobs reject with for errno `err`: message strerror(err), `code` its name
+ * ("ENOENT"; "EUNKNOWN" for the ones not listed), `errno` the number. */
+napi_value ro_errno_error(napi_env env, int err);
+
+/* A copy of a string argument in *out (free() it), NULL on failure: 0, or why it failed. */
+enum { RO_STRING_NOT_STRING = -1, RO_STRING_HAS_NUL = -2, RO_STRING_NO_MEMORY = -3 };
+int ro_get_string(napi_env env, napi_value v, char **out);
 
 #endif

@@ -23,7 +23,7 @@ export type CrashPointName = (typeof CRASH_POINTS)[number]
 const target = process.env.ROSTORE_CRASH_AT
 
 export function crashPoint(name: CrashPointName): void {
-  if (target !== undefined && target === name) {
+  if (crashPointArmed(name)) {
     process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level: 'warn', event: 'crash-point', point: name })}\n`)
     process.kill(process.pid, 'SIGKILL')
   }

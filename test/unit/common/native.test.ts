@@ -78,3 +78,21 @@ test('mapped windows are not counted as V8 external memory (counting them starte
   const view = Buffer.from(mapped.windows[2]!, 2 ** 30 - 4, 4)
   expect([...view]).toEqual([0, 0, 0, 0])
 })
+
+test('the addon checks its path arguments: not a string, a NUL byte, and an errno reported by name', async () => {
+  const ops = nativeFunctions()
+  if (!ops) return expect(nativeUnavailableReason()).toMatch(/ROSTORE_NATIVE=0/)
+  const file = join(tmp.fresh(), 'small')
+  closeSync(openSync(file, 'w'))
+  await expect(ops.mapFile('a\0b', false, 65536)).rejects.toThrow(/path contains a NUL byte/)
+  await expect(ops.mapFile(42 as unknown as string, false, 65536)).rejects.toThrow(/path must be a string/)
+  await expect(ops.mapFile(file, 'yes' as unknown as boolean, 65536)).rejects.toThrow(/privateWritable must be a boolean/)
+  await expect(ops.mapFile(file, false, 1000)).rejects.toThrow(/power of two/)
+  await expect(ops.mapFile(join(tmp.fresh(), 'missing'), false, 65536)).rejects.toMatchObject({
+    code: 'RO_IO',
+    message: expect.stringMatching(/cannot open: .*\(ENOENT\)$/),
+  })
+  expect(ops.dropCache('a\0b')).toBe(false)
+  expect(() => ops.dropCache(42 as unknown as string)).toThrow(/path must be a string/)
+  expect(ops.dropCache(file)).toBe(true)
+})
