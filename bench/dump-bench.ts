@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     const phases = await probe.stop()
     const base = phases['baseline'] as PhaseStats
     const during = phases['dump'] as PhaseStats
-    const p99Met = p99WithinNoise(base, during).met
+    const { bound, met: p99Met } = p99WithinNoise(base, during)
     const throttledRate = throttled.bytes / throttled.seconds
     const offPct = ((throttledRate - DEFAULT_LIMIT) / DEFAULT_LIMIT) * 100
 
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
       '',
       '| goal | target | measured | status |',
       '|---|---|---|---|',
-      `| reads during a dump: p99 | ≤ 1.5 × baseline + 0.1 ms (${fmt(base.p99Ms * 1.5 + 0.1)} ms) | ${fmt(during.p99Ms)} ms | ${p99Met ? 'met' : 'missed'} |`,
+      `| reads during a dump: p99 | ≤ 1.5 × baseline + 0.1 ms (${fmt(bound)} ms) | ${fmt(during.p99Ms)} ms | ${p99Met ? 'met' : 'missed'} |`,
       `| dump throttle accuracy at the default 10 MB/s | within ±10% | ${fmt(offPct, 1)}% | ${Math.abs(offPct) <= 10 ? 'met' : 'missed'} |`,
       `| dump rate vs cat (unthrottled) | reported | ${fmt((median(dumps) * fileBytes) / streamed / median(cats))}× | met |`,
       '',
