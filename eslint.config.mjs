@@ -5,20 +5,21 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 // What each folder may import (the folder READMEs say why): a layer never imports one above it.
-const ALL = ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit', 'bench', 'test']
+const ALL = ['common', 's3', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit', 'bench', 'test']
 const MAY_IMPORT = {
   common: [],
+  s3: ['common'],
   cluster: ['common'],
-  formats: ['common', 'cluster'],
-  builder: ['common', 'cluster', 'formats'],
-  fetcher: ['common', 'formats'],
+  formats: ['common', 's3', 'cluster'],
+  builder: ['common', 's3', 'cluster', 'formats'],
+  fetcher: ['common', 's3', 'formats'],
   swapper: ['common', 'formats'],
   server: ['common', 'cluster', 'formats', 'fetcher', 'swapper'],
-  client: ['common', 'cluster', 'formats', 'fetcher'],
-  demo: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client'],
-  bin: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'demo'],
-  testkit: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo'],
-  bench: ['common', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit'],
+  client: ['common', 's3', 'cluster', 'formats', 'fetcher'],
+  demo: ['common', 's3', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client'],
+  bin: ['common', 's3', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'demo'],
+  testkit: ['common', 's3', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo'],
+  bench: ['common', 's3', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit'],
 }
 const layerRules = Object.entries(MAY_IMPORT).map(([folder, allowed]) => ({
   files: [`${folder}/**/*.ts`],
@@ -51,7 +52,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
       // Untyped or optional modules (a peer that may be missing is reported, not fatal).
-      '@typescript-eslint/no-require-imports': ['error', { allow: ['^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
+      '@typescript-eslint/no-require-imports': ['error', { allow: ['^aws4$', '^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
     },
   },
   ...layerRules,

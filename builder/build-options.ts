@@ -15,12 +15,14 @@ export type DuplicatePolicy = (typeof DUPLICATE_POLICIES)[number]
 
 /** Options of one build; normalized once by `normalizeBuildOptions`. */
 export interface BuildOptions {
-  /** Files or directories (a directory means every file in it). */
+  /** Files or directories (a directory means every file in it), or s3:// objects and prefixes. */
   readonly inputs: readonly string[]
+  /** Every input directory or prefix must hold `_SUCCESS` (its writer finished); default false. */
+  readonly requireSuccess?: boolean
   readonly format: InputFormat
   readonly cluster: Cluster
   readonly store: string
-  /** Output root; receives node-<id>/ for every node. Must not exist yet. */
+  /** Output root; receives node-<id>/ for every node. Must not exist yet. An s3:// prefix uploads the build there. */
   readonly output: string
   /** Distinct nodes holding each key; default 1. */
   readonly replication?: number
@@ -100,5 +102,6 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     tmpdir: o.tmpdir ?? tmpdir(),
     onDuplicate,
     keyHash: o.keyHash ?? 'md5',
+    requireSuccess: o.requireSuccess ?? false,
   }
 }

@@ -11,15 +11,24 @@
  * whole file into memory. A split of a file-format file reads record batches
  * [groupStart, groupEnd) and numbers rows as in the whole file.
  */
-import { open, type FileHandle } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import { Message, RecordBatchReader, type RecordBatch } from 'apache-arrow'
 import { arrowColumn, type ArrowColumn } from './arrow-columns'
 import { registerArrowCodecs } from './arrow-codecs'
 import { atRow, badInput, FieldError, libraryFailure } from './input-error'
+import { openInput, type InputHandle } from './input-file'
 import { keyProblem } from './row-value'
 import type { InputRecord, KeyKind, ReadOptions, ValueKind } from './types'
 
 registerArrowCodecs()
+
+/**
+ * apache-arrow reads a file by random access when given something that looks like a
+ * FileHandle (it calls only `stat`, `read` and `close`); an object in S3 offers those too.
+ */
+function asArrowFile(file: InputHandle): FileHandle {
+  return file as unknown as FileHandle
+}
 
 interface Planned {
   readonly name: string
@@ -36,18 +45,18 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
   }
   const signal = opts.signal
   signal?.throwIfAborted()
-  let file: FileHandle | undefined
+  let file: InputHandle | undefined
   let reader: RecordBatchReader | undefined
   // Stream format only: whether the file ends with the end-of-stream marker.
   let streamEnded: boolean | undefined
   try {
     try {
-      file = await open(path, 'r')
+      file = await openInput(path)
       // An empty file is an input with no rows (a job that wrote nothing), not a broken one.
       const { size } = await file.stat()
       if (size === 0) return
       streamEnded = await checkFooter(file, size, path)
-      reader = await RecordBatchReader.from(file)
+      reader = await RecordBatchReader.from(asArrowFile(file))
       await reader.open()
       // A file of a few bytes opens as a reader with no schema message at all.
       if (reader.schema === undefined) throw badInput(path, 'not a readable Arrow IPC file: no schema message (the file is cut short)')
@@ -143,7 +152,7 @@ export async function* readArrow(path: string, opts: ReadOptions = {}): AsyncGen
  */
 function batchesOf(
   reader: RecordBatchReader,
-  file: FileHandle,
+  file: InputHandle,
   opts: ReadOptions,
 ): { firstRow: Promise<number | undefined>; next(): Promise<IteratorResult<RecordBatch>> } {
   if (opts.groupStart === undefined && opts.groupEnd === undefined) {
@@ -166,7 +175,7 @@ function batchesOf(
 }
 
 /** Row counts of the first `count` record batches of an Arrow IPC file, from their message headers. */
-export async function batchRowCounts(reader: RecordBatchReader, file: FileHandle, count: number): Promise<number[]> {
+export async function batchRowCounts(reader: RecordBatchReader, file: InputHandle, count: number): Promise<number[]> {
   const footer = reader.footer
   if (footer === null) throw new Error('an Arrow IPC file without its footer')
   const counts: number[] = []
@@ -198,7 +207,7 @@ const CONTINUATION = 0xffffffff
  * without continuation markers, end with the zero length alone). For a stream, returns
  * whether the file ends with it; undefined for the file format.
  */
-async function checkFooter(file: FileHandle, size: number, path: string): Promise<boolean | undefined> {
+async function checkFooter(file: InputHandle, size: number, path: string): Promise<boolean | undefined> {
   const head = Buffer.alloc(MAGIC.length)
   const tail = Buffer.alloc(MAGIC.length)
   await file.read(head, 0, head.length, 0)
@@ -219,17 +228,17 @@ async function checkFooter(file: FileHandle, size: number, path: string): Promis
  * `targetBytes`. Streams (and empty files) are one split: they can only be read in order.
  */
 export async function recordBatchRanges(path: string, targetBytes: number): Promise<Array<readonly [number, number]> | undefined> {
-  let file: FileHandle | undefined
+  let file: InputHandle | undefined
   let reader: RecordBatchReader | undefined
   try {
-    file = await open(path, 'r')
+    file = await openInput(path)
     const { size } = await file.stat()
     if (size < 2 * MAGIC.length) return undefined
     const head = Buffer.alloc(MAGIC.length)
     await file.read(head, 0, head.length, 0)
     if (!head.equals(MAGIC)) return undefined
     await checkFooter(file, size, path)
-    reader = await RecordBatchReader.from(file)
+    reader = await RecordBatchReader.from(asArrowFile(file))
     await reader.open()
     const footer = reader.footer
     if (footer === null) return undefined

@@ -5,10 +5,10 @@
  * All CSV fields are text, so values are kind 'string' (or 'json' for whole rows).
  * As in the line formats, blank lines are allowed only at the end of the file.
  */
-import { open, type FileHandle } from 'node:fs/promises'
 import { isUtf8 } from 'node:buffer'
 import { atLine, badInput, refuseRange, wrapFileError } from './input-error'
 import { CsvRowParser, type CsvRow } from './csv-rows'
+import { openInput, type InputHandle } from './input-file'
 import { keyProblem } from './row-value'
 import type { InputRecord, ReadOptions } from './types'
 
@@ -18,12 +18,12 @@ export async function* readCsv(path: string, opts: ReadOptions = {}): AsyncGener
   refuseRange('CSV', opts)
   const signal = opts.signal
   signal?.throwIfAborted()
-  let file: FileHandle | undefined
+  let file: InputHandle | undefined
   try {
-    file = await open(path, 'r')
+    file = await openInput(path)
     const parser = new CsvRowParser(path)
     const records = new CsvRecords(path, opts.keyField ?? 'key', opts.valueField)
-    const stream = file.createReadStream({ highWaterMark: CHUNK_BYTES, autoClose: false })
+    const stream = file.createReadStream({ start: 0, highWaterMark: CHUNK_BYTES, autoClose: false })
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       for (const row of parser.push(chunk)) {
         signal?.throwIfAborted()

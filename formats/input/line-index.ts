@@ -7,8 +7,9 @@
  * an edited file is recounted): a process reading several splits of one file, in order,
  * reads the file's prefix about once in total.
  */
-import { open, type FileHandle } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import { isS3Url } from '../../s3/s3-url'
+import { openInput, type InputHandle } from './input-file'
 import { wrapFileError } from './input-error'
 
 const BLOCK = 1 << 20
@@ -25,7 +26,7 @@ interface NewlineIndex {
 const indexes = new Map<string, NewlineIndex>()
 
 /** Number of '\n' bytes in [0, offset) of the open file `file` whose path is `path`. */
-export async function newlinesBefore(file: FileHandle, path: string, offset: number): Promise<number> {
+export async function newlinesBefore(file: InputHandle, path: string, offset: number): Promise<number> {
   if (offset <= 0) return 0
   const index = await indexFor(file, path)
   const block = Math.floor(offset / BLOCK)
@@ -41,9 +42,9 @@ export async function newlinesBefore(file: FileHandle, path: string, offset: num
 
 /** 1-based line number of the line holding byte `offset` of the file at `path`. */
 export async function lineNumberAt(path: string, offset: number): Promise<number> {
-  let file: FileHandle | undefined
+  let file: InputHandle | undefined
   try {
-    file = await open(path, 'r')
+    file = await openInput(path)
     return 1 + (await newlinesBefore(file, path, offset))
   } catch (err) {
     throw wrapFileError(path, err)
@@ -52,9 +53,9 @@ export async function lineNumberAt(path: string, offset: number): Promise<number
   }
 }
 
-async function indexFor(file: FileHandle, path: string): Promise<NewlineIndex> {
+async function indexFor(file: InputHandle, path: string): Promise<NewlineIndex> {
   const { size, mtimeMs } = await file.stat()
-  const id = resolve(path)
+  const id = isS3Url(path) ? path : resolve(path)
   let index = indexes.get(id)
   if (index === undefined || index.size !== size || index.mtimeMs !== mtimeMs) {
     index = { size, mtimeMs, counts: [0] }
@@ -70,7 +71,7 @@ async function indexFor(file: FileHandle, path: string): Promise<NewlineIndex> {
 }
 
 /** '\n' bytes in [position, position + length) of the file; stops early at end of file. */
-async function countNewlines(file: FileHandle, buf: Buffer, position: number, length: number): Promise<number> {
+async function countNewlines(file: InputHandle, buf: Buffer, position: number, length: number): Promise<number> {
   let count = 0
   let done = 0
   while (done < length) {

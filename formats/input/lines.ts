@@ -14,10 +14,10 @@
  * - with a byte range [start, end), exactly the lines whose first byte is in the range are
  *   read (the last may run past `end`), so the splits of a file read each line once.
  */
-import { open, type FileHandle } from 'node:fs/promises'
 import { isUtf8 } from 'node:buffer'
 import type { StoreError } from '../../common/errors'
 import { atLine, badInput, wrapFileError } from './input-error'
+import { openInput, type InputHandle } from './input-file'
 import { newlinesBefore } from './line-index'
 
 const CHUNK_BYTES = 1 << 20
@@ -55,16 +55,16 @@ export async function* readLineBatches(path: string, opts: LineOptions): AsyncGe
   const start = opts.start ?? 0
   const end = opts.end ?? Number.POSITIVE_INFINITY
   checkRange(start, end)
-  let file: FileHandle | undefined
+  let file: InputHandle | undefined
   try {
-    file = await open(path, 'r')
+    file = await openInput(path)
     if (start >= end) return
     // Reading from start-1 shows whether `start` begins a line (byte start-1 is '\n').
     const readFrom = start > 0 ? start - 1 : 0
     const firstLine = 1 + (await newlinesBefore(file, path, readFrom))
     const splitter = new LineSplitter(path, readFrom, end, firstLine, start > 0, opts.blankWhitespace)
     const chunks =
-      opts.reuseBuffer === true
+      opts.reuseBuffer === true && file.remote !== true
         ? readReused(file, readFrom)
         : file.createReadStream({ start: readFrom, highWaterMark: CHUNK_BYTES, autoClose: false })
     for await (const chunk of chunks as AsyncIterable<Buffer>) {
@@ -85,7 +85,7 @@ export async function* readLineBatches(path: string, opts: LineOptions): AsyncGe
 }
 
 /** The file from `from` on, in chunks read into one buffer (each valid until the next). */
-async function* readReused(file: FileHandle, from: number): AsyncGenerator<Buffer> {
+async function* readReused(file: InputHandle, from: number): AsyncGenerator<Buffer> {
   const buf = Buffer.allocUnsafeSlow(CHUNK_BYTES)
   let pos = from
   for (;;) {

@@ -8,6 +8,7 @@ import { readCsv } from './csv'
 import { badInput, wrapFileError } from './input-error'
 import { readJsonl } from './jsonl'
 import { readTsv } from './tsv'
+import { isS3Url } from '../../s3/s3-url'
 import type { InputFormat, InputRecord, ReadOptions } from './types'
 
 /**
@@ -41,33 +42,54 @@ export function readInput(path: string, format: InputFormat, opts: ReadOptions =
   return reader(path, opts)
 }
 
+export interface ListOptions {
+  /** Every directory or prefix must hold a `_SUCCESS` marker (its writer finished); default false. */
+  readonly requireSuccess?: boolean
+}
+
 /**
  * The files named by `inputs`, in order: a file as given, a directory as every regular
- * file directly in it (sorted by name, hidden ones skipped; symbolic links followed). A
- * file named twice (also through a link) is read once, at its first place, so a
- * directory plus a file in it does not duplicate every key of that file.
+ * file directly in it (sorted by name; hidden ones, `.*`, and job markers, `_*` such as
+ * `_SUCCESS`, skipped as Spark and Hadoop do; symbolic links followed). An `s3://` URL
+ * names one object, or every object directly under it as a prefix, by the same rules. A
+ * file named twice (also through a link) is read once, at its first place, so a directory
+ * plus a file in it does not duplicate every key of that file.
  */
-export async function listInputFiles(inputs: string[]): Promise<string[]> {
+/** What Spark, Hadoop and friends leave beside their parts: `_SUCCESS`, `_committed_*`, `.crc` files. */
+export function isHiddenPart(name: string): boolean {
+  return name.startsWith('_') || name.startsWith('.')
+}
+
+export async function listInputFiles(inputs: readonly string[], opts: ListOptions = {}): Promise<string[]> {
   const files: string[] = []
   const seen = new Set<string>()
   const add = async (file: string): Promise<void> => {
     // By real path: a link to a file, or the same file spelled two ways, is one file.
-    const id = await realpath(file).catch(() => resolve(file))
+    const id = isS3Url(file) ? file : await realpath(file).catch(() => resolve(file))
     if (seen.has(id)) return
     seen.add(id)
     files.push(file)
   }
   for (const input of inputs) {
+    if (isS3Url(input)) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { listS3Input } = require('./s3-input') as typeof import('./s3-input')
+      for (const part of await listS3Input(input, opts.requireSuccess === true)) await add(part)
+      continue
+    }
     const info = await stat(input).catch((err: unknown) => {
       throw wrapFileError(input, err)
     })
     if (info.isFile()) {
+      if (opts.requireSuccess === true) throw badInput(input, '--require-success needs a directory of parts, not one file')
       await add(input)
     } else if (info.isDirectory()) {
       const entries = await readdir(input, { withFileTypes: true }).catch((err: unknown) => {
         throw wrapFileError(input, err)
       })
-      const names = entries.filter((e) => !e.name.startsWith('.')).map((e) => e.name)
+      const names = entries.filter((e) => !isHiddenPart(e.name)).map((e) => e.name)
+      if (opts.requireSuccess === true && !entries.some((e) => e.name === '_SUCCESS'))
+        throw badInput(input, 'no _SUCCESS marker in this directory: the job writing it has not finished (or failed)')
       names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
       for (const name of names) {
         const file = join(input, name)

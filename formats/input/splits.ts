@@ -6,8 +6,8 @@
  * record batches, consecutive groups of about the target's stored bytes per split. CSV
  * files and Arrow IPC streams cannot be entered in the middle and are one split per file.
  */
-import { stat } from 'node:fs/promises'
 import { wrapFileError } from './input-error'
+import { inputSize } from './input-file'
 import type { InputFormat } from './types'
 
 export interface InputSplit {
@@ -47,7 +47,7 @@ export async function planSplits(files: string[], format: InputFormat, targetByt
       splits.push({ path, fileIndex })
       continue
     }
-    const { size } = await stat(path).catch((err: unknown) => {
+    const size = await inputSize(path).catch((err: unknown) => {
       throw wrapFileError(path, err)
     })
     // Equal parts rather than target-sized ones and a runt at the end.

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { fsyncDir } from '../../../common/fs-durable'
+import { inputSize } from '../../../formats/input/input-file'
 import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { nodeDirName } from '../../../formats/store/layout'
@@ -14,10 +15,12 @@ import { splitBucket } from '../../map-step'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
+import { isS3Url } from '../../../s3/s3-url'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
 
 export interface BuildSummary {
+  /** The output directory, or the s3:// prefix the build was uploaded to. */
   readonly output: string
   readonly store: string
   readonly version: number
@@ -31,6 +34,8 @@ export interface BuildSummary {
   /** Worker-thread seconds per stage, summed over the workers (builder/stage-times.ts). */
   readonly stages: StageTimes
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
+  /** For an s3:// output: what the upload took. */
+  readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
 }
 
 const TMP_MARK = '.rostore-tmp-'
@@ -41,11 +46,35 @@ const TMP_MARK = '.rostore-tmp-'
  * leaves no output directory behind.
  */
 export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
-  const started = Date.now()
   const o = normalizeBuildOptions(options)
+  if (isS3Url(o.output)) return buildToObjectStorage(o)
+  return buildLocally(o)
+}
+
+/**
+ * The build made in a temp directory under --tmpdir, then uploaded under the s3:// prefix,
+ * manifests last (builder/output-upload.ts). The prefix is checked before the build starts,
+ * so a wrong bucket or credentials fail in a second, not after the whole build.
+ */
+async function buildToObjectStorage(o: NormalizedBuildOptions): Promise<BuildSummary> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const upload = require('../../output-upload') as typeof import('../../output-upload')
+  await upload.checkS3Output(o.output)
+  const local = await mkdtemp(join(o.tmpdir, 'rostore-s3-output-'))
+  try {
+    const built = await buildLocally({ ...o, output: join(local, 'out') })
+    const uploaded = await upload.uploadBuildOutput(built.output, o.output, o.signal)
+    return { ...built, output: o.output, seconds: built.seconds + uploaded.seconds, upload: uploaded }
+  } finally {
+    await rm(local, { recursive: true, force: true })
+  }
+}
+
+async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
+  const started = Date.now()
   const output = resolve(o.output)
   if (await exists(output)) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
-  const files = await listInputFiles([...o.inputs])
+  const files = await listInputFiles([...o.inputs], { requireSuccess: o.requireSuccess })
   const inputBytes = await totalSize(files)
   const layout = clusterLayout(o.cluster)
   const chunks = o.chunks ?? defaultChunkCount(inputBytes, o.replication, layout.length)
@@ -243,7 +272,7 @@ async function exists(p: string): Promise<boolean> {
 
 async function totalSize(files: readonly string[]): Promise<number> {
   let n = 0
-  for (const f of files) n += (await stat(f)).size
+  for (const f of files) n += await inputSize(f)
   return n
 }
 

@@ -3,7 +3,7 @@
  * checks that make "not a Parquet file" and "a Parquet file rostore cannot read" clear
  * errors before any row is read, and the row groups as units of work for splits.
  */
-import { open, type FileHandle } from 'node:fs/promises'
+import { openInput, type InputHandle } from '../input-file'
 import { badInput, libraryFailure } from '../input-error'
 import { parquetMetadata, parquetSchema, type FileMetaData, type SchemaTree } from './hyparquet'
 
@@ -11,7 +11,7 @@ const MAGIC = 0x31524150 // "PAR1", little-endian
 const ENCRYPTED_MAGIC = 0x45524150 // "PARE"
 
 export interface ParquetFile {
-  readonly handle: FileHandle
+  readonly handle: InputHandle
   readonly size: number
   readonly metadata: FileMetaData
   readonly schema: SchemaTree
@@ -22,9 +22,9 @@ export interface ParquetFile {
 
 /** Opens and checks `path`; undefined for a 0-byte file (a job that wrote nothing). The caller closes the handle. */
 export async function openParquet(path: string): Promise<ParquetFile | undefined> {
-  let handle: FileHandle | undefined
+  let handle: InputHandle | undefined
   try {
-    handle = await open(path, 'r')
+    handle = await openInput(path)
     const { size } = await handle.stat()
     if (size === 0) {
       await handle.close()
@@ -51,7 +51,7 @@ export async function openParquet(path: string): Promise<ParquetFile | undefined
   }
 }
 
-async function readFooter(handle: FileHandle, size: number, path: string): Promise<FileMetaData> {
+async function readFooter(handle: InputHandle, size: number, path: string): Promise<FileMetaData> {
   const fail = (reason: string): never => {
     throw badInput(path, `not a readable Parquet file: ${reason}`)
   }

@@ -5,7 +5,7 @@
  * (timestamps, dates, UUIDs as text, binary as base64, INT64 with every digit); decimals
  * inside nested values come out as JSON numbers rounded to a double (hyparquet's rule).
  */
-import type { FileHandle } from 'node:fs/promises'
+import type { InputHandle } from '../input-file'
 import { toJsonText } from '../row-value'
 import { dateText, timestampText, uuidText } from '../typed-text'
 import { decompress, type Codec } from './codecs'
@@ -52,7 +52,7 @@ export class NestedColumn {
   private loaded = false
 
   constructor(
-    private readonly handle: FileHandle,
+    private readonly handle: InputHandle,
     private readonly size: number,
     private readonly metadata: FileMetaData,
     private readonly name: string,

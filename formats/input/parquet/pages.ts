@@ -5,11 +5,13 @@
  * reader asks for it (the build's batches copy every row): records of the record reader
  * may still hold slices of the page they came from.
  */
-import type { FileHandle } from 'node:fs/promises'
+import type { InputHandle } from '../input-file'
 import type { ScratchBuffer } from '../../../common/working-memory'
 import { parquetHeader, type PageHeader } from './hyparquet'
 
 const WINDOW_BYTES = 1 << 20
+/** From object storage every window is a request: fewer, larger ones. */
+const REMOTE_WINDOW_BYTES = 4 << 20
 const EMPTY = Buffer.alloc(0)
 /** Most page headers are a few dozen bytes; statistics with long min/max values make them larger. */
 const HEADER_GUESS = 512
@@ -38,11 +40,11 @@ export class PageReader {
    * copies its rows) before it asks for the next one. `windowBytes`: tests make it small.
    */
   constructor(
-    private readonly file: FileHandle,
+    private readonly file: InputHandle,
     start: number,
     length: number,
     private readonly spare?: ScratchBuffer,
-    private readonly windowBytes = WINDOW_BYTES,
+    private readonly windowBytes = file.remote === true ? REMOTE_WINDOW_BYTES : WINDOW_BYTES,
   ) {
     this.windowStart = start
     this.pos = start
