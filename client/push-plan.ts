@@ -1,4 +1,5 @@
 import { errorMessage, isStoreError } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 import { clusterLayout, type Cluster } from '../cluster/cluster'
 import type { StoreMetadata } from '../formats/store/metadata'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
@@ -127,7 +128,7 @@ function layoutKey(layout: readonly { readonly id: number; readonly partitions: 
 export function formatPlan(p: PushPlan): string {
   const mib = (b: number): string => (b / 1048576).toFixed(2)
   const lines = [
-    `push of ${p.store} version ${p.version} from ${p.from}${p.layoutChange ? ' (a new cluster layout)' : ''}:`,
+    `push of ${p.store} version ${p.version} from ${redactCredentials(p.from)}${p.layoutChange ? ' (a new cluster layout)' : ''}:`,
     ...p.nodes.map((n) => {
       const what =
         n.role === 'leaves'

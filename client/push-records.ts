@@ -1,4 +1,5 @@
 import { isStoreError } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 import { onEveryNode, type ClusterAdmin } from './cluster-admin'
 import type { RemotePushRecord } from './node-client'
 
@@ -8,7 +9,11 @@ export interface PushRecordPlan {
   readonly version: number
   /** Nodes that should hold it and do not (they missed the push). */
   readonly missed: readonly number[]
-  /** Where a node that missed it fetches it by itself; absent after a rollback. */
+  /**
+   * Where a node that missed it fetches it by itself; absent after a rollback. Kept with
+   * its credentials (user info, a presigned query) removed: a record is stored on every
+   * node and shown to admins; a node cannot repair from such a source by itself.
+   */
   readonly source?: string
   /** Nodes that took the push: each keeps the record (its peers read it when they restart). */
   readonly nodes: readonly number[]
@@ -34,7 +39,7 @@ export async function writePushRecords(admin: ClusterAdmin, plan: PushRecordPlan
   const record: RemotePushRecord = {
     version: plan.version,
     missed: [...plan.missed],
-    ...(plan.source === undefined ? {} : { source: plan.source }),
+    ...(plan.source === undefined ? {} : { source: redactCredentials(plan.source) }),
     seq,
     at: new Date().toISOString(),
   }

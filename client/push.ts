@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import { holdsVersion, waitForJob } from './push-jobs'
@@ -68,7 +69,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
   const timeoutMs = o.timeoutMs ?? 3_600_000
   const locked: number[] = []
   try {
-    emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${from}` })
+    emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${redactCredentials(from)}` })
     const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
     const version = manifests.values().next().value!.version
     if (allowFailed < 0 || (allowFailed > 0 && allowFailed >= manifests.values().next().value!.replication)) {

@@ -1,6 +1,7 @@
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { StoreError } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 import { nodeDirName } from '../formats/store/layout'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/metadata'
 import { MAX_METADATA_BYTES } from '../formats/store/metadata-io'
@@ -14,6 +15,7 @@ import { local } from './local-io'
 import { parseManifest } from './manifest'
 import { ProgressTracker, type FetchProgress } from './progress'
 import { readSmall } from './read-small'
+import { keepForResume, keptBytes, takeOverKept } from './resume-dir'
 import type { FileSourceCalls } from './sources/file'
 import { openSource } from './sources/open-source'
 import type { FetchSource } from './sources/source'
@@ -22,7 +24,7 @@ import { TokenBucket } from './token-bucket'
 export type { FetchProgress, FileProgress, FileState } from './progress'
 
 export interface FetchOptions {
-  /** Build output root: a path, file://, http:// or https:// URL. */
+  /** Build output root: a path, file://, http://, https:// (its query sent with every request) or s3:// URL. */
   readonly source: string
   /** When given, `source` must lie under one of these prefixes (else RO_BAD_REQUEST). */
   readonly allowedSources?: readonly string[]
@@ -56,6 +58,11 @@ export interface FetchOptions {
    * fetch makes one at a time under it. Default: a gate of the fetch's own.
    */
   readonly fsGate?: FsGate
+  /**
+   * Where a failed fetch keeps what it verified, and where the next fetch of the same
+   * manifest takes it from (resume-dir.ts). Absent: a failed fetch removes its copy.
+   */
+  readonly resumeDir?: string
   /** Test seam: the file-system calls of a local source (a blocking open stands for a hung mount). */
   readonly fileCalls?: FileSourceCalls
 }
@@ -149,6 +156,7 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
   let store = opts.expect?.store ?? ''
   let source: FetchSource | undefined
   let created = false
+  let metaBytes: Buffer | undefined
   let progress: ProgressTracker | undefined
   try {
     if (opts.signal?.aborted) throw new StoreError('RO_ABORTED', 'aborted before start')
@@ -160,7 +168,7 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     })
     const sourceDir = nodeDirName(opts.nodeId)
     const metaName = `${sourceDir}/${METADATA_FILE}`
-    const metaBytes = await readSmall(source, metaName, {
+    metaBytes = await readSmall(source, metaName, {
       maxBytes: MAX_METADATA_BYTES,
       signal,
       retries,
@@ -172,14 +180,20 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     store = meta.store
     m?.bytes.inc({ store }, metaBytes.length)
     const filesBytes = meta.files.reduce((a, f) => a + f.size, 0)
+    const resumed =
+      opts.resumeDir !== undefined &&
+      (await local(`taking over ${opts.resumeDir}`, () => takeOverKept(opts.resumeDir!, destDir, metaBytes!)))
+    created = resumed
+    const kept = resumed ? await local(`reading ${destDir}`, () => keptBytes(destDir, meta.files)) : undefined
+    const keptTotal = [...(kept?.bytes.values() ?? [])].reduce((a, n) => a + n, 0)
     await ensureFreeSpace(
-      filesBytes + metaBytes.length,
+      filesBytes + metaBytes.length - keptTotal,
       opts.freeSpaceMarginBytes ?? DEFAULT_MARGIN,
       opts.freeBytes ?? (() => freeBytesOf(dirname(destDir))),
       dirname(destDir),
     )
     try {
-      await mkdir(destDir)
+      if (!resumed) await mkdir(destDir)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
       if (code === 'EEXIST')
@@ -187,8 +201,12 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
       throw new StoreError('RO_IO', `cannot create ${destDir}: ${(err as Error).message}`, { cause: err })
     }
     created = true
-    const order = downloadOrder(meta.files)
-    progress = new ProgressTracker(order, opts.onProgress)
+    const order = downloadOrder(meta.files.filter((f) => kept?.complete.has(f.name) !== true))
+    progress = new ProgressTracker(downloadOrder(meta.files), opts.onProgress)
+    for (const name of kept?.complete ?? []) {
+      progress.setBytes(name, kept!.bytes.get(name) ?? 0)
+      progress.setState(name, 'done')
+    }
     const buckets: TokenBucket[] = []
     if (opts.maxBytesPerSec !== undefined) buckets.push(new TokenBucket(opts.maxBytesPerSec))
     if (opts.bucket !== undefined) buckets.push(opts.bucket)
@@ -210,7 +228,7 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     await runPool(order, opts.concurrency ?? 4, stop, (entry) => downloadFile(ctx, entry))
     signal.throwIfAborted()
     // Last: a directory with metadata.json in it is a complete one.
-    await local(`writing ${METADATA_FILE} in ${destDir}`, () => writeDurably(join(destDir, METADATA_FILE), metaBytes))
+    await local(`writing ${METADATA_FILE} in ${destDir}`, () => writeDurably(join(destDir, METADATA_FILE), metaBytes!))
     await local(`syncing ${destDir}`, async () => {
       await fsyncDir(destDir)
       await fsyncDir(dirname(destDir))
@@ -222,8 +240,11 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     stop.abort()
     const failure = toStoreError(err, opts.signal, opts.source)
     progress?.final()
-    // Best effort: the error worth reporting is the one that failed the fetch.
-    if (created) await rm(destDir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined)
+    // Best effort: the error worth reporting is the one that failed the fetch. What was
+    // verified is kept for the next fetch unless the disk is the trouble.
+    const keep = opts.resumeDir !== undefined && metaBytes !== undefined && !['RO_NO_SPACE', 'RO_IO'].includes(failure.code)
+    const kept = created && keep && (await keepForResume(destDir, opts.resumeDir!, metaBytes!).then(() => true, () => false))
+    if (created && !kept) await rm(destDir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined)
     m?.duration.observe({ result: failure.code }, (performance.now() - started) / 1000)
     throw failure
   } finally {
@@ -233,7 +254,8 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
 
 function toStoreError(err: unknown, signal: AbortSignal | undefined, source: string): StoreError {
   // Whatever the abort broke on its way (a socket, a throttle wait), the cause is the abort.
-  if (signal?.aborted) return new StoreError('RO_ABORTED', `fetch from ${source} aborted`, { cause: err })
+  const shown = redactCredentials(source)
+  if (signal?.aborted) return new StoreError('RO_ABORTED', `fetch from ${shown} aborted`, { cause: err })
   if (err instanceof StoreError) return err
-  return new StoreError('RO_FETCH_FAILED', `fetch from ${source} failed: ${failureReason(err)}`, { cause: err })
+  return new StoreError('RO_FETCH_FAILED', `fetch from ${shown} failed: ${failureReason(err)}`, { cause: err })
 }

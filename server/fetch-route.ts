@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Gauge, type Registry } from 'prom-client'
 import { StoreError } from '../common/errors'
@@ -88,9 +89,14 @@ function registerGateGauges(registry: Registry, gate: FsGate): void {
 
 /**
  * Fetch a version from a build output into a `.tmp-fetch-*` staging directory of the
- * store, then verify it and rename it to `version-<V>` (StoreVersions.adopt). The
+ * store, then verify it and rename it to `version-<V>` (StoreVersions.adopt). A fetch that
+ * fails leaves what it verified in the store's `.resume-fetch` directory, and the next
+ * fetch of the same build takes it over (fetcher/resume-dir.ts): one such directory per
+ * store, replaced by the next failure and discarded by a fetch of another build. The
  * staging directory is removed whatever happens; a crash leaves it to startup recovery.
  */
+export const RESUME_DIR = '.resume-fetch'
+
 export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
   const bucket = opts.maxBytesPerSec === undefined ? undefined : new TokenBucket(opts.maxBytesPerSec)
   const metrics = registerFetchMetrics(opts.registry)
@@ -103,6 +109,7 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
         source: r.source,
         nodeId: opts.nodeId,
         destDir: staging,
+        resumeDir: join(dirname(staging), RESUME_DIR),
         maxBytesPerSec: r.maxBytesPerSec,
         bucket,
         signal: r.signal,

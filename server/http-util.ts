@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 
 /** Request-target bound: a 65535-byte key percent-encoded is under 200 KiB. */
 export const MAX_URL_BYTES = 1 << 20
@@ -102,9 +103,10 @@ export interface ErrorBody {
 
 /** Status and body for anything thrown while handling a request. */
 export function errorResponse(err: unknown): { status: number; body: ErrorBody } {
-  if (err instanceof HttpStatusError) return { status: err.status, body: { error: { code: err.code, message: err.message } } }
-  if (isStoreError(err)) return { status: httpStatusFor(err.code), body: { error: { code: err.code, message: err.message } } }
-  return { status: 500, body: { error: { code: 'RO_INTERNAL', message: errorMessage(err) } } }
+  // A message may quote a source the request named: its credentials are not sent back.
+  if (err instanceof HttpStatusError) return { status: err.status, body: { error: { code: err.code, message: redactCredentials(err.message) } } }
+  if (isStoreError(err)) return { status: httpStatusFor(err.code), body: { error: { code: err.code, message: redactCredentials(err.message) } } }
+  return { status: 500, body: { error: { code: 'RO_INTERNAL', message: redactCredentials(errorMessage(err)) } } }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 import { errorDetail, nullLogger, type Logger } from './log'
 
 export type JobState = 'running' | 'succeeded' | 'failed' | 'cancelled'
@@ -82,7 +83,7 @@ export class Jobs {
           {
             error: {
               code: isStoreError(err) ? err.code : 'RO_INTERNAL',
-              message: cancelled ? 'cancelled' : errorMessage(err),
+              message: cancelled ? 'cancelled' : redactCredentials(errorMessage(err)),
             },
           },
           err,

@@ -1,3 +1,4 @@
+import { redactCredentials } from '../common/redact'
 import type { LogFields, SwapLogger } from '../swapper/events'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
@@ -36,7 +37,8 @@ export function createLogger(opts: { level?: LogLevel; write?: (line: string) =>
     } catch {
       text = JSON.stringify({ ts: line['ts'], level, event, note: 'unserializable fields' })
     }
-    write(`${text}\n`)
+    // Whatever field carries it (a source, an error's message or cause), a URL's credentials never reach the log.
+    write(`${redactCredentials(text)}\n`)
   }
   return {
     debug: (e, f) => emit('debug', e, f),
@@ -59,7 +61,7 @@ export function errorDetail(err: unknown, maxChars = 4000): string {
     parts.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e))
     e = e instanceof Error ? e.cause : undefined
   }
-  const text = parts.join(' <- caused by ')
+  const text = redactCredentials(parts.join(' <- caused by '))
   return text.length > maxChars ? `${text.slice(0, maxChars)}…` : text
 }
 

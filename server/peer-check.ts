@@ -1,5 +1,6 @@
 import type { Cluster, NodeTls } from '../cluster/cluster'
 import { ERROR_CODES, errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
+import { isRedacted } from '../common/redact'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import type { FetchRunner } from './fetch-route'
@@ -196,8 +197,8 @@ export class PeerCheck {
     }
     const fetch = this.o.fetch
     const have = sv.versions().includes(version)
-    if (!have && (record.source === undefined || fetch === undefined)) {
-      set('impossible', 'the push record names no source this node can fetch from; push again')
+    if (!have && (record.source === undefined || fetch === undefined || isRedacted(record.source))) {
+      set('impossible', 'the push record names no source this node can fetch from (none, or one whose credentials were removed); push again')
       this.o.log.warn('repair-impossible', { store, version })
       return
     }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../common/errors'
+import { redactCredentials } from '../common/redact'
 import { writeFileAtomic } from './live-pointer'
 import { isValidVersion, PUSH_RECORD_FILE } from './versions'
 
@@ -18,7 +19,11 @@ export interface PushRecord {
   readonly version: number
   /** Nodes that should hold it and did not take the push (down, or their fetch failed). */
   readonly missed: readonly number[]
-  /** The build output the push fetched from: where a node that missed it fetches it (self-repair). */
+  /**
+   * The build output the push fetched from: where a node that missed it fetches it
+   * (self-repair). Without credentials: a user info or query in it is replaced by
+   * `[redacted]` when the record is parsed, so it is never stored, logged or returned.
+   */
   readonly source?: string
   /**
    * Orders records of different pushes: the higher wins. A push uses one more than the
@@ -60,7 +65,7 @@ export function parsePushRecord(input: unknown): PushRecord {
   return {
     version: o['version'] as number,
     missed: [...new Set(missed as number[])].sort((a, b) => a - b),
-    ...(source === undefined ? {} : { source: source as string }),
+    ...(source === undefined ? {} : { source: redactCredentials(source as string) }),
     seq: o['seq'] as number,
     at: at as string,
   }

@@ -16,11 +16,21 @@ export const describe = 'Build per-node, per-chunk store files from input files'
 
 export const builder = (y: Argv) =>
   y
-    .option('input', { type: 'string', array: true, demandOption: true, describe: 'input file or directory (repeatable)' })
+    .option('input', {
+      type: 'string',
+      array: true,
+      demandOption: true,
+      describe: 'input file or directory, or s3://bucket/key (an object or a prefix of parts) (repeatable)',
+    })
+    .option('require-success', {
+      type: 'boolean',
+      default: false,
+      describe: 'every input directory or prefix must hold a _SUCCESS marker (its writer finished)',
+    })
     .option('format', { choices: INPUT_FORMATS, demandOption: true, describe: 'input format' })
     .option('cluster', { type: 'string', demandOption: true, describe: 'cluster.json' })
     .option('store', { type: 'string', demandOption: true, describe: 'store name' })
-    .option('output', { type: 'string', demandOption: true, describe: 'output directory (must not exist)' })
+    .option('output', { type: 'string', demandOption: true, describe: 'output directory, or s3://bucket/prefix/ (must not exist)' })
     .option('replication', { ...integerOption('replication'), default: 1, describe: 'distinct nodes holding each key' })
     .option('key-field', { type: 'string', describe: 'key column/field (TSV: 1-based column number; default 1 / "key")' })
     .option('value-field', {
@@ -121,6 +131,7 @@ async function runRayBuild(a: Awaited<ReturnType<typeof builder>['argv']>): Prom
 async function commonBuildOptions(a: Awaited<ReturnType<typeof builder>['argv']>) {
   return {
     inputs: a.input,
+    requireSuccess: a['require-success'],
     format: a.format as InputFormat,
     cluster: await loadCluster(a.cluster),
     store: a.store,

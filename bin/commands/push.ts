@@ -3,6 +3,7 @@ import { pushStore, type PushEvent, type PushResult } from '../../client/push'
 import { formatPlan, planPush } from '../../client/push-plan'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
+import { redactCredentials } from '../../common/redact'
 
 export const command = 'push'
 export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
@@ -50,7 +51,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
 function progressPrinter(): (e: PushEvent) => void {
   const last = new Map<number, number>()
   return (e) => {
-    if (e.type === 'step') return void process.stderr.write(`push: ${e.message}\n`)
+    if (e.type === 'step') return void process.stderr.write(`push: ${redactCredentials(e.message)}\n`)
     const now = Date.now()
     if (now - (last.get(e.nodeId) ?? 0) < 1000 && e.bytesDone < e.bytesTotal) return
     last.set(e.nodeId, now)

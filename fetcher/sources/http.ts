@@ -1,6 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { StoreError } from '../../common/errors'
+import { redactCredentials } from '../../common/redact'
 import { FetchFailure } from '../failure-reason'
 import { RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './source'
 
@@ -23,6 +24,10 @@ function parseContentRange(header: string | undefined): { first: number; last: n
  * be a stable URL, and following them would step around the allow-list). Messages name the
  * URL asked for and the status code, never what the server sent (status text, Location,
  * Content-Range): a fetch must not become a way to read what the node can reach.
+ *
+ * A query on the root (a SAS token, a CDN token: credentials for everything under a path)
+ * is sent with every file's request; messages and logs show it as `?[redacted]`, and a
+ * user name and password in the root likewise (common/redact.ts).
  */
 export class HttpSource implements FetchSource {
   private readonly base: URL
@@ -40,10 +45,7 @@ export class HttpSource implements FetchSource {
   }
 
   describe(name?: string): string {
-    const url = name === undefined ? new URL(this.base) : this.urlOf(name)
-    url.username = ''
-    url.password = ''
-    return url.toString()
+    return redactCredentials((name === undefined ? this.base : this.urlOf(name)).toString())
   }
 
   close(): void {
@@ -51,7 +53,9 @@ export class HttpSource implements FetchSource {
   }
 
   private urlOf(name: string): URL {
-    return new URL(name.split('/').map(encodeURIComponent).join('/'), this.base)
+    const url = new URL(name.split('/').map(encodeURIComponent).join('/'), this.base)
+    url.search = this.base.search
+    return url
   }
 
   read(name: string, req: ReadRequest): Promise<ReadResult> {

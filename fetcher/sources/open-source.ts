@@ -1,6 +1,8 @@
 import { resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { StoreError } from '../../common/errors'
+import { redactCredentials } from '../../common/redact'
+import { parseS3Url } from '../../s3/s3-url'
 import { FsGate } from '../fs-gate'
 import { FileSource, type FileSourceCalls } from './file'
 import { HttpSource } from './http'
@@ -9,11 +11,12 @@ import type { FetchSource } from './source'
 
 export interface OpenSourceOptions {
   /**
-   * Prefixes a source must lie under: paths, file:// or http(s):// URLs. Compared on
+   * Prefixes a source must lie under: paths, file://, http(s):// or s3:// URLs. Compared on
    * whole path segments after normalising ("http://h/builds" allows "http://h/builds/x",
    * not "http://h/builds-old" nor "http://h/builds/../secret"); local paths and entries
-   * are compared with their symlinks resolved. Absent: anything goes. (docs/API.md,
-   * "Allowed sources".)
+   * are compared with their symlinks resolved. The query of a URL (a presigned URL's
+   * credentials) is not part of the match. Absent: anything goes. (docs/API.md, "Allowed
+   * sources".)
    */
   readonly allowedSources?: readonly string[]
   /** Bounds the file-system calls of local sources (node-wide); default: one of their own. */
@@ -27,7 +30,7 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):/i
 const NEVER = new AbortController().signal
 
 /** A source in comparable form: a local path with its symlinks resolved, or a normalised URL. */
-export type Canonical = { readonly kind: 'file' | 'http'; readonly key: string }
+export type Canonical = { readonly kind: 'file' | 'http' | 's3'; readonly key: string }
 
 /** Path or URL → a comparable form; local paths with their symlinks resolved. */
 async function canonical(source: string, gate: FsGate, signal: AbortSignal): Promise<Canonical> {
@@ -37,21 +40,28 @@ async function canonical(source: string, gate: FsGate, signal: AbortSignal): Pro
     try {
       path = scheme === 'file' ? fileURLToPath(source) : resolve(source)
     } catch {
-      throw new StoreError('RO_BAD_REQUEST', `bad source ${source}: not a valid file URL`)
+      throw new StoreError('RO_BAD_REQUEST', `bad source ${redactCredentials(source)}: not a valid file URL`)
     }
     path = await resolveLocalPath(path, gate, signal)
     return { kind: 'file', key: path.endsWith(sep) && path.length > 1 ? path.slice(0, -1) : path }
+  }
+  if (scheme === 's3') {
+    try {
+      const { bucket, key } = parseS3Url(source)
+      return { kind: 's3', key: `s3://${bucket}/${key.replace(/\/+$/, '')}` }
+    } catch (err) {
+      throw new StoreError('RO_BAD_REQUEST', `bad source ${redactCredentials(source)}: ${(err as Error).message}`)
+    }
   }
   if (scheme === 'http' || scheme === 'https') {
     let url: URL
     try {
       url = new URL(source)
     } catch {
-      throw new StoreError('RO_BAD_REQUEST', `bad source URL ${source}`)
+      throw new StoreError('RO_BAD_REQUEST', `bad source URL ${redactCredentials(source)}`)
     }
-    // Files are found by appending names to the root: a query or fragment cannot survive that.
-    if (url.search !== '' || url.hash !== '')
-      throw new StoreError('RO_BAD_REQUEST', `source URL must not have a query or fragment: ${source}`)
+    // The query rides along with every file's request (a token or SAS); a fragment would not.
+    if (url.hash !== '') throw new StoreError('RO_BAD_REQUEST', `source URL must not have a fragment: ${redactCredentials(source)}`)
     // Servers decode %2F and %2E before resolving "..": refuse what the prefix check cannot see.
     const hidden = url.pathname.split('/').some((seg) => {
       let d: string
@@ -62,13 +72,14 @@ async function canonical(source: string, gate: FsGate, signal: AbortSignal): Pro
       }
       return d !== seg && (d.includes('/') || d.includes('\\') || d === '.' || d === '..')
     })
-    if (hidden) throw new StoreError('RO_BAD_REQUEST', `source URL hides path separators or dot segments: ${source}`)
+    if (hidden)
+      throw new StoreError('RO_BAD_REQUEST', `source URL hides path separators or dot segments: ${redactCredentials(source)}`)
     const path = url.pathname.replace(/\/+$/, '')
     return { kind: 'http', key: `${url.protocol}//${url.host.toLowerCase()}${path}` }
   }
   throw new StoreError(
     'RO_BAD_REQUEST',
-    `unsupported source scheme "${scheme}:" in ${source} (supported: path, file://, http://, https://)`,
+    `unsupported source scheme "${scheme}:" in ${redactCredentials(source)} (supported: path, file://, http://, https://, s3://)`,
   )
 }
 
@@ -95,7 +106,10 @@ export async function checkSource(source: string, opts: OpenSourceOptions = {}):
     const allowed: Canonical[] = []
     for (const a of opts.allowedSources) allowed.push(await canonical(a, gate, signal))
     if (!allowed.some((a) => isUnder(c, a))) {
-      throw new StoreError('RO_BAD_REQUEST', `source ${source} is not under an allowed source (${opts.allowedSources.join(', ')})`)
+      throw new StoreError(
+        'RO_BAD_REQUEST',
+        redactCredentials(`source ${source} is not under an allowed source (${opts.allowedSources.join(', ')})`),
+      )
     }
   }
   return c
@@ -105,6 +119,14 @@ export async function checkSource(source: string, opts: OpenSourceOptions = {}):
 export async function openSource(source: string, opts: OpenSourceOptions = {}): Promise<FetchSource> {
   const c = await checkSource(source, opts)
   if (c.kind === 'http') return new HttpSource(source)
+  if (c.kind === 's3') {
+    // Loaded only for an s3:// source: the S3 client is not part of every fetch.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { S3Source } = require('./s3') as typeof import('./s3')
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { sharedS3Client } = require('../../s3/shared-client') as typeof import('../../s3/shared-client')
+    return new S3Source(source, () => sharedS3Client())
+  }
   return new FileSource(source, {
     realRoot: c.key,
     ...(opts.gate === undefined ? {} : { gate: opts.gate }),
