@@ -12,7 +12,8 @@ export class WorkerHandle {
   private dead: Error | undefined
 
   constructor(file: string, workerData: unknown, onProgress: (records: number, bytes: number) => void) {
-    this.worker = new Worker(file, { workerData })
+    // The environment as the caller sees it now: S3 credentials set in-process reach the readers in the workers.
+    this.worker = new Worker(file, { workerData, env: { ...process.env } })
     this.worker.on('message', (m: FromWorker) => {
       if (m.type === 'progress') return onProgress(m.records, m.bytes)
       const p = this.pending
