@@ -5,7 +5,22 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 // What each folder may import (the folder READMEs say why): a layer never imports one above it.
-const ALL = ['common', 's3', 'cluster', 'formats', 'builder', 'fetcher', 'swapper', 'server', 'client', 'bin', 'demo', 'testkit', 'bench', 'test']
+const ALL = [
+  'common',
+  's3',
+  'cluster',
+  'formats',
+  'builder',
+  'fetcher',
+  'swapper',
+  'server',
+  'client',
+  'bin',
+  'demo',
+  'testkit',
+  'bench',
+  'test',
+]
 const MAY_IMPORT = {
   common: [],
   s3: ['common'],
@@ -52,7 +67,10 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
       // Untyped or optional modules (a peer that may be missing is reported, not fatal).
-      '@typescript-eslint/no-require-imports': ['error', { allow: ['^aws4$', '^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] }],
+      '@typescript-eslint/no-require-imports': [
+        'error',
+        { allow: ['^aws4$', '^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] },
+      ],
     },
   },
   ...layerRules,

@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -61,6 +61,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick'] : []),
     timeoutSec: (ctx) => (ctx.quick ? 600 : 2 * 3600),
     goals: soakGoals,
+  },
+  {
+    id: 'objstore',
+    file: 'object-storage-bench.js',
+    title: '4f. Object storage: push from S3 vs nginx, build from S3 vs local Parquet',
+    args: (ctx) => (ctx.quick ? ['--quick', '--runs', '1'] : ['--runs', String(Math.min(ctx.runs, 2))]),
+    timeoutSec: (ctx) => (ctx.quick ? 900 : 2 * 3600),
+    goals: () => [],
   },
   {
     id: 'hadoop',

@@ -35,7 +35,8 @@ function outputLocation(url: string): S3Location {
 
 function outputError(url: string, err: unknown): unknown {
   if (err instanceof StoreError) return err
-  if (err instanceof S3Error) return new StoreError(err.permanent ? 'RO_BAD_OPTION' : 'RO_IO', `output ${url}: ${err.message}`, { cause: err })
+  if (err instanceof S3Error)
+    return new StoreError(err.permanent ? 'RO_BAD_OPTION' : 'RO_IO', `output ${url}: ${err.message}`, { cause: err })
   if (err instanceof Error && err.name !== 'AbortError')
     return new StoreError('RO_IO', `output ${url}: uploading failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`, { cause: err })
   return err
@@ -72,7 +73,12 @@ export function isManifest(name: string): boolean {
 }
 
 /** Uploads the finished build in `dir` under `url`, manifests last. */
-export async function uploadBuildOutput(dir: string, url: string, signal?: AbortSignal, s3: S3Client = sharedS3Client()): Promise<UploadSummary> {
+export async function uploadBuildOutput(
+  dir: string,
+  url: string,
+  signal?: AbortSignal,
+  s3: S3Client = sharedS3Client(),
+): Promise<UploadSummary> {
   const started = performance.now()
   const root = outputLocation(url)
   const names = await filesUnder(dir)

@@ -243,7 +243,13 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     // Best effort: the error worth reporting is the one that failed the fetch. What was
     // verified is kept for the next fetch unless the disk is the trouble.
     const keep = opts.resumeDir !== undefined && metaBytes !== undefined && !['RO_NO_SPACE', 'RO_IO'].includes(failure.code)
-    const kept = created && keep && (await keepForResume(destDir, opts.resumeDir!, metaBytes!).then(() => true, () => false))
+    const kept =
+      created &&
+      keep &&
+      (await keepForResume(destDir, opts.resumeDir!, metaBytes!).then(
+        () => true,
+        () => false,
+      ))
     if (created && !kept) await rm(destDir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined)
     m?.duration.observe({ result: failure.code }, (performance.now() - started) / 1000)
     throw failure

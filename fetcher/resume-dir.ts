@@ -47,7 +47,10 @@ export async function keepForResume(destDir: string, resumeDir: string, manifest
  * Bytes a taken-over copy already holds, per file of the manifest: complete files (renamed
  * from `.part` only once verified) and partial ones. Anything else in it is removed.
  */
-export async function keptBytes(destDir: string, files: readonly FileEntry[]): Promise<{ complete: Set<string>; bytes: Map<string, number> }> {
+export async function keptBytes(
+  destDir: string,
+  files: readonly FileEntry[],
+): Promise<{ complete: Set<string>; bytes: Map<string, number> }> {
   const sizes = new Map(files.map((f) => [f.name, f.size]))
   const complete = new Set<string>()
   const bytes = new Map<string, number>()

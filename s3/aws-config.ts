@@ -76,8 +76,7 @@ export function loadS3Config(env: Env = process.env): S3Config {
 
   const region = nonEmpty(env['AWS_REGION']) ?? nonEmpty(env['AWS_DEFAULT_REGION']) ?? nonEmpty(fromConfig?.['region']) ?? 'us-east-1'
   if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new StoreError('RO_BAD_OPTION', `bad AWS region ${JSON.stringify(region)}`)
-  const endpointText =
-    nonEmpty(env['AWS_ENDPOINT_URL_S3']) ?? nonEmpty(env['AWS_ENDPOINT_URL']) ?? nonEmpty(fromConfig?.['endpoint_url'])
+  const endpointText = nonEmpty(env['AWS_ENDPOINT_URL_S3']) ?? nonEmpty(env['AWS_ENDPOINT_URL']) ?? nonEmpty(fromConfig?.['endpoint_url'])
   let endpoint: URL
   let pathStyle: boolean
   if (endpointText === undefined) {

@@ -215,7 +215,10 @@ export class S3Client {
     const host = pathStyle ? endpoint.host : `${loc.bucket}.${endpoint.host}`
     const keyPath = loc.key.split('/').map(encodeRfc3986).join('/')
     let path = pathStyle ? (loc.key === '' ? `/${loc.bucket}` : `/${loc.bucket}/${keyPath}`) : `/${keyPath}`
-    if (query !== undefined) path += `?${Object.entries(query).map(([k, v]) => `${encodeRfc3986(k)}=${encodeRfc3986(v)}`).join('&')}`
+    if (query !== undefined)
+      path += `?${Object.entries(query)
+        .map(([k, v]) => `${encodeRfc3986(k)}=${encodeRfc3986(v)}`)
+        .join('&')}`
     return { host, path }
   }
 

@@ -30,7 +30,8 @@ export function parseS3Url(url: string): S3Location {
   const slash = rest.indexOf('/')
   const bucket = slash === -1 ? rest : rest.slice(0, slash)
   const key = slash === -1 ? '' : rest.slice(slash + 1)
-  if (bucket.includes('@')) throw new RangeError('s3:// URLs carry no credentials: give them in the environment or ~/.aws (docs/DISTRIBUTED.md)')
+  if (bucket.includes('@'))
+    throw new RangeError('s3:// URLs carry no credentials: give them in the environment or ~/.aws (docs/DISTRIBUTED.md)')
   if (!BUCKET.test(bucket) || bucket.includes('..')) throw new RangeError(`bad bucket name in s3://${bucket}/`)
   if (/[?#]/.test(key)) throw new RangeError('an s3:// URL has no query or fragment')
   // Keys are names, not paths, to S3; but "." and ".." segments would be folded away by

@@ -18,7 +18,6 @@ interface Aws4 {
   sign(request: Aws4Request, credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }): Aws4Request
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const aws4 = require('aws4') as Aws4
 
 export interface UnsignedRequest {

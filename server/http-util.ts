@@ -104,8 +104,10 @@ export interface ErrorBody {
 /** Status and body for anything thrown while handling a request. */
 export function errorResponse(err: unknown): { status: number; body: ErrorBody } {
   // A message may quote a source the request named: its credentials are not sent back.
-  if (err instanceof HttpStatusError) return { status: err.status, body: { error: { code: err.code, message: redactCredentials(err.message) } } }
-  if (isStoreError(err)) return { status: httpStatusFor(err.code), body: { error: { code: err.code, message: redactCredentials(err.message) } } }
+  if (err instanceof HttpStatusError)
+    return { status: err.status, body: { error: { code: err.code, message: redactCredentials(err.message) } } }
+  if (isStoreError(err))
+    return { status: httpStatusFor(err.code), body: { error: { code: err.code, message: redactCredentials(err.message) } } }
   return { status: 500, body: { error: { code: 'RO_INTERNAL', message: redactCredentials(errorMessage(err)) } } }
 }
 

@@ -198,7 +198,10 @@ export class PeerCheck {
     const fetch = this.o.fetch
     const have = sv.versions().includes(version)
     if (!have && (record.source === undefined || fetch === undefined || isRedacted(record.source))) {
-      set('impossible', 'the push record names no source this node can fetch from (none, or one whose credentials were removed); push again')
+      set(
+        'impossible',
+        'the push record names no source this node can fetch from (none, or one whose credentials were removed); push again',
+      )
       this.o.log.warn('repair-impossible', { store, version })
       return
     }

@@ -72,8 +72,7 @@ async function canonical(source: string, gate: FsGate, signal: AbortSignal): Pro
       }
       return d !== seg && (d.includes('/') || d.includes('\\') || d === '.' || d === '..')
     })
-    if (hidden)
-      throw new StoreError('RO_BAD_REQUEST', `source URL hides path separators or dot segments: ${redactCredentials(source)}`)
+    if (hidden) throw new StoreError('RO_BAD_REQUEST', `source URL hides path separators or dot segments: ${redactCredentials(source)}`)
     const path = url.pathname.replace(/\/+$/, '')
     return { kind: 'http', key: `${url.protocol}//${url.host.toLowerCase()}${path}` }
   }

@@ -68,7 +68,14 @@ export class S3Source implements FetchSource {
   }
 
   /** The first range as it streams, then the rest as ranged GETs, `parallel` ahead. */
-  private async *ranges(loc: S3Location, where: string, head: AsyncIterable<Buffer>, from: number, size: number, signal: AbortSignal): AsyncGenerator<Buffer> {
+  private async *ranges(
+    loc: S3Location,
+    where: string,
+    head: AsyncIterable<Buffer>,
+    from: number,
+    size: number,
+    signal: AbortSignal,
+  ): AsyncGenerator<Buffer> {
     const stop = new AbortController()
     const both = AbortSignal.any([signal, stop.signal])
     const pending: Array<Promise<Buffer[]>> = []

@@ -148,10 +148,12 @@ test('--require-success refuses a prefix without _SUCCESS; bad credentials and a
   await uploadDir(await writeParts('parquet', 'unfinished', 2, false), 'data', 'spark/unfinished/')
   const base = { format: 'parquet', cluster, store: 'objs', version: 9, workers: 1 } as const
   const out = () => join(tmp.fresh(), 'out')
-  await expect(buildStore({ ...base, inputs: ['s3://data/spark/unfinished/'], output: out(), requireSuccess: true })).rejects.toMatchObject({
-    code: 'RO_BAD_INPUT',
-    message: expect.stringMatching(/s3:\/\/data\/spark\/unfinished\/: no _SUCCESS marker/),
-  })
+  await expect(buildStore({ ...base, inputs: ['s3://data/spark/unfinished/'], output: out(), requireSuccess: true })).rejects.toMatchObject(
+    {
+      code: 'RO_BAD_INPUT',
+      message: expect.stringMatching(/s3:\/\/data\/spark\/unfinished\/: no _SUCCESS marker/),
+    },
+  )
   // Without the option the same parts build (the job's marker is the user's business then).
   expect((await buildStore({ ...base, inputs: ['s3://data/spark/unfinished/'], output: out() })).inputRecords).toBe(KEYS)
   await expect(buildStore({ ...base, inputs: ['s3://nobucket/x/'], output: out() })).rejects.toMatchObject({
@@ -163,9 +165,9 @@ test('--require-success refuses a prefix without _SUCCESS; bad credentials and a
     const err = (await buildStore({ ...base, inputs: ['s3://data/spark/pq/'], output: out() }).catch((e: unknown) => e)) as Error
     expect(err).toMatchObject({ code: 'RO_BAD_INPUT', message: expect.stringMatching(/SignatureDoesNotMatch.*wrong secret key/) })
     expect(err.message).not.toContain('not-the-secret')
-    await expect(
-      buildStore({ ...base, inputs: [join(tmp.dir, 'nothing')], output: 's3://builds/objs/never/' }),
-    ).rejects.toMatchObject({ message: expect.stringMatching(/SignatureDoesNotMatch/) })
+    await expect(buildStore({ ...base, inputs: [join(tmp.dir, 'nothing')], output: 's3://builds/objs/never/' })).rejects.toMatchObject({
+      message: expect.stringMatching(/SignatureDoesNotMatch/),
+    })
   } finally {
     restore()
   }
@@ -174,7 +176,16 @@ test('--require-success refuses a prefix without _SUCCESS; bad credentials and a
 test('a missing bucket, a missing manifest, a half-uploaded build and a wrong key each fail the push and change nothing live', async () => {
   // A half-uploaded build: every store file, no manifest (an upload cut before its last step).
   const local = join(tmp.fresh(), 'out')
-  await buildStore({ inputs: ['s3://data/spark/pq/'], format: 'parquet', cluster, store: 'objs', output: local, version: 2, replication: 2, workers: 1 })
+  await buildStore({
+    inputs: ['s3://data/spark/pq/'],
+    format: 'parquet',
+    cluster,
+    store: 'objs',
+    output: local,
+    version: 2,
+    replication: 2,
+    workers: 1,
+  })
   for (const node of await readdir(local)) {
     for (const f of (await readdir(join(local, node))).filter((n) => n !== 'metadata.json'))
       await uploadFile(s3, join(local, node, f), { bucket: 'builds', key: `objs/half/${node}/${f}` })
@@ -206,7 +217,17 @@ test('a fetch cut mid-file fails the push; the next push of the same build fetch
     `COPY (SELECT 'key-' || i AS key, 'big-' || i || repeat('x', ${pad}) AS value FROM range(0, ${KEYS}) t(i)) TO ${sqlString(join(dir, 'part-0.parquet'))} (FORMAT parquet)`,
   )
   await uploadDir(dir, 'data', 'spark/big/')
-  await buildStore({ inputs: ['s3://data/spark/big/'], format: 'parquet', cluster, store: 'objs', output: 's3://builds/objs/v3/', version: 3, replication: 2, workers: 2, chunks: 1 })
+  await buildStore({
+    inputs: ['s3://data/spark/big/'],
+    format: 'parquet',
+    cluster,
+    store: 'objs',
+    output: 's3://builds/objs/v3/',
+    version: 3,
+    replication: 2,
+    workers: 2,
+    chunks: 1,
+  })
   const sizes = new Map<number, number>()
   for await (const o of s3.list('builds', 'objs/v3/')) {
     const m = /node-(\d+)\/\d+\.data$/.exec(o.key)
@@ -231,7 +252,8 @@ test('a fetch cut mid-file fails the push; the next push of the same build fetch
     if (held.get(id) === true) continue
     const resume = join(tmp.dir, `data-${id}`, 'objs', '.resume-fetch')
     let mine = 0
-    for (const f of await readdir(resume).catch(() => [] as string[])) if (/\.data(\.part)?$/.test(f)) mine += (await stat(join(resume, f))).size
+    for (const f of await readdir(resume).catch(() => [] as string[]))
+      if (/\.data(\.part)?$/.test(f)) mine += (await stat(join(resume, f))).size
     kept += mine
     expected += size - mine
   }

@@ -79,16 +79,18 @@ describe('npm pack, installed into a fresh project', () => {
     expect(run(process.execPath, ['cjs.cjs'], project)).toContain('entries ok')
   })
 
-  test('importing rostore loads no Arrow, Parquet or prom-client module', () => {
+  test('importing rostore loads no Arrow, Parquet, prom-client or S3 module', () => {
     writeFileSync(
       join(project, 'deps.cjs'),
       `require('rostore')\nconsole.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('node_modules'))))\n`,
     )
     const loaded = JSON.parse(run(process.execPath, ['deps.cjs'], project)) as string[]
     expect(loaded.length).toBeGreaterThan(0)
-    for (const banned of ['apache-arrow', 'parquet', 'hyparquet', 'prom-client', 'yargs', 'cli-progress']) {
+    for (const banned of ['apache-arrow', 'parquet', 'hyparquet', 'prom-client', 'yargs', 'cli-progress', 'aws4']) {
       expect(loaded.filter((p) => p.includes(`/node_modules/${banned}`))).toEqual([])
     }
+    // The S3 client is loaded when an s3:// URL is first used, never by the reader entry.
+    expect(loaded.filter((p) => /\/node_modules\/rostore\/lib\/s3\/(?!s3-url)/.test(p))).toEqual([])
   })
 
   test("the README's API example type-checks against the published declarations", () => {

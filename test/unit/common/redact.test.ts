@@ -18,10 +18,18 @@ describe('redactCredentials', () => {
   })
 
   test('every URL inside a message or a JSON log line', () => {
-    const line = JSON.stringify({ event: 'push-record', source: 'http://alice:hunter2@h/v1', error: 'fetch from https://h/v1?sig=S3CRET failed' })
+    const line = JSON.stringify({
+      event: 'push-record',
+      source: 'http://alice:hunter2@h/v1',
+      error: 'fetch from https://h/v1?sig=S3CRET failed',
+    })
     const out = redactCredentials(line)
     expect(out).not.toMatch(/hunter2|alice|S3CRET/)
-    expect(JSON.parse(out)).toEqual({ event: 'push-record', source: 'http://[redacted]@h/v1', error: 'fetch from https://h/v1?[redacted] failed' })
+    expect(JSON.parse(out)).toEqual({
+      event: 'push-record',
+      source: 'http://[redacted]@h/v1',
+      error: 'fetch from https://h/v1?[redacted] failed',
+    })
   })
 
   test('a URL that does not parse is hidden conservatively', () => {
