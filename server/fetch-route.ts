@@ -90,7 +90,7 @@ function registerGateGauges(registry: Registry, gate: FsGate): void {
 /**
  * Fetch a version from a build output into a `.tmp-fetch-*` staging directory of the
  * store, then verify it and rename it to `version-<V>` (StoreVersions.adopt). A fetch that
- * fails leaves what it verified in the store's `.resume-fetch` directory, and the next
+ * fails (in a store that has a version already) leaves what it verified in the store's `.resume-fetch` directory, and the next
  * fetch of the same build takes it over (fetcher/resume-dir.ts): one such directory per
  * store, replaced by the next failure and discarded by a fetch of another build. The
  * staging directory is removed whatever happens; a crash leaves it to startup recovery.
@@ -109,7 +109,8 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
         source: r.source,
         nodeId: opts.nodeId,
         destDir: staging,
-        resumeDir: join(dirname(staging), RESUME_DIR),
+        // A store's first fetch keeps nothing: a failed one leaves no store behind.
+        ...(r.sv.versions().length > 0 ? { resumeDir: join(dirname(staging), RESUME_DIR) } : {}),
         maxBytesPerSec: r.maxBytesPerSec,
         bucket,
         signal: r.signal,

@@ -33,7 +33,7 @@ const UPWARD: readonly (readonly [string, string, RegExp])[] = [
   [
     'formats/store/layout.ts',
     "import { startNode } from '../../server/node'\nexport const x = startNode\n",
-    /formats\/ may import only common, cluster/,
+    /formats\/ may import only common, s3, cluster/,
   ],
   [
     'swapper/versions.ts',
