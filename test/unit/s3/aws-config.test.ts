@@ -55,7 +55,9 @@ describe('loadS3Config', () => {
 
   test('no credentials, a bad endpoint or region: RO_BAD_OPTION saying what to set', () => {
     const none = files('', '')
-    expect(() => loadS3Config(none)).toThrow(expect.objectContaining({ code: 'RO_BAD_OPTION', message: expect.stringMatching(/AWS_ACCESS_KEY_ID/) }))
+    expect(() => loadS3Config(none)).toThrow(
+      expect.objectContaining({ code: 'RO_BAD_OPTION', message: expect.stringMatching(/AWS_ACCESS_KEY_ID/) }),
+    )
     const keys = { ...none, AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's' }
     expect(() => loadS3Config({ ...keys, AWS_ENDPOINT_URL_S3: 'ftp://x' })).toThrow(expect.objectContaining({ code: 'RO_BAD_OPTION' }))
     expect(() => loadS3Config({ ...keys, AWS_ENDPOINT_URL_S3: 'http://u:p@x' })).toThrow(expect.objectContaining({ code: 'RO_BAD_OPTION' }))
@@ -72,7 +74,8 @@ describe('s3:// URLs and S3 XML', () => {
   })
 
   test('elements and entities', () => {
-    const xml = '<R><Contents><Key>a&amp;b&#x2F;c</Key><Size>3</Size></Contents><Contents><Key>d</Key></Contents><IsTruncated>false</IsTruncated></R>'
+    const xml =
+      '<R><Contents><Key>a&amp;b&#x2F;c</Key><Size>3</Size></Contents><Contents><Key>d</Key></Contents><IsTruncated>false</IsTruncated></R>'
     expect(elements(xml, 'Contents')).toHaveLength(2)
     expect(element(elements(xml, 'Contents')[0]!, 'Key')).toBe('a&b/c')
     expect(element(xml, 'IsTruncated')).toBe('false')
