@@ -23,6 +23,7 @@ import {
   type NodeProcess,
   type TestCluster,
 } from '../../../testkit/node-process'
+import { waitUntil } from '../../../testkit/reliability-kit'
 import { makeTmp } from '../../../testkit/tmp'
 
 jest.setTimeout(300_000)
@@ -229,6 +230,8 @@ describe.each([
   test('a client that disconnects midway frees the files it held', async () => {
     const node = nodeOf()
     const pid = node.child.pid as number
+    // The streams of the tests before may still be closing their files: start from none.
+    await waitUntil(async () => (await openVersionFiles(pid)).length === 0, 10_000)
     expect(await openVersionFiles(pid)).toEqual([])
     const req = httpRequest({
       host: '127.0.0.1',
