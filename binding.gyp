@@ -15,6 +15,8 @@
         "native/mapping.c",
         "native/md5.c",
         "native/napi-util.c",
+        "native/residency.c",
+        "native/residency-napi.c",
         "native/scan-napi.c",
         "native/socket-send.c",
         "native/unaccounted-window.cc",

@@ -51,6 +51,10 @@ async function main(): Promise<void> {
       writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as StoreReader['getManyFramed'],
     getManyFramedInto: (keys, framing, sink, maxBytes) => writeFramedInto(sink, framing, keys.length, keys.map(get), undefined, maxBytes),
     getFramedInto: (key, framing, sink) => writeValueInto(sink, framing, get(key)),
+    getAsync: (key) => Promise.resolve(get(key)),
+    getManyAsync: (keys) => Promise.resolve(keys.map(get)),
+    warm: () => undefined,
+    residency: () => undefined,
     close: () => undefined,
   }
   const live = new LiveStore(STORE)

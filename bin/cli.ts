@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
 import { StoreError } from '../common/errors'
+import { servingPoolEnv } from '../server/pool-threads'
 import { reportFailure } from './report-failure'
 
 /**
@@ -19,6 +20,8 @@ function onlyCommand(args: readonly string[]): RegExp | undefined {
 
 /** Thin CLI: every command lives in bin/commands/ as parse -> options -> library call. */
 const args = hideBin(process.argv)
+// Before anything uses the libuv pool (server/pool-threads.ts says why).
+if (args[0] === 'serve') Object.assign(process.env, servingPoolEnv())
 void yargs(args)
   .scriptName('rostore')
   // --version is a store version (build, push); the tool's own version is not needed there.

@@ -47,6 +47,9 @@ export interface LookupChunkSpec {
   /** Bucket starts of the top `radixBits` bits (2^bits + 1 entries), or null. */
   readonly radix: Uint32Array | null
   readonly radixBits: number
+  /** One byte per page of the data file, bit 0 set where the page is resident (see
+   *  formats/store/residency.ts); null: every page is taken as resident. */
+  readonly resident: Uint8Array | null
 }
 
 export interface LookupSpec {
@@ -61,15 +64,21 @@ export interface LookupSpec {
   readonly collideBits: number
 }
 
+/**
+ * The lookups take an optional last argument `cold`: true answers LOOKUP_COLD, reading
+ * nothing of the record, when a page of it is not marked in its chunk's `resident` vector
+ * (out: chunk, record offset, and the record's bytes when its header was read, else 0).
+ * False or absent, a record on a page that is not in memory is read, faulting it in.
+ */
 export interface LookupFunctions {
   /** Looks up the key in spec.key[0..keyLength): a LOOKUP_* status; details in spec.out. */
-  get(keyLength: number): number
+  get(keyLength: number, cold?: boolean): number
   /**
    * Key i is keys[ends[i-1] .. ends[i]). Looks the keys up in index order and writes
    * out[4i..4i+3] = status, chunk, valueOffset (the damaged record's offset when
    * status < 0), valueLength, in request order.
    */
-  getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void
+  getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array, cold?: boolean): void
   /**
    * Writes the framed answers of a getMany (its `out`) into `out` from `at`, each value
    * copied from the mapped data file: per key `absent`, or a length header (`resp`:
@@ -82,7 +91,7 @@ export interface LookupFunctions {
    * frames one: a LOOKUP_* status, spec.out as get() leaves it and spec.out[5] = the offset
    * after the answer; LOOKUP_NEEDS_ROOM (nothing written) when `out` is too small from `at`.
    */
-  getFramed(keyLength: number, out: Uint8Array, at: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array): number
+  getFramed(keyLength: number, out: Uint8Array, at: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array, cold?: boolean): number
   /** Drops the references to the mapped windows; get and getMany throw afterwards. */
   close(): void
 }
@@ -91,6 +100,8 @@ export const LOOKUP_MISS = 0
 export const LOOKUP_HIT = 1
 /** getFramed: the answer does not fit in `out` from `at`. */
 export const LOOKUP_NEEDS_ROOM = 3
+/** With `cold`: the record is not known to be in memory, and nothing of it was read. */
+export const LOOKUP_COLD = 4
 
 /** The addon's functions, as the loader exposes them (errors already StoreErrors). */
 export interface NativeFunctions {
@@ -146,6 +157,18 @@ export interface NativeFunctions {
   /** Maps the pages of `windows` the page cache holds already, off the JS thread (native/mapping.h); resolves to their count. */
   mapResident(windows: readonly ArrayBufferLike[]): Promise<number>
   createLookup(spec: LookupSpec): LookupFunctions
+  /** madvise(MADV_RANDOM) over a mapping: a fault reads its page and no read-ahead. 0 or errno. */
+  adviseRandom(windows: readonly ArrayBufferLike[]): number
+  /** mincore over a mapping into `vec` (one byte per page), off the JS thread; resolves to the resident pages. */
+  refreshResidency(windows: readonly ArrayBufferLike[], vec: Uint8Array): Promise<number>
+  /**
+   * Brings the record at `offset` of a data mapping into memory on the libuv pool and marks
+   * its pages in `vec` (`length` 0: read from the record's header); resolves to the pages
+   * that were not marked before.
+   */
+  warmRecord(windows: readonly ArrayBufferLike[], vec: Uint8Array, offset: number, length: number): Promise<number>
+  /** mlock over a mapping, off the JS thread; resolves to 0 or the errno (EPERM, ENOMEM: not allowed). */
+  lockPages(windows: readonly ArrayBufferLike[]): Promise<number>
   /**
    * ZSTD frames of `src` decompressed into `dst` (sized by the caller); the bytes written,
    * or -1 when the system's libzstd is not there. Throws when the data does not fit or
@@ -295,6 +318,10 @@ function wrap(raw: RawAddon): NativeFunctions {
     prefetch: raw.prefetch,
     mapResident: raw.mapResident,
     createLookup: raw.createLookup,
+    adviseRandom: raw.adviseRandom,
+    refreshResidency: raw.refreshResidency,
+    warmRecord: raw.warmRecord,
+    lockPages: raw.lockPages,
     zstdDecompress: raw.zstdDecompress,
     anonBuffer: raw.anonBuffer,
     sendNow: raw.sendNow,

@@ -19,6 +19,7 @@
 
 #include "lookup.h"
 #include "napi-util.h"
+#include "residency.h"
 
 typedef struct {
   ro_store store;
@@ -60,16 +61,25 @@ static void write_hit(double *out, const ro_hit *h) {
   out[4] = (double)h->record_offset;
 }
 
-/* get(keyLength): status (1 hit, 0 miss, < 0 damage), details in `out`. */
+/* The optional last argument of get, getMany and getFramed: true asks for RO_COLD rather
+ * than a read of a page not marked resident (lookup.h). */
+static int cold_flag(napi_env env, size_t argc, size_t at, napi_value *argv) {
+  bool cold = false;
+  if (argc > at) napi_get_value_bool(env, argv[at], &cold);
+  return cold;
+}
+
+/* get(keyLength, cold?): status (1 hit, 0 miss, 4 cold, < 0 damage), details in `out`. */
 static napi_value get_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1], result;
+  size_t argc = 2;
+  napi_value argv[2], result;
   lookup_state *st;
   uint32_t len;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st) != napi_ok || argc < 1 ||
       napi_get_value_uint32(env, argv[0], &len) != napi_ok || len > st->key_cap)
     return ro_throw_type(env, "get(keyLength): keyLength must fit the key buffer");
   if (st->closed) return ro_throw_type(env, "get: the lookup is closed");
+  st->store.cold_check = cold_flag(env, argc, 1, argv);
   ro_hit hit = {0};
   int status = ro_lookup(&st->store, st->key, len, &hit);
   write_hit(st->out, &hit);
@@ -123,8 +133,8 @@ static void sort_items(batch_item *a, size_t n) {
  * damaged record's offset when status < 0), valueLength, in request order.
  */
 static napi_value get_many_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   lookup_state *st;
   uint8_t *keys;
   size_t keys_len, ends_len, out_len;
@@ -136,6 +146,7 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
       count > ends_len || (size_t)count * 4 > out_len)
     return ro_throw_type(env, "getMany(keys: Uint8Array, ends: Uint32Array, count, out: Float64Array(4 * count))");
   if (st->closed) return ro_throw_type(env, "getMany: the lookup is closed");
+  st->store.cold_check = cold_flag(env, argc, 4, argv);
   for (uint32_t i = 0, start = 0; i < count; start = ends[i], i++)
     if (ends[i] < start || ends[i] > keys_len) return ro_throw_type(env, "getMany: ends must be non-decreasing and within keys");
   if (count == 0) return NULL;
@@ -177,7 +188,7 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
       double *o = out + (size_t)i * 4;
       o[0] = status[j];
       o[1] = hit->chunk;
-      o[2] = (double)(status[j] < 0 ? hit->record_offset : hit->value_offset);
+      o[2] = (double)(status[j] < 0 || status[j] == RO_COLD ? hit->record_offset : hit->value_offset);
       o[3] = (double)hit->value_length;
     }
   }
@@ -263,6 +274,7 @@ static napi_value frame_fn(napi_env env, napi_callback_info info) {
     const uint8_t *value = NULL;
     uint64_t len = 0;
     int hit = r[0] == RO_HIT;
+    if (!hit && r[0] != RO_MISS) return ro_throw_type(env, "frame: a result that is neither a hit nor a miss");
     if (hit) {
       if (!(r[1] >= 0 && r[1] < st->store.chunk_count && r[2] >= 0 && r[3] >= 0)) return ro_throw_type(env, "frame: bad result");
       const ro_chunk *c = &st->store.chunks[(uint32_t)r[1]];
@@ -289,8 +301,8 @@ static napi_value frame_fn(napi_env env, napi_callback_info info) {
 enum { RO_NEEDS_ROOM = 3 };
 
 static napi_value get_framed_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6], result;
+  size_t argc = 7;
+  napi_value argv[7], result;
   lookup_state *st;
   uint32_t len;
   double at_d;
@@ -304,6 +316,7 @@ static napi_value get_framed_fn(napi_env env, napi_callback_info info) {
       at_d > (double)out_len)
     return ro_throw_type(env, "getFramed(keyLength, out: Uint8Array, at, resp: boolean, absent, suffix)");
   if (st->closed) return ro_throw_type(env, "getFramed: the lookup is closed");
+  st->store.cold_check = cold_flag(env, argc, 6, argv);
   ro_hit hit = {0};
   int status = ro_lookup(&st->store, st->key, len, &hit);
   write_hit(st->out, &hit);
@@ -333,7 +346,8 @@ static napi_value close_fn(napi_env env, napi_callback_info info) {
 
 /* Reads one chunk spec into *c, referencing its buffers in st->refs from *next on. */
 static int read_chunk(napi_env env, napi_value spec, ro_chunk *c, lookup_state *st, uint32_t *next) {
-  napi_value index, data, radix;
+  napi_value index, data, radix, resident;
+  napi_valuetype resident_type = napi_undefined;
   uint8_t *ibase, *dbase;
   uint64_t isize, dsize, count, data_size, bits = 0;
   uint32_t iwin, dwin;
@@ -350,6 +364,15 @@ static int read_chunk(napi_env env, napi_value spec, ro_chunk *c, lookup_state *
   c->data_size = data_size;
   c->radix = NULL;
   c->radix_bits = 0;
+  c->resident = NULL;
+  if (napi_get_named_property(env, spec, "resident", &resident) == napi_ok && napi_typeof(env, resident, &resident_type) == napi_ok &&
+      resident_type != napi_null && resident_type != napi_undefined) {
+    uint8_t *vec;
+    size_t vlen;
+    if (ro_get_bytes(env, resident, &vec, &vlen) != 0 || vlen < ro_pages_of(data_size)) return -1;
+    c->resident = vec;
+    if (napi_create_reference(env, resident, 1, &st->refs[(*next)++]) != napi_ok) return -1;
+  }
   if (radix_type != napi_null && radix_type != napi_undefined) {
     uint32_t *r;
     size_t rlen;
@@ -393,7 +416,7 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < chunk_count; i++) {
     napi_value c;
     if (napi_get_element(env, chunks, i, &c) != napi_ok) break;
-    refs += 1 + windows_count(env, c, "index") + windows_count(env, c, "data");
+    refs += 2 + windows_count(env, c, "index") + windows_count(env, c, "data");
   }
   st->chunks = calloc(chunk_count, sizeof *st->chunks);
   st->refs = calloc(refs, sizeof *st->refs);
@@ -416,6 +439,7 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
   st->store.binary = binary;
   st->store.check_crc = check_crc;
   st->store.collide_bits = collide_bits;
+  st->store.page_shift = ro_page_shift();
   napi_value result, get, get_many, close;
   if (napi_create_object(env, &result) != napi_ok ||
       napi_create_function(env, "get", NAPI_AUTO_LENGTH, get_fn, st, &get) != napi_ok) {

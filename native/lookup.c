@@ -120,15 +120,31 @@ static uint64_t search(const ro_store *s, const ro_chunk *c, uint64_t target, ui
 
 enum { NOT_THIS_KEY = 2 };
 
+/* Whether every page of [off, off + len) of c's data is marked resident (len > 0). */
+static inline int resident(const ro_store *s, const ro_chunk *c, uint64_t off, uint64_t len) {
+  for (uint64_t p = off >> s->page_shift, last = (off + len - 1) >> s->page_shift; p <= last; p++)
+    if (!(c->resident[p] & 1)) return 0;
+  return 1;
+}
+
 /* RO_HIT, NOT_THIS_KEY (a hash-prefix collision), or an RO_E_* code. */
 static int check_record(const ro_store *s, const ro_chunk *c, uint64_t off, const uint8_t *key, size_t len, uint64_t prefix,
                         ro_hit *out) {
   out->record_offset = off;
   if (off < RO_HEADER_SIZE || off > c->data_size || c->data_size - off < RO_RECORD_HEADER_SIZE) return RO_E_BAD_OFFSET;
+  int cold = s->cold_check && c->resident != NULL;
+  if (cold && !resident(s, c, off, RO_RECORD_HEADER_SIZE)) {
+    out->value_length = 0;
+    return RO_COLD;
+  }
   const uint8_t *rec = c->data + off;
   uint64_t klen = ro_le32(rec), vlen = ro_le32(rec + 4);
   uint64_t body = klen + vlen;
   if (body > c->data_size - off - RO_RECORD_HEADER_SIZE) return RO_E_PAST_END;
+  if (cold && !resident(s, c, off, RO_RECORD_HEADER_SIZE + body)) {
+    out->value_length = RO_RECORD_HEADER_SIZE + body;
+    return RO_COLD;
+  }
   const uint8_t *stored_key = rec + RO_RECORD_HEADER_SIZE;
   if (s->check_crc && ro_crc32(0, stored_key, (size_t)body) != ro_le32(rec + 8)) return RO_E_CRC;
   if (klen == len && memcmp(stored_key, key, len) == 0) {

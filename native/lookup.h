@@ -16,6 +16,7 @@ typedef struct {
   uint64_t data_size;
   const uint32_t *radix; /* NULL: no radix table */
   int radix_bits;
+  const uint8_t *resident; /* NULL, or one byte per data page (residency.h) */
 } ro_chunk;
 
 typedef struct {
@@ -24,6 +25,8 @@ typedef struct {
   int binary;       /* binary search instead of interpolation */
   int check_crc;    /* verify every record read against its CRC-32 */
   int collide_bits; /* -1: MD5; otherwise the test hash md5-collide-N */
+  int cold_check;   /* answer RO_COLD instead of reading a page not marked resident */
+  int page_shift;
 } ro_store;
 
 typedef struct {
@@ -41,7 +44,11 @@ enum {
   RO_E_CRC = -2,          /* a record fails its CRC */
   RO_E_FOREIGN_KEY = -3,  /* a record holds a key that does not belong to its index entry */
   RO_E_BAD_OFFSET = -4,   /* an index entry points outside the data file */
-  RO_E_ORDER = -5         /* index entries out of order (seen while searching) */
+  RO_E_ORDER = -5,        /* index entries out of order (seen while searching) */
+  /* With cold_check: the record's pages are not marked resident, and nothing of them was
+   * read; record_offset names the record, value_length the bytes to bring in (0: its
+   * header was not read either). */
+  RO_COLD = 4
 };
 
 void ro_key_hash(const ro_store *s, const uint8_t *key, size_t len, uint8_t out[16]);

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { ResidencyStats } from '../formats/store/store-reader-api'
 import type { SwapResult } from '../swapper/events'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
@@ -117,6 +118,43 @@ export class NodeMetrics {
         for (const s of dataDir()?.all() ?? []) this.set({ store: s.store }, s.stale ? 1 : 0)
       },
     })
+    this.residencyGauges(dataDir, registers)
+  }
+
+  /**
+   * Gauges of the live readers' residency maps (docs/SERVING.md, "Stores larger than
+   * memory"), read when scraped. Counts start again at each swap (a new reader).
+   */
+  private residencyGauges(dataDir: () => DataDir<ServingMirror> | undefined, registers: Registry[]): void {
+    const gauge = (name: string, help: string, value: (r: ResidencyStats) => number | undefined): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['store'],
+        registers,
+        async collect() {
+          this.reset()
+          for (const s of dataDir()?.all() ?? []) {
+            const r = await s.serving.residency()
+            const v = r && value(r)
+            if (v !== undefined) this.set({ store: s.store }, v)
+          }
+        },
+      })
+    }
+    gauge('rostore_store_lookups', 'Lookups of the live version that asked its residency map', (r) => r.reads)
+    gauge('rostore_store_cold_lookups', 'Lookups whose record was not in memory: read on the libuv pool', (r) => r.coldReads)
+    gauge('rostore_store_page_cache_hit_ratio', 'Share of lookups whose record was in memory', (r) =>
+      r.reads === 0 ? undefined : 1 - r.coldReads / r.reads,
+    )
+    gauge('rostore_store_cold_reads_in_flight', 'Cold reads started and not finished', (r) => r.coldInFlight)
+    gauge('rostore_store_pages_read_per_cold_lookup', 'Pages a cold lookup brought in, on average', (r) =>
+      r.coldReads === 0 ? undefined : r.pagesRead / r.coldReads,
+    )
+    gauge('rostore_store_resident_ratio', 'Share of the live data pages in the page cache (last refresh)', (r) =>
+      r.pages === 0 ? undefined : r.residentPages / r.pages,
+    )
+    gauge('rostore_store_index_locked', '1 when the live index files are locked in memory', (r) => (r.indexLocked ? 1 : 0))
   }
 
   onSwap(r: SwapResult): void {

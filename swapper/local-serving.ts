@@ -1,5 +1,5 @@
 import { errorMessage } from '../common/errors'
-import type { StoreReader } from '../formats/store/store-reader-api'
+import type { ResidencyStats, StoreReader } from '../formats/store/store-reader-api'
 import { CorruptReadCounter, type CorruptReads } from './corrupt-reads'
 import { silentLogger, type SwapLogger } from './events'
 import { LiveStore } from './live-store'
@@ -126,6 +126,14 @@ export class LocalServingStore implements ServingMirror, ServedStore {
 
   corruptReads(): Promise<CorruptReads | undefined> {
     return Promise.resolve(this.corrupt.get())
+  }
+
+  residency(): Promise<ResidencyStats | undefined> {
+    const lease = this.live.acquire()
+    if (!lease) return Promise.resolve(undefined)
+    const stats = lease.reader.residency()
+    lease.release()
+    return Promise.resolve(stats)
   }
 
   accessMode(): Promise<string | undefined> {

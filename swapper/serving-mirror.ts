@@ -1,3 +1,4 @@
+import type { ResidencyStats } from '../formats/store/store-reader-api'
 import type { CorruptReads } from './corrupt-reads'
 import type { StaleMark } from './stale-mark'
 
@@ -44,6 +45,8 @@ export interface ServingMirror {
   accessMode(): Promise<string | undefined>
   /** Reads that found the files damaged, summed over every serving loop (undefined: none). */
   corruptReads(): Promise<CorruptReads | undefined>
+  /** The live reader's residency counters, summed over every serving loop (undefined: no map). */
+  residency(): Promise<ResidencyStats | undefined>
   /** Stop serving the store (node shutdown, or the store dropped); readers close once their requests are done. */
   close(): Promise<void>
 }

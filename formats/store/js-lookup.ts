@@ -1,6 +1,7 @@
 import { crc32 } from '../../common/crc32'
 import { md5 } from '../../common/md5'
 import {
+  LOOKUP_COLD,
   LOOKUP_HIT,
   LOOKUP_MISS,
   LOOKUP_NEEDS_ROOM,
@@ -28,6 +29,8 @@ const FOREIGN_KEY = -3
 const BAD_OFFSET = -4
 const ORDER = -5
 const NOT_THIS_KEY = 2
+/** The page the residency vector is indexed by in the twin (native: the system's). */
+const PAGE_BYTES = 4096
 
 interface Chunk {
   readonly spec: LookupChunkSpec
@@ -83,14 +86,33 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     return copy
   }
 
+  /** Whether [off, off + len) of c's data is marked resident (native: resident() in lookup.c). */
+  const resident = (c: Chunk, off: number, len: number): boolean => {
+    const vec = c.spec.resident as Uint8Array
+    for (let p = Math.floor(off / PAGE_BYTES), last = Math.floor((off + len - 1) / PAGE_BYTES); p <= last; p++) {
+      if (((vec[p] as number) & 1) === 0) return false
+    }
+    return true
+  }
+
+  let coldCheck = false
   const checkRecord = (c: Chunk, off: number, key: Uint8Array, hi: number, lo: number): number => {
     found.recordOffset = off
     const size = c.spec.dataSize
     if (off < HEADER_SIZE || off > size || size - off < RECORD_HEADER_SIZE) return BAD_OFFSET
+    const cold = coldCheck && c.spec.resident !== null
+    if (cold && !resident(c, off, RECORD_HEADER_SIZE)) {
+      found.valueLength = 0
+      return LOOKUP_COLD
+    }
     const head = new DataView(bytes(c, off, RECORD_HEADER_SIZE).slice().buffer)
     const klen = head.getUint32(0, true)
     const vlen = head.getUint32(4, true)
     if (klen + vlen > size - off - RECORD_HEADER_SIZE) return PAST_END
+    if (cold && !resident(c, off, RECORD_HEADER_SIZE + klen + vlen)) {
+      found.valueLength = RECORD_HEADER_SIZE + klen + vlen
+      return LOOKUP_COLD
+    }
     if (spec.checkCrc && crc32(bytes(c, off + RECORD_HEADER_SIZE, klen + vlen), 0) !== head.getUint32(8, true)) return CRC
     const stored = bytes(c, off + RECORD_HEADER_SIZE, klen)
     if (klen === key.length && equal(stored, key)) {
@@ -198,7 +220,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     const o = spec.out
     o[0] = found.chunk
     o[1] = status === LOOKUP_HIT ? found.valueOffset : 0
-    o[2] = status === LOOKUP_HIT ? found.valueLength : 0
+    o[2] = status === LOOKUP_HIT || status === LOOKUP_COLD ? found.valueLength : 0
     o[3] = found.probes
     o[4] = found.recordOffset
     return status
@@ -206,8 +228,9 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
 
   let closed = false
   return {
-    get(keyLength: number): number {
+    get(keyLength: number, cold = false): number {
       if (closed) throw new TypeError('get: the lookup is closed')
+      coldCheck = cold
       if (!Number.isInteger(keyLength) || keyLength < 0 || keyLength > spec.key.length) {
         throw new TypeError('get(keyLength): keyLength must fit the key buffer')
       }
@@ -218,8 +241,9 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       keyHash(key, hash)
       return write(lookupHashed(key, hash))
     },
-    getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array): void {
+    getMany(keys: Uint8Array, ends: Uint32Array, count: number, out: Float64Array, cold = false): void {
       if (closed) throw new TypeError('getMany: the lookup is closed')
+      coldCheck = cold
       if (count > ends.length || count * 4 > out.length) throw new TypeError('getMany: ends or out too short')
       const hashes = new Uint8Array(count * 16)
       const order = new Array<number>(count)
@@ -244,7 +268,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
         const status = lookupHashed(keys.subarray(start, ends[i]), hashes.subarray(i * 16, i * 16 + 16))
         out[4 * i] = status
         out[4 * i + 1] = found.chunk
-        out[4 * i + 2] = status < 0 ? found.recordOffset : found.valueOffset
+        out[4 * i + 2] = status < 0 || status === LOOKUP_COLD ? found.recordOffset : found.valueOffset
         out[4 * i + 3] = found.valueLength
       }
     },
@@ -262,6 +286,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       let pos = start
       for (let i = 0; i < count; i++) {
         const hit = results[4 * i] === LOOKUP_HIT
+        if (!hit && results[4 * i] !== LOOKUP_MISS) throw new TypeError('frame: a result that is neither a hit nor a miss')
         let value: Uint8Array | undefined
         if (hit) {
           const c = chunks[results[4 * i + 1] as number]
@@ -276,8 +301,16 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       }
       return pos
     },
-    getFramed(keyLength: number, out: Uint8Array, start: number, resp: boolean, absent: Uint8Array, suffix: Uint8Array): number {
-      const status = this.get(keyLength)
+    getFramed(
+      keyLength: number,
+      out: Uint8Array,
+      start: number,
+      resp: boolean,
+      absent: Uint8Array,
+      suffix: Uint8Array,
+      cold = false,
+    ): number {
+      const status = this.get(keyLength, cold)
       spec.out[5] = start
       if (status !== LOOKUP_HIT && status !== LOOKUP_MISS) return status
       const c = chunks[found.chunk] as Chunk

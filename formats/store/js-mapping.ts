@@ -114,3 +114,29 @@ export async function mapResidentJs(_windows: readonly ArrayBufferLike[]): Promi
 export function dropCacheJs(_path: string): boolean {
   return false
 }
+
+/** Twin of adviseRandom: the windows are ordinary memory, nothing to advise. */
+export function adviseRandomJs(_windows: readonly ArrayBufferLike[]): number {
+  return 0
+}
+
+/** Twin of refreshResidency: the windows were read into memory, so every page is resident. */
+export async function refreshResidencyJs(_windows: readonly ArrayBufferLike[], vec: Uint8Array): Promise<number> {
+  vec.fill(1)
+  return vec.length
+}
+
+/** Twin of warmRecord: nothing to bring in. */
+export async function warmRecordJs(
+  _windows: readonly ArrayBufferLike[],
+  _vec: Uint8Array,
+  _offset: number,
+  _length: number,
+): Promise<number> {
+  return 0
+}
+
+/** Twin of lockPages: ordinary memory. */
+export async function lockPagesJs(_windows: readonly ArrayBufferLike[]): Promise<number> {
+  return 0
+}

@@ -7,6 +7,7 @@ import { HEADER_SIZE, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHe
 import { chunkOf, dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE } from './record'
+import type { ResidencyMap } from './residency'
 import type { StoreOps } from './store-ops'
 import type { Preload } from './store-reader-api'
 
@@ -26,7 +27,13 @@ export interface MappedChunkOptions {
   readonly windowBytes: number
   /** Hashes a key as the store's metadata says (md5, or a test hash). */
   readonly keyHash: (key: Uint8Array, out: Uint8Array) => void
+  /** Cold reads on the pool: the data mapping is MADV_RANDOM and tracked here. */
+  readonly residency: ResidencyMap | undefined
 }
+
+/** The smallest page size of the systems rostore runs on: a residency vector of one byte per
+ *  this many bytes has a byte for every page (the addon indexes it by the real page size). */
+const MIN_PAGE_BYTES = 4096
 
 /** Fewer entries than this get no radix table (interpolation alone is as good there). */
 const RADIX_MIN_ENTRIES = 64
@@ -57,6 +64,14 @@ export async function openMappedChunk(
   // private writable mapping turns a caller's write into a copied page, not a SIGSEGV.
   const index = await ops.mapFile(indexFile, false, o.windowBytes)
   const data = await ops.mapFile(dataFile, true, o.windowBytes)
+  let resident: Uint8Array | null = null
+  if (o.residency && data.size >= HEADER_SIZE) {
+    // Random reads: a fault brings in its page, not megabytes of read-ahead around it.
+    ops.adviseRandom(data.windows)
+    resident = o.residency.track(data.windows, data.size, MIN_PAGE_BYTES)
+    // The header and the first record are read below on this thread: brought in on the pool first.
+    await ops.warmRecord(data.windows, resident, 0, HEADER_SIZE)
+  }
 
   const ih = decodeIndexHeader(headerOf(index, indexFile), indexFile)
   if (!ih.fileId.equals(expectedId) || ih.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node or chunk`)
@@ -84,11 +99,23 @@ export async function openMappedChunk(
     if (scan.status === SCAN_ORDER) corrupt(indexFile, `entry ${scan.entry} is out of hash order`)
     if (scan.status !== SCAN_OK) corrupt(indexFile, `entry ${scan.entry} has a bad data offset`)
   }
+  if (o.residency && o.preload !== 'none') o.residency.noteIndexLock(await ops.lockPages(index.windows))
   if (o.preload === 'all') await ops.prefetch(data.windows)
   // The data pages cached already (a version fetched or installed moments ago) are mapped
   // now, on the libuv pool, rather than faulted in one by one by the first reads.
   else if (o.preload === 'index') await ops.mapResident(data.windows)
-  const spec: MappedChunk = { index: index.windows, count, data: data.windows, dataSize: data.size, radix, radixBits, indexFile, dataFile }
+  const spec: MappedChunk = {
+    index: index.windows,
+    count,
+    data: data.windows,
+    dataSize: data.size,
+    radix,
+    radixBits,
+    resident,
+    indexFile,
+    dataFile,
+  }
+  if (resident && count > 0) await ops.warmRecord(data.windows, resident, firstRecordOffset(spec), 0)
   checkFirstKey(spec, chunk, meta, o.keyHash)
   return spec
 }
@@ -107,11 +134,8 @@ function headerOf(f: MappedFile, file: string): Buffer {
 function checkFirstKey(c: MappedChunk, chunk: number, meta: StoreMetadata, keyHash: (key: Uint8Array, out: Uint8Array) => void): void {
   if (c.count === 0) return
   const entry = bytesAt(c.index, HEADER_SIZE, INDEX_ENTRY_SIZE)
-  const ev = new DataView(entry.buffer, entry.byteOffset, entry.byteLength)
-  const offHi = ev.getUint32(12, true)
-  const offset = offHi * 0x100000000 + ev.getUint32(8, true)
-  if (offHi >= 0x200000 || offset < HEADER_SIZE || offset + RECORD_HEADER_SIZE > c.dataSize)
-    corrupt(c.indexFile, `entry 0 has a bad data offset ${offset}`)
+  const offset = firstRecordOffset(c)
+  if (offset < HEADER_SIZE || offset + RECORD_HEADER_SIZE > c.dataSize) corrupt(c.indexFile, `entry 0 has a bad data offset ${offset}`)
   const head = bytesAt(c.data, offset, RECORD_HEADER_SIZE)
   const keyLen = new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(0, true)
   if (offset + RECORD_HEADER_SIZE + keyLen > c.dataSize) corrupt(c.dataFile, `record at offset ${offset} runs past the end of the file`)
@@ -123,6 +147,14 @@ function checkFirstKey(c: MappedChunk, chunk: number, meta: StoreMetadata, keyHa
       `the first record's key does not hash to its index entry and chunk (metadata keyHash ${meta.keyHash}, ${meta.chunks} chunks)`,
     )
   }
+}
+
+/** The data offset index entry 0 names (NaN-free: past any file when the entry is damaged). */
+function firstRecordOffset(c: MappedChunk): number {
+  const entry = bytesAt(c.index, HEADER_SIZE, INDEX_ENTRY_SIZE)
+  const ev = new DataView(entry.buffer, entry.byteOffset, entry.byteLength)
+  const offHi = ev.getUint32(12, true)
+  return offHi >= 0x200000 ? Number.MAX_SAFE_INTEGER : offHi * 0x100000000 + ev.getUint32(8, true)
 }
 
 /** `len` bytes at `offset` of a windowed file: a view, or a copy when they straddle two windows. */

@@ -1,17 +1,24 @@
 import { StoreError } from '../../common/errors'
-import { LOOKUP_HIT, LOOKUP_MISS, LOOKUP_NEEDS_ROOM, lookupFailure, type LookupFunctions } from '../../common/native'
+import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, LOOKUP_NEEDS_ROOM, lookupFailure, type LookupFunctions } from '../../common/native'
 import type { ValueCodec } from './codec'
 import { corrupt } from './header'
 import { KeyBatch } from './key-batch'
 import { releaseMappingsSoon } from './mapping-release'
 import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
+import type { ResidencyMap, ResidencyStats } from './residency'
 import type { StoreOps } from './store-ops'
 import type { AccessMode, FrameSink, StoreReader, ValueFraming } from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
 const KEY_SCRATCH_BYTES = 1 << 16
+/**
+ * Warm-ups of one async read before it reads through the mapping whatever the map says:
+ * a record found cold again (evicted between warm-up and read, or a hash collision's
+ * second record) costs another round on the pool, and progress is guaranteed.
+ */
+const MAX_WARM_ROUNDS = 3
 
 /**
  * The 'mmap' reader: one native call per lookup (hash, chunk, search, record checks) and
@@ -34,6 +41,7 @@ export class MappedStoreReader implements StoreReader {
     private readonly ops: StoreOps,
     chunks: readonly MappedChunk[],
     private readonly codec: ValueCodec,
+    private readonly map: ResidencyMap | undefined,
     opts: { readonly binary: boolean; readonly verifyRecords: boolean; readonly collideBits: number },
   ) {
     this.chunks = chunks
@@ -63,6 +71,65 @@ export class MappedStoreReader implements StoreReader {
     return this.value(out[0] as number, out[1] as number, out[2] as number)
   }
 
+  async getAsync(key: Uint8Array | string): Promise<Buffer | undefined> {
+    await this.warmRounds([key])
+    return this.get(key)
+  }
+
+  async getManyAsync(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
+    await this.warmRounds(keys)
+    return this.getMany(keys)
+  }
+
+  warm(keys: readonly (Uint8Array | string)[]): Promise<void> | undefined {
+    return this.warmOnce(keys, true)
+  }
+
+  private async warmRounds(keys: readonly (Uint8Array | string)[]): Promise<void> {
+    for (let round = 0; round < MAX_WARM_ROUNDS; round++) {
+      const w = this.warmOnce(keys, round === 0)
+      if (!w) return
+      await w
+    }
+  }
+
+  /** warm(); `counted`: the keys count as reads in the map's hit ratio (a retry does not). */
+  private warmOnce(keys: readonly (Uint8Array | string)[], counted: boolean): Promise<void> | undefined {
+    const map = this.map
+    if (!map) return undefined
+    if (counted) map.reads += keys.length
+    const cold = this.coldRecords(keys)
+    if (!cold) return undefined
+    if (cold.length === 3) return map.warm(cold[0] as number, cold[1] as number, cold[2] as number)
+    const warms: Promise<void>[] = []
+    for (let i = 0; i < cold.length; i += 3) warms.push(map.warm(cold[i] as number, cold[i + 1] as number, cold[i + 2] as number))
+    return Promise.all(warms).then(() => undefined)
+  }
+
+  /** (chunk, record offset, bytes) of each record of `keys` not marked resident, or undefined when none. */
+  private coldRecords(keys: readonly (Uint8Array | string)[]): number[] | undefined {
+    const lookup = this.open()
+    const len = keys.length === 1 ? this.writeKey(keys[0] as Uint8Array | string) : -1
+    if (len >= 0) {
+      if (lookup.get(len, true) !== LOOKUP_COLD) return undefined
+      const out = this.out
+      return [out[0] as number, out[4] as number, out[2] as number]
+    }
+    const b = this.batch
+    b.fill(keys)
+    lookup.getMany(b.bytes, b.ends, keys.length, b.out, true)
+    const out = b.out
+    let cold: number[] | undefined
+    for (let i = 0; i < keys.length; i++) {
+      if (out[4 * i] === LOOKUP_COLD) (cold ??= []).push(out[4 * i + 1] as number, out[4 * i + 2] as number, out[4 * i + 3] as number)
+    }
+    return cold
+  }
+
+  residency(): ResidencyStats | undefined {
+    return this.map?.stats()
+  }
+
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
     const out = this.lookupMany(keys)
     const values = new Array<Buffer | undefined>(keys.length)
@@ -85,17 +152,25 @@ export class MappedStoreReader implements StoreReader {
     return writeFramed(framing, keys.length, values, undefined, maxBytes)
   }
 
-  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean {
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink, ifResident: true): boolean | undefined
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink, ifResident = false): boolean | undefined {
     const lookup = this.open()
+    const cold = ifResident && this.map !== undefined
     const len = this.writeKey(key)
-    if (len < 0 || !this.plain) return writeValueInto(sink, framing, len < 0 ? this.getMany([key])[0] : this.get(key))
+    if (len < 0 || !this.plain) {
+      if (cold && this.coldRecords([key]) !== undefined) return undefined
+      return writeValueInto(sink, framing, len < 0 ? this.getMany([key])[0] : this.get(key))
+    }
+    if (cold) (this.map as ResidencyMap).reads++
     const prefix = framing.prefix
     const resp = framing.length === 'resp'
     const out = this.out
     // Room for the usual answer; a value too long for it is framed again after growing.
     sink.reserve(prefix.length + 64)
     for (;;) {
-      const status = lookup.getFramed(len, sink.buf, sink.pos + prefix.length, resp, framing.absent, framing.suffix)
+      const status = lookup.getFramed(len, sink.buf, sink.pos + prefix.length, resp, framing.absent, framing.suffix, cold)
+      if (status === LOOKUP_COLD) return undefined
       if (status === LOOKUP_NEEDS_ROOM) {
         sink.reserve(prefix.length + (out[2] as number) + 24 + framing.suffix.length + framing.absent.length)
         continue
@@ -118,6 +193,7 @@ export class MappedStoreReader implements StoreReader {
     // view of them (a value held by a caller) is reachable, at the collection asked for
     // here (or a later one, for values still held).
     if (!this.lookup) return
+    this.map?.close()
     this.lookup.close()
     this.lookup = undefined
     this.chunks = []

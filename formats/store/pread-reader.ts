@@ -1,4 +1,4 @@
-import { closeSync, readSync } from 'node:fs'
+import { closeSync, read, readSync } from 'node:fs'
 import { readU32BE } from '../../common/bytes'
 import { StoreError } from '../../common/errors'
 import { chunkOf } from './layout'
@@ -9,7 +9,7 @@ import { createKeyHasher, keyBytes, type KeyHasher } from './key-hash'
 import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
 import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from './search'
-import type { AccessMode, FrameSink, Preload, StoreReader, ValueFraming } from './store-reader-api'
+import type { AccessMode, FrameSink, Preload, ResidencyStats, StoreReader, ValueFraming } from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Largest first read of a record; records beyond it take a second read. */
@@ -50,6 +50,8 @@ class PreadStoreReader implements StoreReader {
   // Never pooled (alloc, not allocUnsafe), so no other Buffer shares its memory.
   private readonly scratch = Buffer.alloc(MAX_READ_AHEAD)
   private closed = false
+  /** Async pre-reads in flight: the descriptors close only once they are done. */
+  private prereads = 0
 
   constructor(
     readonly dir: string,
@@ -99,13 +101,34 @@ class PreadStoreReader implements StoreReader {
     return values
   }
 
+  async getAsync(key: Uint8Array | string): Promise<Buffer | undefined> {
+    await this.preread([key])
+    return this.get(key)
+  }
+
+  async getManyAsync(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
+    await this.preread(keys)
+    return this.getMany(keys)
+  }
+
+  /** No residency map in this mode: servers read synchronously, as they always did here. */
+  warm(_keys: readonly (Uint8Array | string)[]): Promise<void> | undefined {
+    return undefined
+  }
+
+  residency(): ResidencyStats | undefined {
+    return undefined
+  }
+
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming): Buffer
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes: number): Buffer | undefined
   getManyFramed(keys: readonly (Uint8Array | string)[], framing: ValueFraming, maxBytes?: number): Buffer | undefined {
     return writeFramed(framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
 
-  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean {
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink, ifResident: true): boolean | undefined
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean | undefined {
     return writeValueInto(sink, framing, this.get(key))
   }
 
@@ -138,7 +161,38 @@ class PreadStoreReader implements StoreReader {
   close(): void {
     if (this.closed) return
     this.closed = true
+    if (this.prereads === 0) this.closeFiles()
+  }
+
+  private closeFiles(): void {
     for (const c of this.chunks) closeSync(c.dataFd)
+  }
+
+  /**
+   * Reads the first bytes of each key's record (as find() would) on the libuv pool, so
+   * that the synchronous lookup that follows finds them in the page cache. The bytes are
+   * not used: find() reads and checks the record again.
+   */
+  private async preread(keys: readonly (Uint8Array | string)[]): Promise<void> {
+    if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
+    const reads: Promise<void>[] = []
+    for (const key of keys) {
+      const hash = this.hasher.hash(keyBytes(key))
+      const chunk = this.chunks[chunkOf(hash, this.chunks.length)] as OpenChunk
+      const pos = this.search(chunk, readU32BE(hash, 0), readU32BE(hash, 4), this.counter)
+      if (pos >= chunk.hi.length) continue
+      const offset = chunk.offsets[pos] as number
+      const n = Math.min(chunk.readAhead, Math.max(0, chunk.dataSize - offset))
+      if (n === 0) continue
+      reads.push(new Promise((resolve) => read(chunk.dataFd, Buffer.allocUnsafe(n), 0, n, offset, () => resolve())))
+    }
+    if (reads.length === 0) return
+    this.prereads++
+    try {
+      await Promise.all(reads)
+    } finally {
+      if (--this.prereads === 0 && this.closed) this.closeFiles()
+    }
   }
 
   /** One pread of the chunk's read-ahead covers header, key and a typical value. `hash` is the key's. */

@@ -2,7 +2,17 @@ import { crc32, crc32Batch } from '../../common/crc32'
 import { md5, md5Batch } from '../../common/md5'
 import { nativeFunctions, type NativeFunctions } from '../../common/native'
 import { createLookupJs } from './js-lookup'
-import { dropCacheJs, mapResidentJs, prefetchJs, readFileWindows, scanIndexJs } from './js-mapping'
+import {
+  adviseRandomJs,
+  dropCacheJs,
+  lockPagesJs,
+  mapResidentJs,
+  prefetchJs,
+  readFileWindows,
+  refreshResidencyJs,
+  scanIndexJs,
+  warmRecordJs,
+} from './js-mapping'
 
 /**
  * The functions the memory-mapped reader is built on, in two implementations with one
@@ -24,6 +34,10 @@ export const jsStoreOps: StoreOps = {
   prefetch: prefetchJs,
   mapResident: mapResidentJs,
   createLookup: createLookupJs,
+  adviseRandom: adviseRandomJs,
+  refreshResidency: refreshResidencyJs,
+  warmRecord: warmRecordJs,
+  lockPages: lockPagesJs,
 }
 
 /** The addon's functions, or undefined when it is not available (see common/native.ts). */

@@ -1,5 +1,8 @@
 import type { StoreMetadata } from './metadata'
+import type { ColdReadMode, ResidencyStats } from './residency'
 import type { SearchStrategy } from './search'
+
+export type { ColdReadMode, ResidencyStats } from './residency'
 
 /** How a reader reaches the files: memory-mapped through the addon, or pread. */
 export const ACCESS_MODES = ['mmap', 'pread'] as const
@@ -9,11 +12,15 @@ export const PRELOADS = ['index', 'all', 'none'] as const
 export type Preload = (typeof PRELOADS)[number]
 
 /**
- * Read side of one node directory of one store version. Lookups are synchronous: in
- * 'mmap' mode a lookup is one call into the addon over the mapped files (no system call,
- * no copy) and the value is a view of the mapping; in 'pread' mode it is an index search
- * over typed arrays plus one pread of a page-cached file. A read that misses the page
- * cache blocks the caller in both modes; see docs/SERVING.md.
+ * Read side of one node directory of one store version. get() and getMany() are
+ * synchronous: in 'mmap' mode a lookup is one call into the addon over the mapped files
+ * (no system call, no copy) and the value is a view of the mapping; in 'pread' mode it is
+ * an index search over typed arrays plus one pread. A record that is not in the page cache
+ * is read from the disk on the caller's thread by these two: one page (the data mappings
+ * are MADV_RANDOM), for one device latency. getAsync() and getManyAsync() never wait on
+ * the disk on the caller's thread: a cold record is read on the libuv pool first (several
+ * at once for a batch), and hot records are answered as fast as get(). See
+ * docs/SERVING.md, "Stores larger than memory".
  *
  * Values in 'mmap' mode are views of the mapped data file: treat them as read-only.
  * (Writing into one does not crash the process, the mapping is private, but it changes
@@ -33,6 +40,20 @@ export interface StoreReader {
    * chunk and hash), so a batch walks each file forward.
    */
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[]
+  /** get() that reads a cold record on the libuv pool instead of the caller's thread. */
+  getAsync(key: Uint8Array | string): Promise<Buffer | undefined>
+  /** getMany() whose cold records are read on the libuv pool, all at once, first. */
+  getManyAsync(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]>
+  /**
+   * For servers that read with the synchronous methods: undefined when every record `keys`
+   * name is in memory (as far as the reader's residency map knows: no system call), else a
+   * Promise that resolves once the cold ones were read on the libuv pool, all at once; the
+   * synchronous read that follows then does not wait on the disk. Always undefined in
+   * 'pread' mode and with coldReads 'sync' (no residency map).
+   */
+  warm(keys: readonly (Uint8Array | string)[]): Promise<void> | undefined
+  /** The residency map's counters ('mmap' mode with coldReads 'pool'), else undefined. */
+  residency(): ResidencyStats | undefined
   /**
    * The batch path for wire encoders: looks `keys` up and writes every answer, framed, into
    * one Buffer (see ValueFraming), with no Buffer per value. Same errors as getMany. With
@@ -50,9 +71,11 @@ export interface StoreReader {
   /**
    * get() with the answer framed into `sink` (the framing's prefix, then the value's frame
    * or the absent marker): a GET reply written straight from the mapping into a
-   * connection's output, with no Buffer for the value. Whether the key was found.
+   * connection's output, with no Buffer for the value. Whether the key was found. With
+   * `ifResident`, undefined (nothing written) when the record is cold: warm([key]) it.
    */
   getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean
+  getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink, ifResident: true): boolean | undefined
   /** Index entries compared by the last get(), for benchmarks. */
   readonly lastProbes: number
   /**
@@ -118,4 +141,14 @@ export interface OpenOptions {
    * Larger files are exposed as several consecutive windows. For tests of that path.
    */
   readonly mapWindowBytes?: number
+  /**
+   * 'mmap' mode, records not in memory: 'pool' (default) maps the data files MADV_RANDOM
+   * (a cold record costs its own pages, no read-ahead) and keeps a residency map, so that
+   * getAsync, getManyAsync and warm() read cold records on the libuv pool; the index files
+   * are locked in memory (mlock) where the system allows it and preload is not 'none'.
+   * 'sync': the kernel's default read-ahead and no map (every read on the caller's thread).
+   */
+  readonly coldReads?: ColdReadMode
+  /** How often the residency map is refreshed from the kernel (mincore), in ms; default 1000, 0 never. */
+  readonly residencyRefreshMs?: number
 }

@@ -7,6 +7,7 @@ import { MappedStoreReader } from './mapped-reader'
 import type { StoreMetadata } from './metadata'
 import { readMetadata } from './metadata-io'
 import { openPreadStore } from './pread-reader'
+import { COLD_READ_MODES, DEFAULT_RESIDENCY_REFRESH_MS, ResidencyMap } from './residency'
 import { SEARCH_STRATEGIES } from './search'
 import { nativeStoreOps, type StoreOps } from './store-ops'
 import { ACCESS_MODES, PRELOADS, type OpenOptions, type StoreReader } from './store-reader-api'
@@ -57,11 +58,18 @@ export async function openMappedStore(ops: StoreOps, dir: string, metadata: Stor
       out.fill(0, 1, 8)
     }
   }
+  const residency = o.coldReads === 'pool' ? new ResidencyMap(ops, o.residencyRefreshMs) : undefined
   const chunks: MappedChunk[] = []
-  for (let c = 0; c < metadata.chunks; c++) {
-    chunks.push(await openMappedChunk(ops, dir, metadata, c, codec, { ...o, windowBytes: o.mapWindowBytes, keyHash }))
+  try {
+    for (let c = 0; c < metadata.chunks; c++) {
+      chunks.push(await openMappedChunk(ops, dir, metadata, c, codec, { ...o, windowBytes: o.mapWindowBytes, keyHash, residency }))
+    }
+    await residency?.start()
+  } catch (err) {
+    residency?.close()
+    throw err
   }
-  return new MappedStoreReader(dir, metadata, ops, chunks, codec, {
+  return new MappedStoreReader(dir, metadata, ops, chunks, codec, residency, {
     binary: o.search === 'binary',
     verifyRecords: o.verifyRecords,
     collideBits,
@@ -78,6 +86,12 @@ export function normalize(opts: OpenOptions): NormalizedOptions {
     access: opts.access ?? 'auto',
     preload: opts.preload ?? 'index',
     mapWindowBytes: opts.mapWindowBytes ?? DEFAULT_MAP_WINDOW_BYTES,
+    coldReads: opts.coldReads ?? 'pool',
+    residencyRefreshMs: opts.residencyRefreshMs ?? DEFAULT_RESIDENCY_REFRESH_MS,
+  }
+  if (!COLD_READ_MODES.includes(o.coldReads)) throw new RangeError(`unknown coldReads ${String(o.coldReads)}`)
+  if (!Number.isSafeInteger(o.residencyRefreshMs) || o.residencyRefreshMs < 0) {
+    throw new RangeError(`residencyRefreshMs must be a whole number of ms >= 0, got ${o.residencyRefreshMs}`)
   }
   if (!SEARCH_STRATEGIES.includes(o.search)) throw new RangeError(`unknown search ${String(o.search)}`)
   if (o.access !== 'auto' && !ACCESS_MODES.includes(o.access)) throw new RangeError(`unknown access mode ${String(o.access)}`)

@@ -5,7 +5,7 @@ import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'
 import type { ServedStore } from '../../swapper/served-store'
-import type { RespConnection } from './connection'
+import type { Deferred, RespConnection } from './connection'
 import { FORWARD_BATCH, getsCommand, type Forwarder } from './forwarder'
 import type { KeySpace } from './key-space'
 import { mgetReplyBytes } from './mget-encoding'
@@ -71,6 +71,8 @@ export class KeyReads {
    * GET-like: the value of the key in argument `arg`. With `framed` (GET's bulk reply), a
    * local answer is written by the reader straight into the connection's output in that
    * framing (by protocol), with no Buffer for the value; `reply` answers forwarded reads.
+   * A key whose record is not in memory is read on the libuv pool first, its reply in a
+   * deferred place in the order, so the event loop goes on with other commands.
    */
   one(conn: RespConnection, arg: number, reply: ValueReply, framed?: Readonly<Record<RespProto, ValueFraming>>): void {
     const p = conn.parser
@@ -80,7 +82,26 @@ export class KeyReads {
       conn.out().error(sv)
       return
     }
-    const key = p.args.subarray(this.d.keys.keyStart, end)
+    this.answerOne(conn, sv, p.args.subarray(this.d.keys.keyStart, end), reply, framed, undefined)
+  }
+
+  /**
+   * one() for a resolved key, written into `target` when given (a deferred reply whose
+   * record was brought in meanwhile: read through the mapping whatever the map says, so
+   * the command always progresses), else into the connection's output.
+   */
+  private answerOne(
+    conn: RespConnection,
+    sv: ServedStore,
+    key: Buffer,
+    reply: ValueReply,
+    framed: Readonly<Record<RespProto, ValueFraming>> | undefined,
+    target: Deferred | undefined,
+  ): void {
+    const out = target ? target.w : conn.out()
+    const done = (): void => {
+      if (target) conn.complete(target)
+    }
     const st = this.d.stats.store(sv.store)
     let route: StoreRoute | undefined
     let minVersion = 0
@@ -92,47 +113,63 @@ export class KeyReads {
       const version = reader.metadata.version
       route = this.d.routes.of(reader.metadata)
       if (!route) {
-        conn.out().error(LOADING)
-        return
+        out.error(LOADING)
+        return done()
       }
       minVersion = version
       if (!route.allLocal) part = partitionOf(route, key)
       if (sv.stale === undefined && (part < 0 || route.local[part] === 1)) {
-        let found = false
+        let found: boolean | undefined = false
+        let cold = false
+        let warming: Promise<void> | undefined
         let ok = true
         try {
-          if (framed) found = reader.getFramedInto(key, framed[conn.proto], conn.out())
-          else {
-            const value = reader.get(key)
-            found = value !== undefined
-            reply(conn.out(), value, conn)
+          if (framed) {
+            const framing = framed[conn.proto]
+            found = target ? reader.getFramedInto(key, framing, out) : reader.getFramedInto(key, framing, out, true)
+            if (found === undefined) {
+              cold = true
+              warming = reader.warm([key])
+            }
+          } else {
+            warming = target ? undefined : reader.warm([key])
+            cold = warming !== undefined
+            if (!cold) {
+              const value = reader.get(key)
+              found = value !== undefined
+              reply(out, value, conn)
+            }
           }
         } catch (err) {
           if (!isLookupFailure(err)) throw err
           ok = false
           this.localFailure(sv, version, err)
         }
+        if (cold) {
+          const copy = Buffer.from(key)
+          return this.afterWarm(conn, warming, (d) => this.answerOne(conn, sv, copy, reply, framed, d))
+        }
         if (ok) {
           this.d.stats.localKeys++
           if (found) st.localHits++
           else st.localMisses++
-          return
+          return done()
         }
       }
     } else {
       route = this.d.routes.lastKnown(sv.store)
       if (!route) {
-        conn.out().error(publicRespError('RO_UNAVAILABLE', 'no live version'))
-        return
+        out.error(publicRespError('RO_UNAVAILABLE', 'no live version'))
+        return done()
       }
     }
     if (part < 0) part = partitionOf(route, key)
     const targets = route.local[part] === 1 ? route.others[part] : route.replicas[part]
     if (!targets || targets.length === 0) {
-      conn.out().error(publicRespError('RO_UNAVAILABLE', 'no other replica'))
-      return
+      out.error(publicRespError('RO_UNAVAILABLE', 'no other replica'))
+      return done()
     }
-    const d = conn.defer()
+    const d = target ?? conn.defer()
     this.d.forwarder.fetch(getsCommand(sv.store, [key]), 1, targets, minVersion, (err, r) => {
       if (err || !r) {
         this.forwardFailure(sv.store, err)
@@ -147,6 +184,24 @@ export class KeyReads {
     })
   }
 
+  /**
+   * A command whose local records are cold: a deferred place in the reply order, the
+   * records brought in on the pool, then `answer` into it. Keys the answer reads must be
+   * copies: the parser's buffer is reused by the next read.
+   */
+  private afterWarm(conn: RespConnection, warming: Promise<unknown> | undefined, answer: (d: Deferred) => void): void {
+    const d = conn.defer()
+    this.d.stats.coldCommands++
+    void (warming ?? Promise.resolve()).then(
+      () => answer(d),
+      (err: unknown) => {
+        // A failed warm-up (the pool could not read the pages) is no answer: the read
+        // through the mapping reports what is wrong, as a synchronous read would.
+        this.d.log.warn('resp-warm-failed', { error: errorMessage(err) })
+        answer(d)
+      },
+    )
+  }
   /** MGET-like: the values of the keys in arguments `from` to the last, in order. */
   many(conn: RespConnection, from: number, reply: ValuesReply, direct?: DirectReply): void {
     const p = conn.parser
@@ -164,6 +219,32 @@ export class KeyReads {
       g.idx.push(i)
       g.keys.push(p.args.subarray(this.d.keys.keyStart, end))
     }
+    // Keys of partitions this node does not hold are not in its files: they find nothing
+    // cold, so every key of a group can be asked.
+    let warming: Promise<void>[] | undefined
+    for (const g of groups) {
+      const reader = g.sv.stale === undefined ? g.sv.live.currentReader : undefined
+      const w = reader?.warm(g.keys)
+      if (w) (warming ??= []).push(w)
+    }
+    if (!warming) return this.answerMany(conn, groups, n, reply, direct, undefined)
+    const copies = groups.map((g) => ({ sv: g.sv, idx: g.idx, keys: g.keys.map((k) => Buffer.from(k)) }))
+    this.afterWarm(conn, Promise.all(warming), (d) => this.answerMany(conn, copies, n, reply, direct, d))
+  }
+
+  /** many() for resolved keys, written into `target` when given (see answerOne), else into the connection's output. */
+  private answerMany(
+    conn: RespConnection,
+    groups: readonly StoreGroup[],
+    n: number,
+    reply: ValuesReply,
+    direct: DirectReply | undefined,
+    target: Deferred | undefined,
+  ): void {
+    const out = target ? target.w : conn.out()
+    const done = (): void => {
+      if (target) conn.complete(target)
+    }
     // One store, all local: the reply is written straight from the reader.
     const only = groups.length === 1 ? (groups[0] as StoreGroup) : undefined
     if (direct && only && only.sv.stale === undefined) {
@@ -172,16 +253,16 @@ export class KeyReads {
         try {
           const route = this.d.routes.of(lease.reader.metadata)
           if (route?.allLocal) {
-            const hits = direct(conn.out(), lease.reader, only.keys, conn)
+            const hits = direct(out, lease.reader, only.keys, conn)
             if (hits < 0) {
-              conn.out().error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
-              return
+              out.error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
+              return done()
             }
             const st = this.d.stats.store(only.sv.store)
             this.d.stats.localKeys += n
             st.localHits += hits
             st.localMisses += n - hits
-            return
+            return done()
           }
         } catch (err) {
           if (!isLookupFailure(err)) throw err
@@ -196,15 +277,15 @@ export class KeyReads {
     for (const g of groups) {
       const problem = this.plan(g, values, batches)
       if (problem) {
-        conn.out().error(problem)
-        return
+        out.error(problem)
+        return done()
       }
     }
     if (batches.length === 0) {
-      this.finish(conn, conn.out(), values, reply)
-      return
+      this.finish(conn, out, values, reply)
+      return done()
     }
-    const d = conn.defer()
+    const d = target ?? conn.defer()
     let pending = batches.length
     let failure: Error | undefined
     for (const b of batches) {

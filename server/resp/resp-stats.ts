@@ -25,6 +25,8 @@ export class RespStats {
   authFailures = 0
   /** Keys answered from this node's files. */
   localKeys = 0
+  /** Commands whose local records were cold: answered after a read on the libuv pool. */
+  coldCommands = 0
   /** Keys sent to another node. */
   forwardedKeys = 0
   /** Forward attempts that failed (connection, timeout, error reply, older version) and went to the next replica or failed. */

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import type { ResidencyStats } from '../../formats/store/store-reader-api'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
 import type { ServingMirror } from '../../swapper/serving-mirror'
@@ -45,9 +46,32 @@ async function storeStatus(sv: StoreVersions<ServingMirror>, admin: boolean): Pr
     stale: sv.stale ?? false,
     draining: await sv.serving.draining(),
     accessMode: (await sv.serving.accessMode()) ?? null,
+    coldReads: residencyStatus(await sv.serving.residency()),
     // The load error names files of the data directory: its text is for admins only.
     ...(sv.loadError ? { error: admin ? sv.loadError : 'the live version could not be opened', pointer: live ?? null } : {}),
   }
+}
+
+/**
+ * What /status says of a store's reads from memory and from the disk (docs/SERVING.md,
+ * "Stores larger than memory"): the share of the data in the page cache, the page-cache
+ * hit ratio of lookups, cold reads in flight and the pages read per cold lookup.
+ */
+function residencyStatus(r: ResidencyStats | undefined): Record<string, unknown> | null {
+  if (!r) return null
+  return {
+    residentFraction: r.pages === 0 ? 1 : round(r.residentPages / r.pages),
+    lookups: r.reads,
+    coldLookups: r.coldReads,
+    hitRatio: r.reads === 0 ? null : round(1 - r.coldReads / r.reads),
+    inFlight: r.coldInFlight,
+    pagesReadPerColdLookup: r.coldReads === 0 ? null : round(r.pagesRead / r.coldReads),
+    indexLocked: r.indexLocked,
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 10000) / 10000
 }
 
 /**

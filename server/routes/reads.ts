@@ -121,14 +121,26 @@ function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResp
   res.once('close', lease.release)
   const own = ownershipOf(lease.reader.metadata)
   if (own instanceof Promise) return own.then((o) => answerGet(ctx, sv, lease, key, o, res))
-  answerGet(ctx, sv, lease, key, own, res)
+  return answerGet(ctx, sv, lease, key, own, res)
 }
 
-function answerGet(ctx: ReadContext, sv: ServedStore, lease: ReaderLease, key: Uint8Array, own: Ownership, res: ServerResponse): void {
+function answerGet(
+  ctx: ReadContext,
+  sv: ServedStore,
+  lease: ReaderLease,
+  key: Uint8Array,
+  own: Ownership,
+  res: ServerResponse,
+  warmed = false,
+): Promise<void> | void {
   const store = sv.store
   // A key this node does not hold in its live version is not "absent": the client routed
   // by another layout (a version built for other nodes).
   if (!ownsKey(own, key)) return sendMisdirected(res, lease.reader.metadata, 'the key is')
+  // A cold record is read on the libuv pool first: the event loop goes on meanwhile.
+  const warming = warmed ? undefined : lease.reader.warm([key])
+  // The lease is released when the response closes: a client gone meanwhile is not answered.
+  if (warming) return warming.then(() => (res.destroyed ? undefined : answerGet(ctx, sv, lease, key, own, res, true)))
   const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
   const value = readMany(sv, lease, [key])[0]
   ctx.metrics.keys.inc({ store, result: value === undefined ? 'miss' : 'hit' })
@@ -213,6 +225,10 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   // The common case, an answer that fits in one window: the reader frames every value
   // straight from the mapping into a reused body (no Buffer per value, none per answer).
   if (keys.length <= MULTIGET_BATCH) {
+    // Every cold record of the request is read on the pool at once, then all are framed.
+    const warming = lease.reader.warm(keys)
+    if (warming) await warming
+    if (res.destroyed) return
     const sink = BODIES.acquire()
     let framed: boolean
     try {
@@ -239,7 +255,7 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   let bodyBytes = 0
   let truncated = false
   /** The next window of values; sets `truncated` when the limit stops it. */
-  const readWindow = (): (Buffer | undefined)[] => {
+  const readWindow = async (): Promise<(Buffer | undefined)[]> => {
     const values: (Buffer | undefined)[] = []
     let windowBytes = 0
     while (next < keys.length && windowBytes < limits.windowBytes && !truncated) {
@@ -248,7 +264,11 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
       const avgFrame = next === 0 ? 0 : bodyBytes / next
       const room = limits.windowBytes - windowBytes
       const n = next === 0 ? FIRST_BATCH : Math.max(1, Math.min(MULTIGET_BATCH, Math.floor(room / Math.max(avgFrame, 1))))
-      for (const value of readMany(sv, lease, keys.slice(next, next + n))) {
+      const batch = keys.slice(next, next + n)
+      const warming = lease.reader.warm(batch)
+      if (warming) await warming
+      if (res.destroyed) break
+      for (const value of readMany(sv, lease, batch)) {
         const frame = 4 + (value?.length ?? 0)
         if (bodyBytes + frame > budget) {
           if (next === 0) throw tooLarge(value?.length ?? 0, limits)
@@ -267,7 +287,7 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   const frames = (values: (Buffer | undefined)[], last: boolean): Buffer =>
     last && truncated ? Buffer.concat([encodeValues(values), encodeTruncated()]) : encodeValues(values)
 
-  const first = readWindow()
+  const first = await readWindow()
   if (next >= keys.length || truncated) {
     const out = frames(first, true)
     res.writeHead(200, { ...headers, 'Content-Length': out.length })
@@ -284,7 +304,7 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
       // The send timeout armed above cuts a client that stops reading: 'close' ends the wait.
       if (res.writableNeedDrain) await drainOrClose(res)
       if (res.destroyed) break
-      values = readWindow()
+      values = await readWindow()
     }
     res.end()
   }

@@ -1,3 +1,4 @@
+import { mergeResidency, type ResidencyStats } from '../../formats/store/residency'
 import { mergeCorruptReads, type CorruptReads } from '../../swapper/corrupt-reads'
 import { closeQuietly, openVersionReader, type OpenReader } from '../../swapper/open-version'
 import type { ServingMirror } from '../../swapper/serving-mirror'
@@ -98,6 +99,10 @@ export class FanoutMirror implements ServingMirror {
   async accessMode(): Promise<string | undefined> {
     const modes = new Set((await this.call({ op: 'accessMode', store: this.store })).filter((m): m is string => typeof m === 'string'))
     return modes.size === 0 ? undefined : modes.size === 1 ? [...modes][0] : 'mixed'
+  }
+
+  async residency(): Promise<ResidencyStats | undefined> {
+    return mergeResidency((await this.call({ op: 'residency', store: this.store })) as (ResidencyStats | undefined)[])
   }
 
   async corruptReads(): Promise<CorruptReads | undefined> {

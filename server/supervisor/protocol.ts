@@ -69,6 +69,7 @@ export type WorkerCall =
   | { readonly op: 'draining'; readonly store: string }
   | { readonly op: 'accessMode'; readonly store: string }
   | { readonly op: 'corruptReads'; readonly store: string }
+  | { readonly op: 'residency'; readonly store: string }
   | { readonly op: 'metrics' }
   | { readonly op: 'tls'; readonly cert: string; readonly key: string }
   /** The node's address book after it learned nodes (POST /admin/cluster/nodes); a new worker gets it in its config. */

@@ -45,7 +45,14 @@ function send(m: FromWorker): void {
  * so a slow drain never delays the next swap.
  */
 let queue: Promise<void> = Promise.resolve()
-const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set(['drained', 'draining', 'accessMode', 'corruptReads', 'metrics'])
+const BESIDE_THE_QUEUE: ReadonlySet<WorkerCall['op']> = new Set([
+  'drained',
+  'draining',
+  'accessMode',
+  'corruptReads',
+  'residency',
+  'metrics',
+])
 process.on('message', (m: unknown) => {
   if (!isToWorker(m)) return
   const failed = (err: unknown): void => log.error('worker-message-failed', { error: errorMessage(err) })

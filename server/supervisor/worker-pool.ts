@@ -4,6 +4,7 @@ import { Socket } from 'node:net'
 import type { Logger } from '../log'
 import { isHandOff, type HandOffMessage } from './stream-handoff'
 import { isFromWorker, type FromWorker, type StoreSnapshot, type ToWorker, type WorkerCall, type WorkerConfig } from './protocol'
+import { servingPoolEnv } from '../pool-threads'
 
 export interface WorkerPoolOptions {
   readonly size: number
@@ -97,7 +98,7 @@ export class WorkerPool {
   }
 
   private fork(index: number): Promise<void> {
-    const worker = cluster.fork({ ROSTORE_WORKER_INDEX: String(index) })
+    const worker = cluster.fork({ ROSTORE_WORKER_INDEX: String(index), ...servingPoolEnv() })
     const member: Member = { index, worker, initSent: false, serving: false, exited: false, pending: new Map() }
     this.members.set(worker.id, member)
     worker.on('message', (m: unknown, handle: unknown) => {

@@ -59,6 +59,7 @@ export class WorkerStores implements ServedStores {
       call.op === 'draining' ||
       call.op === 'accessMode' ||
       call.op === 'corruptReads' ||
+      call.op === 'residency' ||
       call.op === 'discard' ||
       call.op === 'close'
     ) {
@@ -98,6 +99,8 @@ export class WorkerStores implements ServedStores {
         return st.accessMode()
       case 'corruptReads':
         return st.corruptReads()
+      case 'residency':
+        return st.residency()
     }
   }
 

@@ -109,6 +109,7 @@ function section(s: RespService, sec: Section): string[] {
         `keyspace_hits:${st.keyspaceHits}`,
         `keyspace_misses:${st.keyspaceMisses}`,
         `rostore_local_keys:${st.localKeys}`,
+        `rostore_cold_commands:${st.coldCommands}`,
         `rostore_forwarded_keys:${st.forwardedKeys}`,
         `rostore_forward_failures:${st.forwardFailures}`,
         `rostore_peer_keys:${st.peerKeys}`,

@@ -27,6 +27,14 @@ function fakeReader(version: number): StoreReader & { closed: boolean } {
     getFramedInto(): boolean {
       throw new Error('not used here')
     },
+    getAsync(): Promise<Buffer | undefined> {
+      throw new Error('not used here')
+    },
+    getManyAsync(): Promise<(Buffer | undefined)[]> {
+      throw new Error('not used here')
+    },
+    warm: () => undefined,
+    residency: () => undefined,
     close() {
       if (r.closed) throw new Error('closed twice')
       r.closed = true

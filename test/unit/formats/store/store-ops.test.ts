@@ -122,7 +122,7 @@ describe.each(IMPLS)('%s', (_name, ops) => {
       const index = await ops.mapFile(join(dir, `${c}.index`), false, 65536)
       const data = await ops.mapFile(join(dir, `${c}.data`), true, 65536)
       const count = (index.size - HEADER_SIZE) / INDEX_ENTRY_SIZE
-      chunks.push({ index: index.windows, count, data: data.windows, dataSize: data.size, radix: null, radixBits: 0 })
+      chunks.push({ index: index.windows, count, data: data.windows, dataSize: data.size, radix: null, radixBits: 0, resident: null })
     }
     const key = Buffer.alloc(256)
     const out = new Float64Array(8)
@@ -165,7 +165,15 @@ test('native and JS lookups agree status by status, also on damaged records', as
     IMPLS.map(async ([, ops]) => {
       const index = await ops.mapFile(join(dir, '0.index'), false, 65536)
       const data = await ops.mapFile(file, true, 65536)
-      const chunk = { index: index.windows, count: 2000, data: data.windows, dataSize: data.size, radix: null, radixBits: 0 }
+      const chunk = {
+        index: index.windows,
+        count: 2000,
+        data: data.windows,
+        dataSize: data.size,
+        radix: null,
+        radixBits: 0,
+        resident: null,
+      }
       const key = Buffer.alloc(64)
       const out = new Float64Array(8)
       const lookup = ops.createLookup({ chunks: [chunk], key, out, binary: true, checkCrc: true, collideBits: -1 })

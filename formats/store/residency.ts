@@ -1,0 +1,172 @@
+import type { StoreOps } from './store-ops'
+
+/** How a reader treats records whose pages are not in memory (OpenOptions.coldReads). */
+export const COLD_READ_MODES = ['pool', 'sync'] as const
+export type ColdReadMode = (typeof COLD_READ_MODES)[number]
+
+/** Default period of the residency refresh (OpenOptions.residencyRefreshMs). */
+export const DEFAULT_RESIDENCY_REFRESH_MS = 1000
+
+/** What a reader's residency map has seen, for /status and /metrics. */
+export interface ResidencyStats {
+  /** Pages of the data files, and how many the last refresh found in memory. */
+  readonly pages: number
+  readonly residentPages: number
+  /** Lookups that asked the map, and those that found their record cold and read it on the pool. */
+  readonly reads: number
+  readonly coldReads: number
+  /** Cold reads started and not finished yet. */
+  readonly coldInFlight: number
+  /** Pages the cold reads brought in (device reads: each was not in memory when asked). */
+  readonly pagesRead: number
+  /** Whether the index files are locked in memory (mlock), and why not when they are not. */
+  readonly indexLocked: boolean
+  readonly indexLockError: string
+}
+
+/** One data file as the map tracks it. */
+interface TrackedFile {
+  readonly windows: readonly ArrayBufferLike[]
+  readonly vec: Uint8Array
+}
+
+/**
+ * Which pages of a reader's data files are in memory, as its lookups see it: one byte per
+ * page that the lookups read in place of asking the kernel, so a hot lookup makes no
+ * system call. A lookup that finds a page of its record unmarked answers "cold" without
+ * touching it, and the caller brings the record in with warm(), on the libuv pool, so the
+ * page fault blocks a pool thread instead of an event loop; the warm-up marks the pages.
+ * The kernel evicts pages without telling anyone, so a timer refreshes the map with
+ * mincore (on the pool); between refreshes a page evicted after it was marked is read by
+ * the lookup itself, one page (the mappings are MADV_RANDOM). docs/SERVING.md, "Stores
+ * larger than memory".
+ */
+export class ResidencyMap {
+  private readonly files: TrackedFile[] = []
+  private timer: NodeJS.Timeout | undefined
+  private closed = false
+  private refreshing = false
+  private resident = 0
+  private pageCount = 0
+  reads = 0
+  coldReads = 0
+  private inFlight = 0
+  private pagesRead = 0
+  private indexLockError = ''
+  private indexLocked = false
+
+  constructor(
+    private readonly ops: StoreOps,
+    private readonly refreshMs: number,
+  ) {}
+
+  /** A vector for one more data file (one byte per page), refreshed with the others. */
+  track(windows: readonly ArrayBufferLike[], size: number, pageSize: number): Uint8Array {
+    const vec = new Uint8Array(Math.ceil(size / pageSize))
+    this.files.push({ windows, vec })
+    this.pageCount += vec.length
+    return vec
+  }
+
+  /** The index files' lock result: 0, or the errno the kernel refused it with. */
+  noteIndexLock(errno: number): void {
+    if (errno === 0) {
+      if (this.indexLockError === '') this.indexLocked = true
+      return
+    }
+    this.indexLocked = false
+    this.indexLockError = `mlock refused (errno ${errno}): the index can be evicted under memory pressure`
+  }
+
+  /** Fills every vector from the kernel once, then every refreshMs (0: never again). */
+  async start(): Promise<void> {
+    await this.refresh()
+    if (this.refreshMs > 0) this.schedule()
+  }
+
+  /** Brings one record in (see ops.warmRecord); resolves when its pages are marked. */
+  warm(file: number, offset: number, length: number): Promise<void> {
+    const f = this.files[file]
+    if (!f) return Promise.resolve()
+    this.coldReads++
+    this.inFlight++
+    return this.ops.warmRecord(f.windows, f.vec, offset, length).then(
+      (fresh) => {
+        this.inFlight--
+        this.pagesRead += fresh
+      },
+      (err: unknown) => {
+        this.inFlight--
+        throw err
+      },
+    )
+  }
+
+  stats(): ResidencyStats {
+    return {
+      pages: this.pageCount,
+      residentPages: this.resident,
+      reads: this.reads,
+      coldReads: this.coldReads,
+      coldInFlight: this.inFlight,
+      pagesRead: this.pagesRead,
+      indexLocked: this.indexLocked,
+      indexLockError: this.indexLockError,
+    }
+  }
+
+  /**
+   * Stops the refresh and drops the map's references to the windows, so a closed reader's
+   * mappings can be unmapped; warm-ups already started hold their own.
+   */
+  close(): void {
+    this.closed = true
+    this.files.length = 0
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = undefined
+  }
+
+  private schedule(): void {
+    if (this.closed) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      void this.refresh().finally(() => this.schedule())
+    }, this.refreshMs)
+    this.timer.unref()
+  }
+
+  /** One file after the other, so a refresh holds one pool thread at a time. */
+  private async refresh(): Promise<void> {
+    if (this.refreshing || this.closed) return
+    this.refreshing = true
+    try {
+      let resident = 0
+      for (const f of this.files) {
+        if (this.closed) return
+        resident += await this.ops.refreshResidency(f.windows, f.vec).catch(() => 0)
+      }
+      this.resident = resident
+    } finally {
+      this.refreshing = false
+    }
+  }
+}
+
+/**
+ * The counters of several serving loops over the same files: reads and cold reads add up;
+ * pages and resident pages are the same files' (one page cache), so the largest is kept.
+ */
+export function mergeResidency(parts: readonly (ResidencyStats | undefined)[]): ResidencyStats | undefined {
+  const known = parts.filter((p): p is ResidencyStats => p !== undefined)
+  if (known.length === 0) return undefined
+  return {
+    pages: Math.max(...known.map((p) => p.pages)),
+    residentPages: Math.max(...known.map((p) => p.residentPages)),
+    reads: known.reduce((n, p) => n + p.reads, 0),
+    coldReads: known.reduce((n, p) => n + p.coldReads, 0),
+    coldInFlight: known.reduce((n, p) => n + p.coldInFlight, 0),
+    pagesRead: known.reduce((n, p) => n + p.pagesRead, 0),
+    indexLocked: known.every((p) => p.indexLocked),
+    indexLockError: known.find((p) => p.indexLockError !== '')?.indexLockError ?? '',
+  }
+}
