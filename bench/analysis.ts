@@ -45,7 +45,25 @@ const ON_MET: Record<string, string> = {
   'resp-get-cpu': RESP_GET_CPU_SIDE_BY_SIDE,
 }
 
+const COLD_CPU = `What bounds a node's cold reads on this VM is CPU, not the device. perf over a node under cold RESP GETs: a third of the
+node's samples in the kernel's \`pvm_irq_enable\` and another tenth in \`iowrite16\` (the virtio-blk queue notification):
+this VM runs under a paravirtual hypervisor where enabling interrupts, thread wake-ups and device kicks are traps. A cold
+GET costs ~110 µs of system time and ~45 µs of user time there (the page fault path, one kick per read, the pool
+thread's wake-up and the completion's), so 2 cores, which also run redis-benchmark, answer ~10k cold GETs/s; fio with
+direct I/O and libaio reaches 47k at queue depth 32 because it batches submissions and skips the page cache. Measured
+alternatives for the warm-up, one process, 32 reads in flight: MADV_POPULATE_READ on the pool 28k/s, fs.read on the pool
+32k/s, fs.read through libuv's io_uring 95k/s (15 µs of CPU per read); in the node the populate won (9.9-10.1k GETs/s
+against 8.6-9.1k for fs.read on the pool and 7.2k with io_uring, whose polling kernel thread per process competes with
+the workers on 2 cores). Next steps with a measured lever: submitting a command's or a connection batch's cold reads
+in one system call (io_uring without SQPOLL from the addon, or process_madvise(MADV_WILLNEED) over the ranges, both
+plugged into one submission), which removes most of the per-read traps; and serving a cold record from the bytes read
+instead of faulting them into the mapping again. The in-process getAsync pays a pool round trip per read at queue
+depth 1 (two wake-ups); the synchronous get pays the page fault alone.`
+
 const WHY: Record<string, string> = {
+  'cold-inproc': COLD_CPU,
+  'cold-resp': COLD_CPU,
+  'cold-mget': COLD_CPU,
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
 workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
 record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the serving event loop in slices of 64 KiB between throttle

@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore' | 'cold'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -69,6 +69,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick', '--runs', '1'] : ['--runs', String(Math.min(ctx.runs, 2))]),
     timeoutSec: (ctx) => (ctx.quick ? 900 : 2 * 3600),
     goals: () => [],
+  },
+  {
+    id: 'cold',
+    file: 'cold-bench.js',
+    title: '4g. Stores larger than memory: cold reads vs fio',
+    args: (ctx) => (ctx.quick ? ['--quick'] : []),
+    timeoutSec: (ctx) => (ctx.quick ? 1200 : 3600),
+    goals: coldGoals,
   },
   {
     id: 'hadoop',
@@ -278,5 +286,22 @@ export function dumpGoals(md: string | undefined, reason?: string): GoalRow[] {
     const r = t?.rows.find((row) => re.test(row[0] ?? ''))
     if (!t || !r) return goal(id, text, target, `not run: ${reason ?? 'no table'}`, undefined)
     return goal(id, text, r[1] ?? target, r[2] ?? '', r[3] === 'met')
+  })
+}
+
+/** The cold-read goals, from the goal table cold-bench.ts prints (its own verdicts). */
+export function coldGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const ids: [string, string, string][] = [
+    ['cold-inproc', 'In-process cold get, one thread, vs fio QD1', '≥ 0.8×'],
+    ['cold-resp', 'Node cold RESP GET, 64 connections, vs fio QD32', '≥ 0.6×'],
+    ['cold-mget', 'Node cold HTTP multi-get of 100 (keys/s), vs fio QD32', '≥ 0.6×'],
+    ['cold-bytes', 'Device bytes per cold lookup, 1 KiB values', '≤ 2 pages'],
+    ['cold-hit', 'Data cached at the end of each cold row (bounds its hit ratio)', '< 25%'],
+  ]
+  const t = md ? parseTables(md).find((x) => column(x, /^goal id$/) >= 0) : undefined
+  return ids.map(([id, text, target]) => {
+    const row = t?.rows.find((r) => r[0] === id)
+    if (!row) return goal(id, text, target, `not run: ${reason ?? 'no goal table'}`, undefined)
+    return goal(id, text, target, row[3] ?? '', row[4] === 'met')
   })
 }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the whole benchmark suite, writing bench/RESULTS.md.
  *
- *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,lookup,serve,resp,fetch,swap,push,dump,soak,objstore,memory,hadoop,ray]
+ *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,lookup,serve,resp,fetch,swap,push,dump,soak,objstore,cold,memory,hadoop,ray]
  *                          [--runs N] [--seed N] [--out FILE]
  *   node dist/bench/run.js --render [FILE]   re-render FILE (default bench/RESULTS.md) from the
  *                                             sections the last run saved, e.g. after editing analysis.ts
@@ -27,7 +27,22 @@ import { runRespServeBench, runServeBench } from './serve-bench'
 import { mdTable } from './stats'
 import { log, machineFacts, toolVersion, which } from './system'
 
-const ALL = ['build', 'lookup', 'serve', 'resp', 'fetch', 'swap', 'push', 'dump', 'soak', 'objstore', 'memory', 'hadoop', 'ray'] as const
+const ALL = [
+  'build',
+  'lookup',
+  'serve',
+  'resp',
+  'fetch',
+  'swap',
+  'push',
+  'dump',
+  'soak',
+  'objstore',
+  'cold',
+  'memory',
+  'hadoop',
+  'ray',
+] as const
 type BenchId = (typeof ALL)[number]
 
 interface Args {

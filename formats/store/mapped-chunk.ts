@@ -31,10 +31,6 @@ export interface MappedChunkOptions {
   readonly residency: ResidencyMap | undefined
 }
 
-/** The smallest page size of the systems rostore runs on: a residency vector of one byte per
- *  this many bytes has a byte for every page (the addon indexes it by the real page size). */
-const MIN_PAGE_BYTES = 4096
-
 /** Fewer entries than this get no radix table (interpolation alone is as good there). */
 const RADIX_MIN_ENTRIES = 64
 /**
@@ -68,9 +64,9 @@ export async function openMappedChunk(
   if (o.residency && data.size >= HEADER_SIZE) {
     // Random reads: a fault brings in its page, not megabytes of read-ahead around it.
     ops.adviseRandom(data.windows)
-    resident = o.residency.track(data.windows, data.size, MIN_PAGE_BYTES)
-    // The header and the first record are read below on this thread: brought in on the pool first.
-    await ops.warmRecord(data.windows, resident, 0, HEADER_SIZE)
+    resident = o.residency.track(data.windows, data.size)
+    // The header and the first record are read below on this thread: brought in first.
+    await o.residency.warm(o.residency.fileCount - 1, 0, HEADER_SIZE, false)
   }
 
   const ih = decodeIndexHeader(headerOf(index, indexFile), indexFile)
@@ -115,7 +111,7 @@ export async function openMappedChunk(
     indexFile,
     dataFile,
   }
-  if (resident && count > 0) await ops.warmRecord(data.windows, resident, firstRecordOffset(spec), 0)
+  if (o.residency && resident && count > 0) await o.residency.warm(o.residency.fileCount - 1, firstRecordOffset(spec), 0, false)
   checkFirstKey(spec, chunk, meta, o.keyHash)
   return spec
 }

@@ -162,7 +162,7 @@ export class MappedStoreReader implements StoreReader {
       if (cold && this.coldRecords([key]) !== undefined) return undefined
       return writeValueInto(sink, framing, len < 0 ? this.getMany([key])[0] : this.get(key))
     }
-    if (cold) (this.map as ResidencyMap).reads++
+
     const prefix = framing.prefix
     const resp = framing.length === 'resp'
     const out = this.out
@@ -170,11 +170,13 @@ export class MappedStoreReader implements StoreReader {
     sink.reserve(prefix.length + 64)
     for (;;) {
       const status = lookup.getFramed(len, sink.buf, sink.pos + prefix.length, resp, framing.absent, framing.suffix, cold)
+      // Cold: the caller's warm() counts this read; a hot one is counted here.
       if (status === LOOKUP_COLD) return undefined
       if (status === LOOKUP_NEEDS_ROOM) {
         sink.reserve(prefix.length + (out[2] as number) + 24 + framing.suffix.length + framing.absent.length)
         continue
       }
+      if (cold) (this.map as ResidencyMap).reads++
       if (status !== LOOKUP_HIT && status !== LOOKUP_MISS) this.fail(status, out[0] as number, out[4] as number)
       sink.buf.set(prefix, sink.pos)
       sink.pos = out[5] as number

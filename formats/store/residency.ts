@@ -6,6 +6,8 @@ export type ColdReadMode = (typeof COLD_READ_MODES)[number]
 
 /** Default period of the residency refresh (OpenOptions.residencyRefreshMs). */
 export const DEFAULT_RESIDENCY_REFRESH_MS = 1000
+/** The most of its time a serving process spends refreshing its map (a pool thread's). */
+const REFRESH_SHARE = 0.02
 
 /** What a reader's residency map has seen, for /status and /metrics. */
 export interface ResidencyStats {
@@ -23,6 +25,9 @@ export interface ResidencyStats {
   readonly indexLocked: boolean
   readonly indexLockError: string
 }
+
+/** Bytes per byte of a residency vector: the smallest page size rostore runs on (see track()). */
+const PAGE = 4096
 
 /** One data file as the map tracks it. */
 interface TrackedFile {
@@ -54,18 +59,27 @@ export class ResidencyMap {
   private pagesRead = 0
   private indexLockError = ''
   private indexLocked = false
+  private lastRefreshMs = 0
 
   constructor(
     private readonly ops: StoreOps,
     private readonly refreshMs: number,
   ) {}
 
-  /** A vector for one more data file (one byte per page), refreshed with the others. */
-  track(windows: readonly ArrayBufferLike[], size: number, pageSize: number): Uint8Array {
-    const vec = new Uint8Array(Math.ceil(size / pageSize))
+  /**
+   * A vector for one more data file (one byte per 4 KiB: on systems with larger pages the
+   * addon indexes it by the real page size and uses a prefix), refreshed with the others.
+   */
+  track(windows: readonly ArrayBufferLike[], size: number): Uint8Array {
+    const vec = new Uint8Array(Math.ceil(size / PAGE))
     this.files.push({ windows, vec })
     this.pageCount += vec.length
     return vec
+  }
+
+  /** Data files tracked so far (the last one's index is fileCount - 1). */
+  get fileCount(): number {
+    return this.files.length
   }
 
   /** The index files' lock result: 0, or the errno the kernel refused it with. */
@@ -84,19 +98,29 @@ export class ResidencyMap {
     if (this.refreshMs > 0) this.schedule()
   }
 
-  /** Brings one record in (see ops.warmRecord); resolves when its pages are marked. */
-  warm(file: number, offset: number, length: number): Promise<void> {
+  /**
+   * Brings one record into memory and marks its pages (ops.warmRecord: MADV_POPULATE_READ
+   * over them from a pool thread, so the fault blocks that thread, and the pages are mapped
+   * for the read that follows); resolves then. `length` 0: its header was not read, the
+   * warm-up reads the length there. Measured against libuv's fs.read of the same pages (on
+   * the pool, or io_uring): the populate costs less CPU per cold read, since the read that
+   * follows finds its pages mapped (bench/RESULTS.md, section 4g). `lookup` false: a read
+   * of the reader's own (at open), not counted as a cold lookup.
+   */
+  warm(file: number, offset: number, length: number, lookup = true): Promise<void> {
     const f = this.files[file]
     if (!f) return Promise.resolve()
-    this.coldReads++
+    if (lookup) this.coldReads++
     this.inFlight++
     return this.ops.warmRecord(f.windows, f.vec, offset, length).then(
       (fresh) => {
         this.inFlight--
         this.pagesRead += fresh
+        this.closeIfIdle()
       },
       (err: unknown) => {
         this.inFlight--
+        this.closeIfIdle()
         throw err
       },
     )
@@ -121,17 +145,34 @@ export class ResidencyMap {
    */
   close(): void {
     this.closed = true
-    this.files.length = 0
+    this.closeIfIdle()
     if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
   }
 
+  /** Once closed and with no warm-up in flight, the windows are let go (the mappings can go). */
+  private closeIfIdle(): void {
+    if (this.closed && this.inFlight === 0) this.files.length = 0
+  }
+
+  /**
+   * The next refresh after refreshMs, or later for large stores: mincore costs ~20 ns per
+   * page (40 ms for 8 GB on the benchmark VM), so the period grows to keep a refresh under
+   * REFRESH_SHARE of the time.
+   */
   private schedule(): void {
     if (this.closed) return
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      void this.refresh().finally(() => this.schedule())
-    }, this.refreshMs)
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined
+        const t0 = performance.now()
+        void this.refresh().finally(() => {
+          this.lastRefreshMs = performance.now() - t0
+          this.schedule()
+        })
+      },
+      Math.max(this.refreshMs, this.lastRefreshMs / REFRESH_SHARE),
+    )
     this.timer.unref()
   }
 
