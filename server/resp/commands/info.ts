@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs'
-import { arch, platform, release } from 'node:os'
 import { join } from 'node:path'
 import { packageRoot } from '../../../common/paths'
 import type { RespConnection } from '../connection'
@@ -80,9 +79,9 @@ function section(s: RespService, sec: Section): string[] {
         `redis_version:${REDIS_COMPAT_VERSION}`,
         `rostore_version:${rostoreVersion()}`,
         'redis_mode:standalone',
-        `os:${platform()} ${release()} ${arch()}`,
+        // No process id, kernel or OS: callers without a token learn no more here than
+        // from /status (docs/SECURITY.md). run_id is random per serving process.
         `arch_bits:${process.arch.endsWith('64') ? 64 : 32}`,
-        `process_id:${process.pid}`,
         `run_id:${s.runId}`,
         `tcp_port:${s.address().port}`,
         `uptime_in_seconds:${up}`,

@@ -1,3 +1,4 @@
+import { release } from 'node:os'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
@@ -149,6 +150,10 @@ test('INFO sections: all by default, or the ones named; stats count local keys',
   expect(two).toContain('# Clients')
   expect(two).not.toContain('# Stats')
   expect(two).toMatch(new RegExp(`tcp_port:${port}`))
+  // What /status does not tell a caller without a token, INFO does not either.
+  expect(all).not.toMatch(/process_id:|^os:/m)
+  expect(all).not.toContain(String(process.pid))
+  expect(all).not.toContain(release())
 })
 
 test('COMMAND COUNT, LIST, INFO, DOCS', async () => {
