@@ -43,3 +43,12 @@ export function adminTokenOption<T>(y: Argv<T>) {
 export function adminToken(given: string | undefined): string | undefined {
   return given ?? (process.env.ROSTORE_ADMIN_TOKEN || undefined)
 }
+
+/** --read-token, for commands that also read public routes of nodes that require a read token. */
+export function readTokenOption<T>(y: Argv<T>) {
+  return y.option('read-token', { type: 'string', describe: 'read token, when the nodes require one (default: env ROSTORE_READ_TOKEN)' })
+}
+
+export function readToken(a: { readonly 'read-token'?: string }): string | undefined {
+  return a['read-token'] ?? (process.env.ROSTORE_READ_TOKEN || undefined)
+}

@@ -9,8 +9,10 @@ export class ClusterAdmin {
     readonly cluster: Cluster,
     adminToken: string | undefined,
     timeoutMs = 10_000,
+    /** For the public read routes the admin calls consult (a store's live layout), when the nodes require it. */
+    readToken?: string,
   ) {
-    this.clients = new Map(cluster.nodes.map((n) => [n.id, new NodeClient(n, { adminToken, timeoutMs })]))
+    this.clients = new Map(cluster.nodes.map((n) => [n.id, new NodeClient(n, { adminToken, timeoutMs, readToken })]))
   }
 
   node(id: number): NodeClient {

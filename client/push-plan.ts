@@ -52,10 +52,16 @@ export interface NodeState {
  * file, its role and how many bytes it will fetch. Reads the build's manifests and asks
  * each node (admin versions, and its live version's layout); changes nothing.
  */
-export async function planPush(o: { cluster: Cluster; store: string; from: string; adminToken?: string }): Promise<PushPlan> {
+export async function planPush(o: {
+  cluster: Cluster
+  store: string
+  from: string
+  adminToken?: string
+  readToken?: string
+}): Promise<PushPlan> {
   const from = normalizeSource(o.from)
   const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
-  const admin = new ClusterAdmin(o.cluster, o.adminToken)
+  const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
   try {
     const states = await nodeStates(admin, o.store)
     return buildPlan(o.cluster, o.store, from, manifests, states)
@@ -72,13 +78,22 @@ export async function nodeStates(admin: ClusterAdmin, store: string): Promise<Ma
       .versions(store)
       .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err)))
     if (v.live === null) return { live: null, holds: v.versions.map((x) => x.version), partitions: [], layoutKey: undefined }
-    const info = await node.storeInfo(store).catch(() => undefined)
+    // The live layout is what tells a layout change: a node that does not give it (a read
+    // token missing or wrong, a store stale or damaged) is reported, not taken as "no partitions".
+    let info: Awaited<ReturnType<typeof node.storeInfo>> | undefined
+    let error: string | undefined
+    try {
+      info = await node.storeInfo(store)
+    } catch (err) {
+      error = `cannot read its live layout: ${errorMessage(err)}`
+    }
     const own = info?.layout.find((n) => n.id === id)
     return {
       live: v.live,
       holds: v.versions.map((x) => x.version),
       partitions: own ? [...own.partitions] : [],
       layoutKey: info ? layoutKey(info.layout) : undefined,
+      ...(error === undefined ? {} : { error }),
     }
   })
   return new Map(

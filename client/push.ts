@@ -15,6 +15,8 @@ export interface PushOptions {
   /** Build output: a path or an http(s) URL every node can read. */
   readonly from: string
   readonly adminToken?: string
+  /** The nodes' read token, when they require one (the plan reads each node's live layout). */
+  readonly readToken?: string
   /** Per-node fetch rate in bytes/s; default: the node's own limit. */
   readonly throttle?: number
   /** Whole fetch phase; default 3600 s. */
@@ -64,7 +66,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
   const emit = o.onEvent ?? (() => undefined)
   const from = normalizeSource(o.from)
   const allowFailed = o.allowFailedNodes ?? 0
-  const admin = new ClusterAdmin(o.cluster, o.adminToken)
+  const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
   const owner = `push-${randomUUID()}`
   const timeoutMs = o.timeoutMs ?? 3_600_000
   const locked: number[] = []

@@ -2,14 +2,14 @@ import { StoreError } from '../../common/errors'
 import { readFile } from 'node:fs/promises'
 import type { Argv } from 'yargs'
 import { StoreClient } from '../../client/store-client'
-import { clusterOptions, loadClusterOption } from '../cluster-options'
+import { clusterOptions, loadClusterOption, readToken, readTokenOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
 
 export const command = 'get [keys..]'
 export const describe = 'Read keys through the routing client (master first, replicas on failure)'
 
 export const builder = (y: Argv) =>
-  clusterOptions(y)
+  readTokenOption(clusterOptions(y))
     .positional('keys', { type: 'string', array: true, describe: 'keys to read' })
     .option('keys-file', { type: 'string', describe: 'file with one key per line' })
     .option('json', { type: 'boolean', default: false, describe: 'one JSON line per key: {"key", "found", "value"}' })
@@ -19,7 +19,6 @@ export const builder = (y: Argv) =>
       default: 'http' as const,
       describe: "read over HTTP or the nodes' RESP ports",
     })
-    .option('read-token', { type: 'string', describe: 'read token, when the nodes require one (default: env ROSTORE_READ_TOKEN)' })
 
 /** One key without --json: the raw value on stdout, exit 1 when absent. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
@@ -31,7 +30,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     store: a.store,
     timeoutMs: a.timeout,
     transport: a.transport,
-    readToken: a['read-token'] ?? (process.env.ROSTORE_READ_TOKEN || undefined),
+    readToken: readToken(a),
   })
   try {
     const values = keys.length === 1 ? [await client.get(keys[0]!)] : await client.getMany(keys)

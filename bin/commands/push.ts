@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs'
 import { pushStore, type PushEvent, type PushResult } from '../../client/push'
 import { formatPlan, planPush } from '../../client/push-plan'
-import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
+import { adminToken, adminTokenOption, clusterOptions, loadClusterOption, readToken, readTokenOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
 import { redactCredentials } from '../../common/redact'
 
@@ -9,7 +9,7 @@ export const command = 'push'
 export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
 
 export const builder = (y: Argv) =>
-  adminTokenOption(clusterOptions(y))
+  readTokenOption(adminTokenOption(clusterOptions(y)))
     .option('from', { type: 'string', demandOption: true, describe: 'build output: a path or http(s) URL the nodes can read' })
     .option('throttle', { ...integerOption('throttle'), describe: 'fetch rate per node in bytes/s' })
     .option('timeout', { ...integerOption('timeout'), default: 3600, describe: 'seconds the fetch phase may take' })
@@ -29,7 +29,13 @@ export const builder = (y: Argv) =>
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   const cluster = await loadClusterOption(a)
   if (a['dry-run']) {
-    const plan = await planPush({ cluster, store: a.store, from: a.from, adminToken: adminToken(a['admin-token']) })
+    const plan = await planPush({
+      cluster,
+      store: a.store,
+      from: a.from,
+      adminToken: adminToken(a['admin-token']),
+      readToken: readToken(a),
+    })
     process.stdout.write(`${formatPlan(plan)}\n`)
     return
   }
@@ -38,6 +44,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     store: a.store,
     from: a.from,
     adminToken: adminToken(a['admin-token']),
+    readToken: readToken(a),
     throttle: a.throttle,
     timeoutMs: a.timeout * 1000,
     allowFailedNodes: a['allow-failed-nodes'],
