@@ -58,7 +58,7 @@ async function hashPrefix(path: string, length: number, hasher: FileHasher): Pro
  * there, so the checksum always covers the whole file), stream the rest through stall
  * guard, throttles and hasher, fsync, verify, rename. Counts received bytes into `received`.
  */
-async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: number }): Promise<void> {
+async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: number; reached: number }): Promise<void> {
   const remote = `${ctx.sourceDir}/${entry.name}`
   const where = ctx.source.describe(remote)
   const part = join(ctx.destDir, `${entry.name}.part`)
@@ -100,6 +100,7 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
         await local(`writing ${part}`, () => w.write(chunk))
         pos += chunk.length
         received.n += chunk.length
+        received.reached = pos
         ctx.onBytes(chunk.length)
         ctx.progress.addBytes(entry.name, chunk.length)
       }
@@ -127,7 +128,10 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
 /**
  * Downloads one manifest file into destDir with retries. Transient failures (connection
  * errors, 5xx, stalls) resume from the partial file; retries are counted in a row without
- * new bytes, so a long file over a flaky link keeps going as long as it advances.
+ * progress, so a long file over a flaky link keeps going as long as it advances.
+ * Progress is reaching further into the file than any attempt before: a source that ignores
+ * Range and cuts every answer at the same place sends bytes each time but never advances,
+ * and runs out of retries (with growing back-off) like one that sends nothing.
  * Checksum or size mismatches restart the file from scratch and are never forgiven.
  */
 export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Promise<void> {
@@ -135,9 +139,11 @@ export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Prom
   const part = join(ctx.destDir, `${entry.name}.part`)
   let inARow = 0
   let checksumFailures = 0
+  /** The furthest byte any attempt reached. */
+  let furthest = await sizeOrZero(part)
   ctx.progress.setState(entry.name, 'active')
   for (;;) {
-    const received = { n: 0 }
+    const received = { n: 0, reached: 0 }
     try {
       await attempt(ctx, entry, received)
       ctx.progress.setState(entry.name, 'done')
@@ -148,13 +154,18 @@ export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Prom
         throw err
       }
       const checksum = err instanceof ChecksumFailure
-      if (checksum || err instanceof RestartFromZeroError) await local(`removing ${part}`, () => rm(part, { force: true }))
+      if (checksum || err instanceof RestartFromZeroError) {
+        await local(`removing ${part}`, () => rm(part, { force: true }))
+        furthest = 0
+      }
       if (checksum) {
         checksumFailures++
         ctx.progress.checksumFailure()
         ctx.onChecksumFailure()
       }
-      inARow = received.n > 0 && !checksum ? 1 : inARow + 1
+      const advanced = received.reached > furthest
+      if (advanced) furthest = received.reached
+      inARow = advanced && !checksum ? 1 : inARow + 1
       if (checksumFailures > ctx.retries || inARow > ctx.retries) {
         ctx.progress.setState(entry.name, 'failed')
         const code = checksum ? 'RO_CHECKSUM_MISMATCH' : 'RO_FETCH_FAILED'
