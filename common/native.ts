@@ -167,6 +167,12 @@ export interface NativeFunctions {
    * that were not marked before.
    */
   warmRecord(windows: readonly ArrayBufferLike[], vec: Uint8Array, offset: number, length: number): Promise<number>
+  /**
+   * warmRecord for a batch: `ranges` holds (file, offset, length) for `count` records of
+   * `files` ([windows, vec] pairs); every read is started at once, then each record is
+   * warmed. Resolves to the pages that were not marked before.
+   */
+  warmRecords(files: readonly (readonly [readonly ArrayBufferLike[], Uint8Array])[], ranges: Float64Array, count: number): Promise<number>
   /** mlock over a mapping, off the JS thread; resolves to 0 or the errno (EPERM, ENOMEM: not allowed). */
   lockPages(windows: readonly ArrayBufferLike[]): Promise<number>
   /**
@@ -321,6 +327,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     adviseRandom: raw.adviseRandom,
     refreshResidency: raw.refreshResidency,
     warmRecord: raw.warmRecord,
+    warmRecords: raw.warmRecords,
     lockPages: raw.lockPages,
     zstdDecompress: raw.zstdDecompress,
     anonBuffer: raw.anonBuffer,

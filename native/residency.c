@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "bytes.h"
@@ -84,6 +86,26 @@ uint64_t ro_warm_record(uint8_t *base, uint64_t size, uint8_t *vec, uint64_t off
     length = RO_RECORD_HEADER_SIZE + (uint64_t)ro_le32(base + offset) + (uint64_t)ro_le32(base + offset + 4);
   }
   return fresh + populate(base, size, vec, offset, offset + length);
+}
+
+/* At most this many ranges per process_madvise call (the kernel's UIO_MAXIOV is 1024). */
+#define START_READS_SLICE 1024
+
+void ro_start_reads(const struct iovec *iov, uint32_t count) {
+  if (count == 0) return;
+  uint32_t done = 0;
+#if defined(SYS_pidfd_open) && defined(SYS_process_madvise)
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (pidfd >= 0) {
+    while (done < count) {
+      uint32_t n = count - done < START_READS_SLICE ? count - done : START_READS_SLICE;
+      if (syscall(SYS_process_madvise, pidfd, iov + done, (size_t)n, MADV_WILLNEED, 0) < 0) break;
+      done += n;
+    }
+    close(pidfd);
+  }
+#endif
+  for (; done < count; done++) madvise(iov[done].iov_base, iov[done].iov_len, MADV_WILLNEED);
 }
 
 int ro_lock_pages(uint8_t *base, uint64_t size) {

@@ -32,6 +32,16 @@ int ro_refresh_residency(uint8_t *base, uint64_t size, uint8_t *vec, uint64_t *r
  */
 uint64_t ro_warm_record(uint8_t *base, uint64_t size, uint8_t *vec, uint64_t offset, uint64_t length);
 
+/*
+ * Starts reading the `count` ranges `iov` (of mappings of this process) into the page
+ * cache without waiting: one process_madvise(MADV_WILLNEED) over all of them where the
+ * kernel has it (Linux 5.16; one system call, the reads submitted back to back), else one
+ * madvise each. Warming each record after this waits for reads already in flight, so a
+ * batch costs one round of device latency, not one per record.
+ */
+struct iovec;
+void ro_start_reads(const struct iovec *iov, uint32_t count);
+
 /* mlock(2) over the mapping (its pages stay in memory). 0 or errno. */
 int ro_lock_pages(uint8_t *base, uint64_t size);
 

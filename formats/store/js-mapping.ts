@@ -136,6 +136,15 @@ export async function warmRecordJs(
   return 0
 }
 
+/** Twin of warmRecords: nothing to bring in. */
+export async function warmRecordsJs(
+  _files: readonly (readonly [readonly ArrayBufferLike[], Uint8Array])[],
+  _ranges: Float64Array,
+  _count: number,
+): Promise<number> {
+  return 0
+}
+
 /** Twin of lockPages: ordinary memory. */
 export async function lockPagesJs(_windows: readonly ArrayBufferLike[]): Promise<number> {
   return 0

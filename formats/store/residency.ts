@@ -29,6 +29,16 @@ export interface ResidencyStats {
 /** Bytes per byte of a residency vector: the smallest page size rostore runs on (see track()). */
 const PAGE = 4096
 
+/** Records warmed by one pool job at most (a larger batch is sent in several). */
+const MAX_WARM_BATCH = 256
+
+interface WarmBatch {
+  /** (file, offset, length) per record. */
+  readonly ranges: number[]
+  readonly waiters: { resolve: () => void; reject: (err: unknown) => void }[]
+  sent: boolean
+}
+
 /** One data file as the map tracks it. */
 interface TrackedFile {
   readonly windows: readonly ArrayBufferLike[]
@@ -48,6 +58,10 @@ interface TrackedFile {
  */
 export class ResidencyMap {
   private readonly files: TrackedFile[] = []
+  /** The files as warmRecords takes them. */
+  private pairs: (readonly [readonly ArrayBufferLike[], Uint8Array])[] = []
+  /** Warm-ups asked for in this turn of the event loop, sent at its end. */
+  private batch: WarmBatch | undefined
   private timer: NodeJS.Timeout | undefined
   private closed = false
   private refreshing = false
@@ -73,6 +87,7 @@ export class ResidencyMap {
   track(windows: readonly ArrayBufferLike[], size: number): Uint8Array {
     const vec = new Uint8Array(Math.ceil(size / PAGE))
     this.files.push({ windows, vec })
+    this.pairs.push([windows, vec])
     this.pageCount += vec.length
     return vec
   }
@@ -99,30 +114,50 @@ export class ResidencyMap {
   }
 
   /**
-   * Brings one record into memory and marks its pages (ops.warmRecord: MADV_POPULATE_READ
-   * over them from a pool thread, so the fault blocks that thread, and the pages are mapped
-   * for the read that follows); resolves then. `length` 0: its header was not read, the
-   * warm-up reads the length there. Measured against libuv's fs.read of the same pages (on
-   * the pool, or io_uring): the populate costs less CPU per cold read, since the read that
-   * follows finds its pages mapped (bench/RESULTS.md, section 4g). `lookup` false: a read
-   * of the reader's own (at open), not counted as a cold lookup.
+   * Brings one record into memory and marks its pages; resolves then. `length` 0: its
+   * header was not read, the warm-up reads the length there. The records asked for in one
+   * turn of the event loop go to the pool as one job (ops.warmRecords): their device reads
+   * are started together, then each is mapped with MADV_POPULATE_READ, so a batch costs one
+   * pool thread, one wake-up and one round of device latency, not one of each per record
+   * (bench/RESULTS.md, section 4g). `lookup` false: a read of the reader's own (at open),
+   * not counted as a cold lookup.
    */
   warm(file: number, offset: number, length: number, lookup = true): Promise<void> {
-    const f = this.files[file]
-    if (!f) return Promise.resolve()
+    if (!this.files[file]) return Promise.resolve()
     if (lookup) this.coldReads++
     this.inFlight++
-    return this.ops.warmRecord(f.windows, f.vec, offset, length).then(
+    return new Promise((resolve, reject) => {
+      let b = this.batch
+      if (!b) {
+        const fresh: WarmBatch = { ranges: [], waiters: [], sent: false }
+        this.batch = b = fresh
+        setImmediate(() => this.send(fresh))
+      }
+      b.ranges.push(file, offset, length)
+      b.waiters.push({ resolve, reject })
+      if (b.waiters.length >= MAX_WARM_BATCH) this.send(b)
+    })
+  }
+
+  private send(b: WarmBatch): void {
+    if (this.batch === b) this.batch = undefined
+    if (b.sent) return
+    b.sent = true
+    const n = b.waiters.length
+    const settle = (err: unknown): void => {
+      this.inFlight -= n
+      this.closeIfIdle()
+      for (const w of b.waiters) {
+        if (err === undefined) w.resolve()
+        else w.reject(err)
+      }
+    }
+    this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n).then(
       (fresh) => {
-        this.inFlight--
         this.pagesRead += fresh
-        this.closeIfIdle()
+        settle(undefined)
       },
-      (err: unknown) => {
-        this.inFlight--
-        this.closeIfIdle()
-        throw err
-      },
+      (err: unknown) => settle(err ?? new Error('warm-up failed')),
     )
   }
 
@@ -152,7 +187,9 @@ export class ResidencyMap {
 
   /** Once closed and with no warm-up in flight, the windows are let go (the mappings can go). */
   private closeIfIdle(): void {
-    if (this.closed && this.inFlight === 0) this.files.length = 0
+    if (!this.closed || this.inFlight > 0) return
+    this.files.length = 0
+    this.pairs = []
   }
 
   /**

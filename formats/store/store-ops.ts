@@ -12,6 +12,7 @@ import {
   refreshResidencyJs,
   scanIndexJs,
   warmRecordJs,
+  warmRecordsJs,
 } from './js-mapping'
 
 /**
@@ -37,6 +38,7 @@ export const jsStoreOps: StoreOps = {
   adviseRandom: adviseRandomJs,
   refreshResidency: refreshResidencyJs,
   warmRecord: warmRecordJs,
+  warmRecords: warmRecordsJs,
   lockPages: lockPagesJs,
 }
 

@@ -226,6 +226,12 @@ export class RespConnection {
 
   private flush(): void {
     const w = this.host.writer
+    // Replies that were deferred (forwarded or cold reads) and are ready now follow the
+    // shared writer's in order, and leave with it in one send.
+    while (this.queue.length > 0 && (this.queue[0] as Deferred).ready) {
+      const d = this.queue.shift() as Deferred
+      if (d.w.length > 0) w.raw(d.w.take())
+    }
     if (w.length > 0) {
       const bytes = w.take()
       if (this.socket.destroyed) return
@@ -233,17 +239,6 @@ export class RespConnection {
       // A socket that could not send everything at once keeps the buffer.
       w.release(this.socket.writableLength > 0)
     }
-    let corked = false
-    while (this.queue.length > 0 && (this.queue[0] as Deferred).ready) {
-      const d = this.queue.shift() as Deferred
-      if (d.w.length === 0 || this.socket.destroyed) continue
-      if (!corked) {
-        this.socket.cork()
-        corked = true
-      }
-      this.socket.write(d.w.take())
-    }
-    if (corked) this.socket.uncork()
   }
 
   private updateReading(): void {
