@@ -115,23 +115,29 @@ export class ResidencyMap {
 
   /**
    * Brings one record into memory and marks its pages; resolves then. `length` 0: its
-   * header was not read, the warm-up reads the length there. The records asked for in one
-   * turn of the event loop go to the pool as one job (ops.warmRecords): their device reads
-   * are started together, then each is mapped with MADV_POPULATE_READ, so a batch costs one
-   * pool thread, one wake-up and one round of device latency, not one of each per record
-   * (bench/RESULTS.md, section 4g). `lookup` false: a read of the reader's own (at open),
+   * header was not read, the warm-up reads the length there. The records asked for
+   * together go to the pool as one job (ops.warmRecords): their device reads are started
+   * at once, then each is mapped with MADV_POPULATE_READ, so a batch costs one pool thread,
+   * one wake-up and one round of device latency, not one of each per record (bench/
+   * RESULTS.md, section 4g). Together: in one synchronous run when no warm-up is in flight,
+   * else in one turn of the event loop. `lookup` false: a read of the reader's own (at open),
    * not counted as a cold lookup.
    */
   warm(file: number, offset: number, length: number, lookup = true): Promise<void> {
     if (!this.files[file]) return Promise.resolve()
     if (lookup) this.coldReads++
+    const idle = this.inFlight === 0
     this.inFlight++
     return new Promise((resolve, reject) => {
       let b = this.batch
       if (!b) {
         const fresh: WarmBatch = { ranges: [], waiters: [], sent: false }
         this.batch = b = fresh
-        setImmediate(() => this.send(fresh))
+        // Idle: no reason to wait (a lone reader's next read waits on this one); the
+        // records of the call that asked (a multi-get, a connection's commands) still go
+        // together. Busy: the rest of this turn's cold records join the batch.
+        if (idle) queueMicrotask(() => this.send(fresh))
+        else setImmediate(() => this.send(fresh))
       }
       b.ranges.push(file, offset, length)
       b.waiters.push({ resolve, reject })
