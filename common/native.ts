@@ -50,6 +50,9 @@ export interface LookupChunkSpec {
   /** One byte per page of the data file, bit 0 set where the page is resident (see
    *  formats/store/residency.ts); null: every page is taken as resident. */
   readonly resident: Uint8Array | null
+  /** CRC-32 of each 4096 bytes of the index file, taken at open (scanIndex's blockCrcs), or
+   *  null: a lookup that finds no entry then trusts the index as it reads it. */
+  readonly indexCrcs: Uint32Array | null
 }
 
 export interface LookupSpec {
@@ -151,6 +154,8 @@ export interface NativeFunctions {
     radixBits: number,
     checksum: boolean,
     willNeed: boolean,
+    /** Receives the CRC-32 of each 4096 bytes of the index file (a lookup's miss check). */
+    blockCrcs?: Uint32Array | null,
   ): Promise<IndexScan>
   /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
   prefetch(windows: readonly ArrayBufferLike[]): Promise<number>
@@ -216,6 +221,8 @@ export function lookupFailure(status: number, recordOffset: number): string {
       return `an index entry points outside the data file (offset ${recordOffset})`
     case -5:
       return `index entries out of hash order near the entry pointing to ${recordOffset}`
+    case -6:
+      return `the index block at byte ${recordOffset} no longer matches its check from open: the index was damaged since`
     default:
       return `lookup failed with status ${status}`
   }

@@ -1,6 +1,12 @@
 #include "index-scan.h"
 
 #include "bytes.h"
+#include "crc32.h"
+
+void ro_index_block_crcs(const uint8_t *file, uint64_t size, uint32_t *out) {
+  for (uint64_t at = 0, b = 0; at < size; at += RO_INDEX_BLOCK, b++)
+    out[b] = ro_crc32(0, file + at, (size_t)(size - at < RO_INDEX_BLOCK ? size - at : RO_INDEX_BLOCK));
+}
 
 int ro_scan_index(const uint8_t *entries, uint64_t count, uint64_t data_size, uint32_t *radix, int bits, uint64_t *bad_entry) {
   uint64_t prev_key = 0;

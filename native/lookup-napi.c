@@ -19,6 +19,7 @@
 
 #include "lookup.h"
 #include "napi-util.h"
+#include "index-scan.h"
 #include "residency.h"
 
 typedef struct {
@@ -365,6 +366,17 @@ static int read_chunk(napi_env env, napi_value spec, ro_chunk *c, lookup_state *
   c->radix = NULL;
   c->radix_bits = 0;
   c->resident = NULL;
+  c->index_crcs = NULL;
+  napi_value crcs;
+  napi_valuetype crcs_type = napi_undefined;
+  if (napi_get_named_property(env, spec, "indexCrcs", &crcs) == napi_ok && napi_typeof(env, crcs, &crcs_type) == napi_ok &&
+      crcs_type != napi_null && crcs_type != napi_undefined) {
+    uint32_t *v;
+    size_t vlen;
+    if (ro_get_u32_array(env, crcs, &v, &vlen) != 0 || vlen < (isize + RO_INDEX_BLOCK - 1) / RO_INDEX_BLOCK) return -1;
+    c->index_crcs = v;
+    if (napi_create_reference(env, crcs, 1, &st->refs[(*next)++]) != napi_ok) return -1;
+  }
   if (napi_get_named_property(env, spec, "resident", &resident) == napi_ok && napi_typeof(env, resident, &resident_type) == napi_ok &&
       resident_type != napi_null && resident_type != napi_undefined) {
     uint8_t *vec;
@@ -416,7 +428,7 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < chunk_count; i++) {
     napi_value c;
     if (napi_get_element(env, chunks, i, &c) != napi_ok) break;
-    refs += 2 + windows_count(env, c, "index") + windows_count(env, c, "data");
+    refs += 3 + windows_count(env, c, "index") + windows_count(env, c, "data");
   }
   st->chunks = calloc(chunk_count, sizeof *st->chunks);
   st->refs = calloc(refs, sizeof *st->refs);

@@ -63,10 +63,24 @@ static inline uint64_t interpolate(uint64_t left, uint64_t right, double low_d, 
   return p <= (double)left ? left : p >= (double)(right - 1) ? right - 1 : (uint64_t)p;
 }
 
+/* Entries whose index blocks a miss re-checks: the last ones the search compared. */
+#define VISITED_MAX 8
+
+typedef struct {
+  uint64_t at[VISITED_MAX];
+  int n;
+} visited_entries;
+
+static inline void visit(visited_entries *v, uint64_t i) {
+  if (v == NULL) return;
+  v->at[v->n % VISITED_MAX] = i;
+  v->n++;
+}
+
 /* Position of `target` (any of equal entries), or where it would be inserted. Sets
  * *order_error when an entry lies outside the bounds its neighbours give it: only an
  * index that was not scanned at open can be out of order. */
-static uint64_t search(const ro_store *s, const ro_chunk *c, uint64_t target, uint32_t *probes, int *order_error) {
+static uint64_t search(const ro_store *s, const ro_chunk *c, uint64_t target, uint32_t *probes, int *order_error, visited_entries *seen) {
   uint64_t left = 0, right = c->count;
   *order_error = 0;
   if (s->binary) {
@@ -74,6 +88,7 @@ static uint64_t search(const ro_store *s, const ro_chunk *c, uint64_t target, ui
       uint64_t mid = left + (right - left) / 2;
       uint64_t k = entry_key(c, mid);
       (*probes)++;
+      visit(seen, mid);
       if (k == target) return mid;
       if (k < target) left = mid + 1;
       else right = mid;
@@ -98,6 +113,7 @@ static uint64_t search(const ro_store *s, const ro_chunk *c, uint64_t target, ui
       pos = left + (right - left) / 2;
     }
     (*probes)++;
+    visit(seen, pos);
     uint64_t k = entry_key(c, pos);
     if (k < low || (high_is_entry && k > high)) {
       *order_error = 1;
@@ -177,6 +193,40 @@ void ro_prefetch_entry(const ro_store *s, const uint8_t hash[16]) {
   if (pos < c->count) __builtin_prefetch(c->entries + pos * RO_ENTRY_SIZE);
 }
 
+/* Whether the index block holding entry i differs from its CRC at open. */
+static int block_damaged(const ro_chunk *c, uint64_t i, uint64_t *block_offset) {
+  uint64_t size = RO_HEADER_SIZE + c->count * RO_ENTRY_SIZE;
+  uint64_t start = (RO_HEADER_SIZE + i * RO_ENTRY_SIZE) / RO_INDEX_BLOCK * RO_INDEX_BLOCK;
+  uint64_t len = size - start < RO_INDEX_BLOCK ? size - start : RO_INDEX_BLOCK;
+  *block_offset = start;
+  return ro_crc32(0, c->entries - RO_HEADER_SIZE + start, (size_t)len) != c->index_crcs[start / RO_INDEX_BLOCK];
+}
+
+/* A miss is an answer only if the entries that decided it are as they were at open: the
+ * blocks of the insertion point's neighbours and of the last entries the search compared. */
+static int miss_checked(const ro_chunk *c, uint64_t pos, const visited_entries *seen, ro_hit *out) {
+  if (c->index_crcs == NULL || c->count == 0) return RO_MISS;
+  uint64_t cand[VISITED_MAX + 2];
+  int n = 0;
+  if (pos > 0) cand[n++] = pos - 1;
+  if (pos < c->count) cand[n++] = pos;
+  for (int j = 0; j < seen->n && j < VISITED_MAX; j++) cand[n++] = seen->at[j];
+  uint64_t checked[VISITED_MAX + 2];
+  int m = 0;
+  for (int j = 0; j < n; j++) {
+    uint64_t block = (RO_HEADER_SIZE + cand[j] * RO_ENTRY_SIZE) / RO_INDEX_BLOCK, offset;
+    int done = 0;
+    for (int k = 0; k < m && !done; k++) done = checked[k] == block;
+    if (done) continue;
+    checked[m++] = block;
+    if (block_damaged(c, cand[j], &offset)) {
+      out->record_offset = offset;
+      return RO_E_INDEX;
+    }
+  }
+  return RO_MISS;
+}
+
 int ro_locate(const ro_store *s, const uint8_t hash[16], ro_hit *out, uint64_t *pos) {
   uint32_t chunk = chunk_of(s, hash);
   const ro_chunk *c = &s->chunks[chunk];
@@ -184,12 +234,13 @@ int ro_locate(const ro_store *s, const uint8_t hash[16], ro_hit *out, uint64_t *
   out->chunk = chunk;
   out->probes = 0;
   int order_error;
-  *pos = search(s, c, prefix, &out->probes, &order_error);
+  visited_entries seen = {{0}, 0};
+  *pos = search(s, c, prefix, &out->probes, &order_error, c->index_crcs != NULL ? &seen : NULL);
   if (order_error) {
     out->record_offset = *pos < c->count ? entry_offset(c, *pos) : 0;
     return RO_E_ORDER;
   }
-  if (*pos >= c->count || entry_key(c, *pos) != prefix) return RO_MISS;
+  if (*pos >= c->count || entry_key(c, *pos) != prefix) return miss_checked(c, *pos, &seen, out);
   /* The record's header and the start of its key and value: the CRC reads the rest in order. */
   uint64_t off = entry_offset(c, *pos);
   if (off < c->data_size) {

@@ -17,6 +17,7 @@ typedef struct {
   const uint32_t *radix; /* NULL: no radix table */
   int radix_bits;
   const uint8_t *resident; /* NULL, or one byte per data page (residency.h) */
+  const uint32_t *index_crcs; /* NULL, or the CRC-32 of each RO_INDEX_BLOCK of the index file, taken at open */
 } ro_chunk;
 
 typedef struct {
@@ -45,6 +46,10 @@ enum {
   RO_E_FOREIGN_KEY = -3,  /* a record holds a key that does not belong to its index entry */
   RO_E_BAD_OFFSET = -4,   /* an index entry points outside the data file */
   RO_E_ORDER = -5,        /* index entries out of order (seen while searching) */
+  /* A lookup that found no entry re-checked the index blocks its search read, and one no
+   * longer has the CRC it had at open: the index was damaged since, and "absent" would be a
+   * guess (record_offset: the block's byte offset in the index file). */
+  RO_E_INDEX = -6,
   /* With cold_check: the record's pages are not marked resident, and nothing of them was
    * read; record_offset names the record, value_length the bytes to bring in (0: its
    * header was not read either). */

@@ -33,6 +33,7 @@ typedef struct {
   int radix_bits;
   int checksum;
   int will_need;
+  uint32_t *block_crcs; /* NULL: not asked */
   int status;
   uint64_t bad_entry;
   uint64_t xxh;
@@ -53,6 +54,7 @@ static void scan_execute(napi_env env, void *data) {
   if (job->will_need) ro_advise_willneed(job->base, job->size);
   if (job->checksum) job->xxh = ro_xxh64(job->base, (size_t)job->size, 0);
   job->status = ro_scan_index(job->base + RO_HEADER_SIZE, job->entries, job->data_size, job->radix, job->radix_bits, &job->bad_entry);
+  if (job->block_crcs != NULL) ro_index_block_crcs(job->base, job->size, job->block_crcs);
 }
 
 static void scan_complete(napi_env env, napi_status status, void *data) {
@@ -103,8 +105,8 @@ static void count_complete(napi_env env, napi_status status, void *data) {
   free_job(env, job);
 }
 
-/* A job over `windows` plus an optional extra object to keep alive; NULL after a throw. */
-static scan_job *new_job(napi_env env, napi_value windows, napi_value extra) {
+/* A job over `windows` plus up to two extra objects to keep alive; NULL after a throw. */
+static scan_job *new_job(napi_env env, napi_value windows, napi_value extra, napi_value extra2) {
   uint8_t *base;
   uint64_t total;
   uint32_t count;
@@ -113,7 +115,7 @@ static scan_job *new_job(napi_env env, napi_value windows, napi_value extra) {
     return NULL;
   }
   scan_job *job = calloc(1, sizeof *job);
-  napi_ref *refs = calloc((size_t)count + 1, sizeof *refs);
+  napi_ref *refs = calloc((size_t)count + 2, sizeof *refs);
   if (job == NULL || refs == NULL) {
     free(job);
     free(refs);
@@ -121,10 +123,11 @@ static scan_job *new_job(napi_env env, napi_value windows, napi_value extra) {
     return NULL;
   }
   job->refs = refs;
-  job->ref_count = count + 1;
+  job->ref_count = count + 2;
   job->base = base;
   job->size = total;
-  if (ro_ref_windows(env, windows, refs, count) != 0 || (extra != NULL && napi_create_reference(env, extra, 1, &refs[count]) != napi_ok)) {
+  if (ro_ref_windows(env, windows, refs, count) != 0 || (extra != NULL && napi_create_reference(env, extra, 1, &refs[count]) != napi_ok) ||
+      (extra2 != NULL && napi_create_reference(env, extra2, 1, &refs[count + 1]) != napi_ok)) {
     free_job(env, job);
     ro_throw_type(env, "cannot reference the windows");
     return NULL;
@@ -145,14 +148,14 @@ static napi_value queue(napi_env env, scan_job *job, const char *name, napi_asyn
 }
 
 static napi_value scan_index_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
+  size_t argc = 8;
+  napi_value argv[8];
   double entries, data_size;
   int32_t bits = 0;
   bool checksum, will_need;
   napi_valuetype radix_type;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7)
-    return ro_throw_type(env, "scanIndex(windows, entries, dataSize, radix, radixBits, checksum, willNeed)");
+    return ro_throw_type(env, "scanIndex(windows, entries, dataSize, radix, radixBits, checksum, willNeed, blockCrcs?)");
   if (napi_get_value_double(env, argv[1], &entries) != napi_ok || !(entries >= 0 && entries <= 9007199254740991.0) ||
       napi_get_value_double(env, argv[2], &data_size) != napi_ok || !(data_size >= 0 && data_size <= 9007199254740991.0) ||
       napi_get_value_int32(env, argv[4], &bits) != napi_ok || napi_get_value_bool(env, argv[5], &checksum) != napi_ok ||
@@ -165,8 +168,19 @@ static napi_value scan_index_fn(napi_env env, napi_callback_info info) {
         entries > 4294967295.0)
       return ro_throw_type(env, "scanIndex: radix must be a Uint32Array of 2^radixBits + 1 (1..24 bits)");
   }
-  scan_job *job = new_job(env, argv[0], radix_type != napi_null ? argv[3] : NULL);
+  uint32_t *crcs = NULL;
+  size_t crcs_len = 0;
+  napi_valuetype crcs_type = napi_undefined;
+  if (argc > 7 && napi_typeof(env, argv[7], &crcs_type) == napi_ok && crcs_type != napi_null && crcs_type != napi_undefined &&
+      ro_get_u32_array(env, argv[7], &crcs, &crcs_len) != 0)
+    return ro_throw_type(env, "scanIndex: blockCrcs must be a Uint32Array");
+  scan_job *job = new_job(env, argv[0], radix_type != napi_null ? argv[3] : NULL, crcs != NULL ? argv[7] : NULL);
   if (job == NULL) return NULL;
+  if (crcs != NULL && crcs_len < (job->size + RO_INDEX_BLOCK - 1) / RO_INDEX_BLOCK) {
+    free_job(env, job);
+    return ro_throw_type(env, "scanIndex: blockCrcs needs one entry per 4096 bytes of the index");
+  }
+  job->block_crcs = crcs;
   if (job->size < RO_HEADER_SIZE || (job->size - RO_HEADER_SIZE) / RO_ENTRY_SIZE < (uint64_t)entries) {
     free_job(env, job);
     return ro_throw_type(env, "scanIndex: the windows are shorter than the entries");
@@ -185,7 +199,7 @@ static napi_value windows_job(napi_env env, napi_callback_info info, const char 
   size_t argc = 1;
   napi_value argv[1];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, usage);
-  scan_job *job = new_job(env, argv[0], NULL);
+  scan_job *job = new_job(env, argv[0], NULL, NULL);
   if (job == NULL) return NULL;
   return queue(env, job, name, exec, count_complete);
 }

@@ -11,6 +11,8 @@ export const HEADER_SIZE = 64
 export const INDEX_MAGIC = Buffer.from('RSTOREIX', 'ascii')
 export const DATA_MAGIC = Buffer.from('RSTOREDT', 'ascii')
 export const INDEX_ENTRY_SIZE = 16
+/** The index blocks a lookup that finds no entry re-checks (native/index-scan.h, RO_INDEX_BLOCK). */
+export const INDEX_BLOCK_BYTES = 4096
 
 export interface IndexHeader {
   readonly fileId: Buffer

@@ -9,7 +9,7 @@ import {
   type LookupFunctions,
   type LookupSpec,
 } from '../../common/native'
-import { HEADER_SIZE, INDEX_ENTRY_SIZE } from './header'
+import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from './header'
 import { RECORD_HEADER_SIZE } from './record'
 import { writeFrame } from './value-framing'
 
@@ -28,6 +28,9 @@ const CRC = -2
 const FOREIGN_KEY = -3
 const BAD_OFFSET = -4
 const ORDER = -5
+const INDEX_DAMAGED = -6
+/** Entries whose index blocks a miss re-checks: the last ones the search compared (native: VISITED_MAX). */
+const VISITED_MAX = 8
 const NOT_THIS_KEY = 2
 /** The page the residency vector is indexed by in the twin (native: the system's). */
 const PAGE_BYTES = 4096
@@ -68,6 +71,13 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
   const entryHi = (c: Chunk, i: number): number => at(c, i, 0)
   const entryLo = (c: Chunk, i: number): number => at(c, i, 4)
   const entryOffset = (c: Chunk, i: number): number => at(c, i, 12, true) * TWO32 + at(c, i, 8, true)
+
+  /** Bytes of the index file (blocks never straddle its windows: they are multiples of 64 KiB). */
+  const indexBytes = (c: Chunk, off: number, len: number): Uint8Array => {
+    const k = Math.floor(off / c.windowBytes)
+    const v = c.index[k] as DataView
+    return new Uint8Array(v.buffer, v.byteOffset + off - k * c.windowBytes, len)
+  }
 
   const bytes = (c: Chunk, off: number, len: number): Uint8Array => {
     const w = c.spec.data[0]?.byteLength ?? 1
@@ -137,7 +147,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
       found.recordOffset = pos < c.spec.count ? entryOffset(c, pos) : 0
       return ORDER
     }
-    if (pos >= c.spec.count || entryHi(c, pos) !== hi || entryLo(c, pos) !== lo) return LOOKUP_MISS
+    if (pos >= c.spec.count || entryHi(c, pos) !== hi || entryLo(c, pos) !== lo) return missChecked(c, pos)
     let r = checkRecord(c, entryOffset(c, pos), key, hi, lo)
     if (r !== NOT_THIS_KEY) return r
     for (let i = pos - 1; i >= 0 && entryHi(c, i) === hi && entryLo(c, i) === lo; i--) {
@@ -151,14 +161,43 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     return LOOKUP_MISS
   }
 
+  /** The last entries the search compared (a ring of VISITED_MAX), for missChecked. */
+  const seen: number[] = []
+  const visit = (i: number): void => {
+    if (seen.length === VISITED_MAX) seen.shift()
+    seen.push(i)
+  }
+
+  /** As miss_checked() in native/lookup.c: a miss stands only if the blocks that decided it are as at open. */
+  const missChecked = (c: Chunk, pos: number): number => {
+    const crcs = c.spec.indexCrcs
+    if (!crcs || c.spec.count === 0) return LOOKUP_MISS
+    const size = HEADER_SIZE + c.spec.count * INDEX_ENTRY_SIZE
+    const blocks = new Set<number>()
+    for (const i of [...(pos > 0 ? [pos - 1] : []), ...(pos < c.spec.count ? [pos] : []), ...seen]) {
+      const block = Math.floor((HEADER_SIZE + i * INDEX_ENTRY_SIZE) / INDEX_BLOCK_BYTES)
+      if (blocks.has(block)) continue
+      blocks.add(block)
+      const start = block * INDEX_BLOCK_BYTES
+      const bytes = indexBytes(c, start, Math.min(INDEX_BLOCK_BYTES, size - start))
+      if (crc32(bytes, 0) !== crcs[block]) {
+        found.recordOffset = start
+        return INDEX_DAMAGED
+      }
+    }
+    return LOOKUP_MISS
+  }
+
   /** [position, order error], as search() in native/lookup.c. */
   const search = (c: Chunk, hi: number, lo: number): [number, boolean] => {
+    seen.length = 0
     let left = 0
     let right = c.spec.count
     if (spec.binary) {
       while (left < right) {
         const mid = left + Math.floor((right - left) / 2)
         found.probes++
+        visit(mid)
         const cmp = compare(entryHi(c, mid), entryLo(c, mid), hi, lo)
         if (cmp === 0) return [mid, false]
         if (cmp < 0) left = mid + 1
@@ -195,6 +234,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
         pos = left + Math.floor((right - left) / 2)
       }
       found.probes++
+      visit(pos)
       const kh = entryHi(c, pos)
       const kl = entryLo(c, pos)
       if (compare(kh, kl, lowHi, lowLo) < 0 || (highIsEntry && compare(kh, kl, highHi, highLo) > 0)) return [pos, true]

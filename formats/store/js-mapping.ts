@@ -1,9 +1,10 @@
 import { open } from 'node:fs/promises'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { createXXHash64 } from 'hash-wasm'
+import { crc32 } from '../../common/crc32'
 import { StoreError } from '../../common/errors'
 import { SCAN_OFFSET, SCAN_OK, SCAN_ORDER, type IndexScan, type MappedFile } from '../../common/native'
-import { HEADER_SIZE, INDEX_ENTRY_SIZE } from './header'
+import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from './header'
 import { RECORD_HEADER_SIZE } from './record'
 
 /**
@@ -52,6 +53,7 @@ export async function scanIndexJs(
   radixBits: number,
   checksum: boolean,
   _willNeed: boolean,
+  blockCrcs?: Uint32Array | null,
 ): Promise<IndexScan> {
   const windowBytes = windows[0]?.byteLength ?? 0
   const views = windows.map((w) => new DataView(w))
@@ -69,6 +71,16 @@ export async function scanIndexJs(
       }
     }
     hex = h.digest('hex')
+  }
+  if (blockCrcs) {
+    // Windows are multiples of 64 KiB, so no block straddles two of them.
+    let b = 0
+    for (const w of windows) {
+      for (let at = 0; at < w.byteLength; at += INDEX_BLOCK_BYTES) {
+        blockCrcs[b++] = crc32(new Uint8Array(w, at, Math.min(INDEX_BLOCK_BYTES, w.byteLength - at)), 0)
+      }
+      await yieldToLoop()
+    }
   }
   let prevHi = 0
   let prevLo = 0

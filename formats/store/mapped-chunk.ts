@@ -3,7 +3,7 @@ import { StoreError } from '../../common/errors'
 import { SCAN_OK, SCAN_ORDER, type LookupChunkSpec, type MappedFile } from '../../common/native'
 import { chunkFileId } from './chunk-writer'
 import { codecById, type ValueCodec } from './codec'
-import { HEADER_SIZE, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from './header'
+import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from './header'
 import { chunkOf, dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE } from './record'
@@ -83,12 +83,16 @@ export async function openMappedChunk(
   const count = ih.entryCount
   let radixBits = 0
   let radix: Uint32Array | null = null
+  let indexCrcs: Uint32Array | null = null
   if (o.verifyIndex || o.preload !== 'none') {
     radixBits = radixBitsFor(count)
     radix = radixBits > 0 ? new Uint32Array(2 ** radixBits + 1) : null
     const listed = meta.files.find((f) => f.name === indexFileName(chunk))
     const checksum = o.verifyIndex && listed !== undefined
-    const scan = await ops.scanIndex(index.windows, count, data.size, radix, radixBits, checksum, o.preload !== 'none')
+    // Taken in the same pass as the checks: a lookup that finds no entry re-checks the
+    // blocks it read against these, so an index damaged while live is never read as "absent".
+    indexCrcs = new Uint32Array(Math.ceil(index.size / INDEX_BLOCK_BYTES))
+    const scan = await ops.scanIndex(index.windows, count, data.size, radix, radixBits, checksum, o.preload !== 'none', indexCrcs)
     if (checksum && scan.checksum !== listed.checksum) {
       throw new StoreError('RO_CHECKSUM_MISMATCH', `${indexFile}: checksum does not match the metadata`)
     }
@@ -108,6 +112,7 @@ export async function openMappedChunk(
     radix,
     radixBits,
     resident,
+    indexCrcs,
     indexFile,
     dataFile,
   }

@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readdirSync, readSync, writeSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
@@ -108,6 +109,46 @@ test('reads fail over from a replica with damaged files; the client counts it, t
     expect(corrupt[0]!.count).toBeGreaterThanOrEqual(stats.corruptAnswers)
     expect(Number.isNaN(Date.parse(corrupt[0]!.lastAt))).toBe(false)
     expect(corrupt.slice(1)).toEqual([null, null])
+  } finally {
+    client.close()
+  }
+})
+
+/** Flips the last byte of the hash prefix of `key`'s index entry in the node directory `dir`; whether it was found. */
+function damageIndexEntry(dir: string, key: string): boolean {
+  const prefix = createHash('md5').update(key).digest().subarray(0, 8)
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.index'))) {
+    const bytes = readFileSync(join(dir, name))
+    for (let at = 64; at + 16 <= bytes.length; at += 16) {
+      if (!bytes.subarray(at, at + 8).equals(prefix)) continue
+      const fd = openSync(join(dir, name), 'r+')
+      writeSync(fd, Buffer.from([(bytes[at + 7] as number) ^ 0x01]), 0, 1, at + 7)
+      closeSync(fd)
+      return true
+    }
+  }
+  return false
+}
+
+test('an index damaged while live: its keys are answered "corrupt" (422), never "absent"; the client reads the replica', async () => {
+  const node1 = nodes.nodes[1]!
+  const client = await StoreClient.connect({ cluster, store: 'st' })
+  try {
+    const victims = Array.from({ length: KEYS }, (_, i) => i)
+      .filter((i) => client.replicasOf(`key-${i}`)[0] === 1)
+      .slice(0, 3)
+    expect(victims).toHaveLength(3)
+    for (const i of victims) expect(damageIndexEntry(join(tmp.dir, 'data-1', 'st', 'version-1'), `key-${i}`)).toBe(true)
+    for (const i of victims) {
+      const r = await node1.request(`/stores/st/keys/key-${i}`)
+      expect(r.status).toBe(422)
+      expect(json<{ error: { code: string } }>(r).error.code).toBe('RO_CORRUPT')
+      expect((await client.get(`key-${i}`))?.toString()).toBe(value(i))
+    }
+    const many = await client.getMany(victims.map((i) => `key-${i}`))
+    expect(many.map((v) => v?.toString())).toEqual(victims.map(value))
+    const status = json<{ stores: Record<string, unknown>[] }>(await node1.request('/status'))
+    expect((status.stores[0]?.['corruptReads'] as { count: number } | null)?.count).toBeGreaterThanOrEqual(3)
   } finally {
     client.close()
   }

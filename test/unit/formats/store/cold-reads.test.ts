@@ -42,7 +42,17 @@ describe.each(IMPLS)('lookups with a residency vector (%s)', (_name, ops) => {
       const data = await ops.mapFile(join(dir, `${c}.data`), true, 65536)
       const vec = new Uint8Array(Math.ceil(data.size / 4096))
       const count = (index.size - HEADER_SIZE) / INDEX_ENTRY_SIZE
-      chunks.push({ index: index.windows, count, data: data.windows, dataSize: data.size, radix: null, radixBits: 0, resident: vec, vec })
+      chunks.push({
+        index: index.windows,
+        count,
+        data: data.windows,
+        dataSize: data.size,
+        radix: null,
+        radixBits: 0,
+        resident: vec,
+        indexCrcs: null,
+        vec,
+      })
     }
     const key = Buffer.alloc(64)
     const out = new Float64Array(8)

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { crc32 as zlibCrc32 } from 'node:zlib'
 import { isStoreError } from '../../../../common/errors'
@@ -122,7 +122,16 @@ describe.each(IMPLS)('%s', (_name, ops) => {
       const index = await ops.mapFile(join(dir, `${c}.index`), false, 65536)
       const data = await ops.mapFile(join(dir, `${c}.data`), true, 65536)
       const count = (index.size - HEADER_SIZE) / INDEX_ENTRY_SIZE
-      chunks.push({ index: index.windows, count, data: data.windows, dataSize: data.size, radix: null, radixBits: 0, resident: null })
+      chunks.push({
+        index: index.windows,
+        count,
+        data: data.windows,
+        dataSize: data.size,
+        radix: null,
+        radixBits: 0,
+        resident: null,
+        indexCrcs: null,
+      })
     }
     const key = Buffer.alloc(256)
     const out = new Float64Array(8)
@@ -173,6 +182,7 @@ test('native and JS lookups agree status by status, also on damaged records', as
         radix: null,
         radixBits: 0,
         resident: null,
+        indexCrcs: null,
       }
       const key = Buffer.alloc(64)
       const out = new Float64Array(8)
@@ -206,4 +216,59 @@ test('native mapResident: maps the cached pages of a file, none of a dropped one
   const dropped = await ops.mapFile(other, true, 1 << 20)
   expect(await ops.mapResident(dropped.windows)).toBeLessThan(pages)
   await expect(jsStoreOps.mapResident(dropped.windows)).resolves.toBe(0)
+})
+
+describe.each(IMPLS)('an index damaged after open (%s)', (name, ops) => {
+  test('a lookup of a key whose entry was damaged answers RO_E_INDEX (-6), never a miss; other misses stay misses', async () => {
+    const { dir, keys } = await sampleStore(3000, 1)
+    const indexFile = join(dir, '0.index')
+    const index = await ops.mapFile(indexFile, false, 65536)
+    const data = await ops.mapFile(join(dir, '0.data'), true, 65536)
+    const count = (index.size - HEADER_SIZE) / INDEX_ENTRY_SIZE
+    const crcs = new Uint32Array(Math.ceil(index.size / 4096))
+    const scan = await ops.scanIndex(index.windows, count, data.size, null, 0, false, false, crcs)
+    expect(scan.status).toBe(SCAN_OK)
+    const chunk = {
+      index: index.windows,
+      count,
+      data: data.windows,
+      dataSize: data.size,
+      radix: null,
+      radixBits: 0,
+      resident: null,
+      indexCrcs: crcs,
+    }
+    const key = Buffer.alloc(64)
+    const out = new Float64Array(8)
+    const lookup = ops.createLookup({ chunks: [chunk], key, out, binary: false, checkCrc: true, collideBits: -1 })
+    const victim = keys[1234] as string
+    expect(lookup.get(key.write(victim))).toBe(LOOKUP_HIT)
+    // The entry whose hash prefix is the victim's: flip the last byte of that prefix.
+    const prefix = createHash('md5').update(victim).digest().subarray(0, 8)
+    const bytes = readFileSync(indexFile)
+    let at = -1
+    for (let i = 0; i < count && at < 0; i++)
+      if (bytes.subarray(HEADER_SIZE + i * 16, HEADER_SIZE + i * 16 + 8).equals(prefix)) at = HEADER_SIZE + i * 16 + 7
+    expect(at).toBeGreaterThan(0)
+    if (name === 'native') {
+      // The index is mapped shared and read-only: the damage comes through the file.
+      const fd = openSync(indexFile, 'r+')
+      writeSync(fd, Buffer.from([(bytes[at] as number) ^ 0xff]), 0, 1, at)
+      closeSync(fd)
+    } else {
+      const w = index.windows[Math.floor(at / 65536)] as ArrayBuffer
+      const view = new Uint8Array(w)
+      view[at % 65536] = (view[at % 65536] as number) ^ 0xff
+    }
+    expect(lookup.get(key.write(victim))).toBe(-6)
+    expect(out[4]).toBe(Math.floor(at / 4096) * 4096)
+    // Keys whose search never reads the damaged block are answered as before.
+    const far = keys.filter((k) => Math.abs(createHash('md5').update(k).digest()[0]! - prefix[0]!) > 64).slice(0, 50)
+    for (const k of far) expect(lookup.get(key.write(k))).toBe(LOOKUP_HIT)
+    const absent = Array.from({ length: 400 }, (_, i) => `absent-${i}`).filter(
+      (k) => Math.abs(createHash('md5').update(k).digest()[0]! - prefix[0]!) > 64,
+    )
+    for (const k of absent.slice(0, 50)) expect(lookup.get(key.write(k))).toBe(LOOKUP_MISS)
+    lookup.close()
+  })
 })
