@@ -54,16 +54,22 @@ direct I/O and libaio reaches 47k at queue depth 32 because it batches submissio
 alternatives for the warm-up, one process, 32 reads in flight: MADV_POPULATE_READ on the pool 28k/s, fs.read on the pool
 32k/s, fs.read through libuv's io_uring 95k/s (15 µs of CPU per read); in the node the populate won (9.9-10.1k GETs/s
 against 8.6-9.1k for fs.read on the pool and 7.2k with io_uring, whose polling kernel thread per process competes with
-the workers on 2 cores). Next steps with a measured lever: submitting a command's or a connection batch's cold reads
-in one system call (io_uring without SQPOLL from the addon, or process_madvise(MADV_WILLNEED) over the ranges, both
-plugged into one submission), which removes most of the per-read traps; and serving a cold record from the bytes read
-instead of faulting them into the mapping again. The in-process getAsync pays a pool round trip per read at queue
-depth 1 (two wake-ups); the synchronous get pays the page fault alone.`
+the workers on 2 cores). Batching the cold records of one turn of the event loop into one pool job that starts all
+their reads with one process_madvise(MADV_WILLNEED) took the node from ~10k to ~14k cold GETs/s (~100 µs of CPU per
+cold GET, from ~137). Levers not taken yet: io_uring from the addon without a polling thread (one submission and one
+completion wake-up per batch, no pool thread at all), and answering a cold record from the bytes read rather than
+mapping them and looking the key up again.`
 
 const WHY: Record<string, string> = {
-  'cold-inproc': COLD_CPU,
+  'cold-inproc': `One thread, one read at a time. The synchronous get pays the page fault of its record (one page: MADV_RANDOM) and
+reached 0.59-0.76× of fio at queue depth 1 over this session's runs (fio itself moved between 13k and 22k IOPS from run to
+run): fio's direct read skips the page cache, where a fault allocates a page, inserts it in the cache and the LRU and maps
+it, each step costlier on this paravirtual VM (see "Node cold RESP GET" below). getAsync adds a round trip through the
+libuv pool per read (two thread wake-ups), which at queue depth 1 is pure latency: 0.27-0.54×. getAsync is for callers
+with an event loop to protect; a lone reader that can block does better with get.`,
   'cold-resp': COLD_CPU,
-  'cold-mget': COLD_CPU,
+  'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
+(one pool job, one process_madvise), so it comes nearer the device than single GETs (0.53× against 0.32× in the same run).`,
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
 workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
 record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the serving event loop in slices of 64 KiB between throttle

@@ -8,7 +8,7 @@ import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
 import type { ResidencyMap, ResidencyStats } from './residency'
 import type { StoreOps } from './store-ops'
-import type { AccessMode, FrameSink, StoreReader, ValueFraming } from './store-reader-api'
+import { FRAMED_COLD, type AccessMode, type FrameSink, type StoreReader, type ValueFraming } from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
@@ -184,8 +184,25 @@ export class MappedStoreReader implements StoreReader {
     }
   }
 
-  getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {
-    const out = this.checkedLookups(keys)
+  getManyFramedInto(
+    keys: readonly (Uint8Array | string)[],
+    framing: ValueFraming,
+    sink: FrameSink,
+    maxBytes?: number,
+    ifResident = false,
+  ): number {
+    const map = ifResident ? this.map : undefined
+    if (map && !this.plain) {
+      if (this.coldRecords(keys) !== undefined) return FRAMED_COLD
+      map.reads += keys.length
+      return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
+    }
+    const out = this.checkedLookups(keys, map !== undefined)
+    if (map) {
+      // Cold: the caller's warm() counts these reads; hot ones are counted here.
+      for (let i = 0; i < keys.length; i++) if (out[4 * i] === LOOKUP_COLD) return FRAMED_COLD
+      map.reads += keys.length
+    }
     if (this.plain) return writeFramedInto(sink, framing, keys.length, out, this.open().frame, maxBytes)
     return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
@@ -208,8 +225,8 @@ export class MappedStoreReader implements StoreReader {
   }
 
   /** lookupMany, throwing the first damaged record found. */
-  private checkedLookups(keys: readonly (Uint8Array | string)[]): Float64Array {
-    const out = this.lookupMany(keys)
+  private checkedLookups(keys: readonly (Uint8Array | string)[], cold = false): Float64Array {
+    const out = this.lookupMany(keys, cold)
     for (let i = 0; i < keys.length; i++) {
       const status = out[4 * i] as number
       if (status < 0) this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
@@ -217,11 +234,11 @@ export class MappedStoreReader implements StoreReader {
     return out
   }
 
-  private lookupMany(keys: readonly (Uint8Array | string)[]): Float64Array {
+  private lookupMany(keys: readonly (Uint8Array | string)[], cold = false): Float64Array {
     const lookup = this.open()
     const b = this.batch
     b.fill(keys)
-    lookup.getMany(b.bytes, b.ends, keys.length, b.out)
+    lookup.getMany(b.bytes, b.ends, keys.length, b.out, cold)
     return b.out
   }
 

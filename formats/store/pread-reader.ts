@@ -132,6 +132,7 @@ class PreadStoreReader implements StoreReader {
     return writeValueInto(sink, framing, this.get(key))
   }
 
+  /** `ifResident` changes nothing here: there is no residency map (see warm). */
   getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number {
     return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }

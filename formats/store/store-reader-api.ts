@@ -66,8 +66,15 @@ export interface StoreReader {
    * getManyFramed written into `sink` at its position (a connection's reply buffer)
    * instead of a Buffer of its own: no allocation and no second copy per batch. Returns
    * the bytes written, or -1, writing nothing, when they would be more than `maxBytes`.
+   * With `ifResident`, FRAMED_COLD (nothing written) when a record is cold: warm(keys) it.
    */
-  getManyFramedInto(keys: readonly (Uint8Array | string)[], framing: ValueFraming, sink: FrameSink, maxBytes?: number): number
+  getManyFramedInto(
+    keys: readonly (Uint8Array | string)[],
+    framing: ValueFraming,
+    sink: FrameSink,
+    maxBytes?: number,
+    ifResident?: boolean,
+  ): number
   /**
    * get() with the answer framed into `sink` (the framing's prefix, then the value's frame
    * or the absent marker): a GET reply written straight from the mapping into a
@@ -84,6 +91,9 @@ export interface StoreReader {
    */
   close(): void
 }
+
+/** getManyFramedInto with `ifResident`: a record of the batch is not in memory; nothing was written. */
+export const FRAMED_COLD = -2
 
 /**
  * A growable output buffer that framed answers are written into in place (a RESP reply

@@ -1,6 +1,6 @@
 import { errorMessage, isStoreError } from '../../common/errors'
 import type { StoreMetadata } from '../../formats/store/metadata'
-import type { StoreReader, ValueFraming } from '../../formats/store/store-reader-api'
+import { FRAMED_COLD, type StoreReader, type ValueFraming } from '../../formats/store/store-reader-api'
 import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'
@@ -17,8 +17,17 @@ import { partitionOf, type StoreRoute, type StoreRoutes } from './store-routes'
 export type ValueReply = (out: RespWriter, value: Buffer | undefined, conn: RespConnection) => void
 /** Writes the reply of a many-key command from the values, in key order. */
 export type ValuesReply = (out: RespWriter, values: readonly (Buffer | undefined)[], conn: RespConnection) => void
-/** Writes a whole reply straight from one local reader (MGET: writeLocalMget); -1 when too large. */
-export type DirectReply = (out: RespWriter, reader: StoreReader, keys: readonly Buffer[], conn: RespConnection) => number
+/**
+ * Writes a whole reply straight from one local reader (MGET: writeLocalMget); -1 when too
+ * large; with `ifResident`, FRAMED_COLD (nothing written) when a record is cold.
+ */
+export type DirectReply = (
+  out: RespWriter,
+  reader: StoreReader,
+  keys: readonly Buffer[],
+  conn: RespConnection,
+  ifResident: boolean,
+) => number
 
 const LOADING = publicRespError('RO_UNAVAILABLE', 'the store key hash is loading')
 
@@ -219,6 +228,10 @@ export class KeyReads {
       g.idx.push(i)
       g.keys.push(p.args.subarray(this.d.keys.keyStart, end))
     }
+    // One store, every key local: the direct reply checks residency itself (answerMany).
+    const only = groups.length === 1 ? (groups[0] as StoreGroup) : undefined
+    const reader = only && only.sv.stale === undefined ? only.sv.live.currentReader : undefined
+    if (direct && reader && this.d.routes.of(reader.metadata)?.allLocal) return this.answerMany(conn, groups, n, reply, direct, undefined)
     // Keys of partitions this node does not hold are not in its files: they find nothing
     // cold, so every key of a group can be asked.
     let warming: Promise<void>[] | undefined
@@ -253,7 +266,12 @@ export class KeyReads {
         try {
           const route = this.d.routes.of(lease.reader.metadata)
           if (route?.allLocal) {
-            const hits = direct(out, lease.reader, only.keys, conn)
+            const hits = direct(out, lease.reader, only.keys, conn, target === undefined)
+            if (hits === FRAMED_COLD) {
+              const copies = groups.map((g) => ({ sv: g.sv, idx: g.idx, keys: g.keys.map((k) => Buffer.from(k)) }))
+              this.afterWarm(conn, lease.reader.warm(only.keys), (d) => this.answerMany(conn, copies, n, reply, direct, d))
+              return
+            }
             if (hits < 0) {
               out.error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
               return done()

@@ -1,6 +1,6 @@
 import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
-import type { StoreReader, ValueFraming } from '../../formats/store/store-reader-api'
+import { FRAMED_COLD, type StoreReader, type ValueFraming } from '../../formats/store/store-reader-api'
 
 /** Bytes of an MGET reply of these values, headers included. */
 export function mgetReplyBytes(values: readonly (Uint8Array | undefined)[]): number {
@@ -39,7 +39,8 @@ export function mgetFraming(count: number, proto: RespProto): ValueFraming {
  * from the mapped files, no Buffer per value and none per reply).
  *
  * Returns the number of keys found, or -1 (nothing written) when the reply would be
- * larger than `maxBytes`. Lookups that fail throw before anything is written.
+ * larger than `maxBytes`, or with `ifResident` FRAMED_COLD (nothing written) when a record
+ * is not in memory. Lookups that fail throw before anything is written.
  */
 export function writeLocalMget(
   out: RespWriter,
@@ -47,9 +48,11 @@ export function writeLocalMget(
   keys: readonly Uint8Array[],
   proto: RespProto,
   maxBytes: number,
+  ifResident = false,
 ): number {
   const at = out.pos
-  if (reader.getManyFramedInto(keys, mgetFraming(keys.length, proto), out, maxBytes) < 0) return -1
+  const n = reader.getManyFramedInto(keys, mgetFraming(keys.length, proto), out, maxBytes, ifResident)
+  if (n < 0) return n === FRAMED_COLD ? FRAMED_COLD : -1
   return countPresent(out.buf, keys.length, at)
 }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MAX_KEY_BYTES } from '../../formats/input/types'
 import { StoreError } from '../../common/errors'
+import { FRAMED_COLD } from '../../formats/store/store-reader-api'
 import { MULTIGET_FRAMING } from '../../formats/store/value-framing'
 import { decodeKeys, encodeTruncated, encodeValues, MAX_MULTIGET_BODY_BYTES, presentValues } from '../../formats/wire/multiget'
 import type { ReaderLease } from '../../swapper/live-store'
@@ -170,10 +171,20 @@ function readMany(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array
   }
 }
 
-/** Writes the framed multi-get answer into `sink` when it fits in `maxBytes`; false (nothing written) when it does not. */
-function readFramed(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[], sink: GrowableBuffer, maxBytes: number): boolean {
+/**
+ * Writes the framed multi-get answer into `sink`: its bytes, or (nothing written) -1 when it
+ * does not fit in `maxBytes`, FRAMED_COLD when `ifResident` and a record is not in memory.
+ */
+function readFramed(
+  sv: ServedStore,
+  lease: ReaderLease,
+  keys: readonly Uint8Array[],
+  sink: GrowableBuffer,
+  maxBytes: number,
+  ifResident: boolean,
+): number {
   try {
-    return lease.reader.getManyFramedInto(keys, MULTIGET_FRAMING, sink, maxBytes) >= 0
+    return lease.reader.getManyFramedInto(keys, MULTIGET_FRAMING, sink, maxBytes, ifResident)
   } catch (err) {
     sv.noteReadFault(lease.version, err)
     throw err
@@ -225,14 +236,17 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   // The common case, an answer that fits in one window: the reader frames every value
   // straight from the mapping into a reused body (no Buffer per value, none per answer).
   if (keys.length <= MULTIGET_BATCH) {
-    // Every cold record of the request is read on the pool at once, then all are framed.
-    const warming = lease.reader.warm(keys)
-    if (warming) await warming
-    if (res.destroyed) return
     const sink = BODIES.acquire()
     let framed: boolean
     try {
-      framed = readFramed(sv, lease, keys, sink, Math.min(limits.windowBytes, budget))
+      let n = readFramed(sv, lease, keys, sink, Math.min(limits.windowBytes, budget), true)
+      if (n === FRAMED_COLD) {
+        // Every cold record of the request is read on the pool at once, then all are framed.
+        await lease.reader.warm(keys)
+        if (res.destroyed) return BODIES.release(sink)
+        n = readFramed(sv, lease, keys, sink, Math.min(limits.windowBytes, budget), false)
+      }
+      framed = n >= 0
     } catch (err) {
       BODIES.release(sink)
       throw err

@@ -22,7 +22,9 @@ const countReply: ValuesReply = (out, vs) => {
 const get: Handler = (s, c) => s.reads.one(c, 1, bulkReply, bulkFraming)
 
 const mget: Handler = (s, c) =>
-  s.reads.many(c, 1, valuesReply, (out, reader, keys, conn) => writeLocalMget(out, reader, keys, conn.proto, s.opts.maxReplyBytes))
+  s.reads.many(c, 1, valuesReply, (out, reader, keys, conn, ifResident) =>
+    writeLocalMget(out, reader, keys, conn.proto, s.opts.maxReplyBytes, ifResident),
+  )
 
 const getrange: Handler = (s, c) => {
   const from = argInt(c, 2)
