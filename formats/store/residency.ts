@@ -158,7 +158,15 @@ export class ResidencyMap {
         else w.reject(err)
       }
     }
-    this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n).then(
+    let job: Promise<number>
+    try {
+      job = this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n)
+    } catch (err) {
+      // A refused call (no files left to read) is a failed warm-up, never a throw out of a timer.
+      settle(err)
+      return
+    }
+    job.then(
       (fresh) => {
         this.pagesRead += fresh
         settle(undefined)

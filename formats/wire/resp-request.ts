@@ -31,6 +31,19 @@ function protocolError(what: string): StoreError {
 export class RespRequestParser {
   /** Arguments of the last command parsed. */
   argc = 0
+
+  /**
+   * Other limits from the next command on (a connection before and after AUTH). The
+   * command being read, if any, is checked against them from its next header.
+   */
+  setLimits(limits: RespRequestLimits): void {
+    this.limits = limits
+  }
+
+  /** The limits in force. */
+  get currentLimits(): RespRequestLimits {
+    return this.limits
+  }
   /** The buffer holding the arguments' bytes. */
   args: Buffer = EMPTY
   starts: Int32Array
@@ -50,7 +63,7 @@ export class RespRequestParser {
   private scanFrom = 0
   private inline: Buffer | undefined
   private headerValue = 0
-  private readonly limits: RespRequestLimits
+  private limits: RespRequestLimits
 
   constructor(limits: Partial<RespRequestLimits> = {}) {
     this.limits = { ...DEFAULT_REQUEST_LIMITS, ...limits }

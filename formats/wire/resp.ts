@@ -36,6 +36,19 @@ export const DEFAULT_REQUEST_LIMITS: RespRequestLimits = {
   maxCommandBytes: 16 << 20,
 }
 
+/**
+ * What a connection may send before it has authenticated, where a read token is set:
+ * enough for AUTH and HELLO ... AUTH ... SETNAME, as Redis 7 allows (10 arguments of at most
+ * 16 KiB), so a client that never authenticates holds at most 64 KiB of request bytes, not
+ * the 16 MiB of an authenticated one.
+ */
+export const UNAUTHENTICATED_REQUEST_LIMITS: RespRequestLimits = {
+  maxArgs: 10,
+  maxBulkBytes: 16 << 10,
+  maxInlineBytes: 16 << 10,
+  maxCommandBytes: 64 << 10,
+}
+
 /** Bounds on replies a client accepts from a server it talks to. */
 export interface RespReplyLimits {
   /** Bytes of one bulk string. Default 512 MiB (Redis's own bound). */

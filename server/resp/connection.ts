@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import { errorMessage } from '../../common/errors'
-import type { RespProto } from '../../formats/wire/resp'
+import { UNAUTHENTICATED_REQUEST_LIMITS, type RespProto, type RespRequestLimits } from '../../formats/wire/resp'
 import { RespRequestParser } from '../../formats/wire/resp-request'
 import { RespWriter } from '../../formats/wire/resp-writer'
 import { directSend, type ReplySend } from './direct-send'
@@ -41,7 +41,6 @@ const MAX_DEFERRED = 512
  */
 export class RespConnection {
   proto: RespProto = 2
-  authed: boolean
   name = ''
   libName = ''
   libVer = ''
@@ -64,6 +63,23 @@ export class RespConnection {
   private sendTimer: NodeJS.Timeout | undefined
   /** Sends the shared writer's replies: past the stream machinery when it can (direct-send.ts). */
   private readonly send: ReplySend
+  private readonly fullLimits: RespRequestLimits
+  private readonly unauthLimits: RespRequestLimits
+  private isAuthed = false
+
+  /**
+   * Whether the connection may run commands that need the read token. Until it may, its
+   * requests are held to UNAUTHENTICATED_REQUEST_LIMITS: a command larger than AUTH needs
+   * is a protocol error before it is buffered.
+   */
+  get authed(): boolean {
+    return this.isAuthed
+  }
+
+  set authed(v: boolean) {
+    this.isAuthed = v
+    this.parser.setLimits(v ? this.fullLimits : this.unauthLimits)
+  }
 
   constructor(
     readonly id: number,
@@ -76,8 +92,17 @@ export class RespConnection {
      */
     borrowedReads = false,
   ) {
-    this.authed = !authRequired
     this.parser = new RespRequestParser(host.opts.requestLimits)
+    this.fullLimits = this.parser.currentLimits
+    // Never looser than what the node allows an authenticated client.
+    const l = this.fullLimits
+    this.unauthLimits = {
+      maxArgs: Math.min(l.maxArgs, UNAUTHENTICATED_REQUEST_LIMITS.maxArgs),
+      maxBulkBytes: Math.min(l.maxBulkBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxBulkBytes),
+      maxInlineBytes: Math.min(l.maxInlineBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxInlineBytes),
+      maxCommandBytes: Math.min(l.maxCommandBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxCommandBytes),
+    }
+    this.authed = !authRequired
     this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`
     this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
     socket.setNoDelay(true)
@@ -192,7 +217,7 @@ export class RespConnection {
             more = this.parser.next()
           } catch (err) {
             this.host.stats.protocolErrors++
-            this.out().error(`ERR ${errorMessage(err)}`)
+            this.out().error(`ERR ${errorMessage(err)}${this.isAuthed ? '' : ' (not authenticated: AUTH first)'}`)
             this.closing = true
             break
           }

@@ -129,6 +129,23 @@ describe.each(['shared buffer', 'stream'])('%s reads', (mode) => {
     await until('all left', () => node.resp!.stats.connected === 0)
   })
 
+  test('before AUTH: a command larger than AUTH needs is refused at its header and the connection closes; after AUTH the node limits apply', async () => {
+    const before = node.resp!.stats.protocolErrors
+    // 15 arguments: within the node's 20, past the 10 an unauthenticated client may send.
+    const refused = await RawConnection.open(port)
+    refused.send('*15\r\n$4\r\nMGET\r\n')
+    await refused.closedPromise
+    expect(refused.text).toMatch(/^-ERR Protocol error: invalid multibulk length \(15 arguments, at most 10\) \(not authenticated: AUTH first\)\r\n$/)
+    expect(node.resp!.stats.protocolErrors).toBe(before + 1)
+    // A small command runs (and is refused NOAUTH); after AUTH the same 15 arguments are an MGET.
+    const c = await RawConnection.open(port)
+    const mget = `*15\r\n$4\r\nMGET\r\n${Array.from({ length: 14 }, (_, i) => `$11\r\nusers:key-${i % 10}\r\n`).join('')}`
+    c.send(`GET users:key-1\r\n${AUTH}${mget}`)
+    const text = await c.until((t) => t.includes('*14\r\n') && t.endsWith('$7\r\nvalue-3\r\n'))
+    expect(text.startsWith('-NOAUTH Authentication required.\r\n+OK\r\n*14\r\n$7\r\nvalue-0\r\n')).toBe(true)
+    c.close()
+  })
+
   test('protocol errors: replies before the bad frame are sent, then the error, then the connection closes', async () => {
     const cases: [string, RegExp][] = [
       [`*2\r\n$3\r\nGET\r\n$2000\r\n`, /^-ERR Protocol error: invalid bulk length/],
