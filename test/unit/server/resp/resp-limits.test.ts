@@ -135,7 +135,9 @@ describe.each(['shared buffer', 'stream'])('%s reads', (mode) => {
     const refused = await RawConnection.open(port)
     refused.send('*15\r\n$4\r\nMGET\r\n')
     await refused.closedPromise
-    expect(refused.text).toMatch(/^-ERR Protocol error: invalid multibulk length \(15 arguments, at most 10\) \(not authenticated: AUTH first\)\r\n$/)
+    expect(refused.text).toMatch(
+      /^-ERR Protocol error: invalid multibulk length \(15 arguments, at most 10\) \(not authenticated: AUTH first\)\r\n$/,
+    )
     expect(node.resp!.stats.protocolErrors).toBe(before + 1)
     // A small command runs (and is refused NOAUTH); after AUTH the same 15 arguments are an MGET.
     const c = await RawConnection.open(port)
