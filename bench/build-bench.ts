@@ -38,7 +38,7 @@ interface Measured {
   readonly error?: string
 }
 
-/** Records/s per core of rostore before issue 12 (bench/RESULTS.md of 2026-11-29, 1M × 100 B, --workers 1). */
+/** Records/s per core of rostore before the batched builder (bench/RESULTS.md of 2026-11-29, 1M × 100 B, --workers 1). */
 const PER_CORE_BEFORE = 265_813
 /** rostore's default --memory-mb, the budget of the build rows; RSS may exceed it by this much. */
 const DEFAULT_MEMORY_MB = 1024

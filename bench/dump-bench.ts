@@ -1,5 +1,5 @@
 /**
- * Streaming a store out (issue 11), run by bench/run.ts as its own process:
+ * Streaming a store out, run by bench/run.ts as its own process:
  *   node dist/bench/dump-bench.js [--quick] [--records N] [--runs N]
  *
  * One node (the CLI's default workers) serves N records of 100 B (1M; 300k with --quick).

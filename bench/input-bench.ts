@@ -1,5 +1,5 @@
 /**
- * Measurement 1b — input formats (issue 15): the same records as TSV, Parquet (Snappy and
+ * Measurement 1b — input formats: the same records as TSV, Parquet (Snappy and
  * ZSTD, written by DuckDB), CSV, JSON lines (DuckDB) and an Arrow IPC file (pyarrow):
  * - build rate of `rostore build` (all cores) from each, interleaved runs, against TSV;
  * - parse rate of each reader alone (this process, one thread, no build): rows/s, MB/s;

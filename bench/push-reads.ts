@@ -1,5 +1,5 @@
 /**
- * Reads during a push (issue 17, defect 0), a section of push-bench.ts: one node serves
+ * Reads during a push, a section of push-bench.ts: one node serves
  * version 1 of N records of 100 B (10M, ~1.1 GB of data files; 1M with --quick) while a
  * probe process reads it one request at a time; then the node fetches, verifies and
  * installs version 2 of the same size (pushed from the local build output) and swaps to

@@ -405,7 +405,7 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
     if (ro.rss) {
       mem.push(
         `rostore serve RSS after the runs ${fmt(ro.rss.rss / 2 ** 20)} MiB (peak ${fmt(ro.rss.hwm / 2 ** 20)} MiB) with ${fmt(ro.rss.dataBytes / 2 ** 20)} MiB of .data ` +
-          `and ${fmt(ro.rss.indexBytes / 2 ** 20)} MiB of .index (RSS ÷ .data = ${fmt(ro.rss.rss / ro.rss.dataBytes)}): in the default mmap mode RSS counts the mapped pages of .index and .data the node has touched, which are the shared page cache, not memory of the node's own (issue 19's memory table separates heap and RssAnon).`,
+          `and ${fmt(ro.rss.indexBytes / 2 ** 20)} MiB of .index (RSS ÷ .data = ${fmt(ro.rss.rss / ro.rss.dataBytes)}): in the default mmap mode RSS counts the mapped pages of .index and .data the node has touched, which are the shared page cache, not memory of the node's own (section 4b's memory table separates heap and RssAnon).`,
       )
     }
     if (rd.memory)

@@ -1,5 +1,5 @@
 /**
- * Push soak (issue 19), run by bench/run.ts as its own process:
+ * Push soak, run by bench/run.ts as its own process:
  *   node dist/bench/soak-bench.js [--quick] [--pushes N] [--records N]
  *
  * One node (the CLI's default workers) takes N pushes (1,000; 100 with --quick) of a store

@@ -1,5 +1,5 @@
 /**
- * Reads during swaps (issue 19): a probe process reads one key at a time from a store of
+ * Reads during swaps: a probe process reads one key at a time from a store of
  * `records` 100-byte values while the node swaps that store back and forth (swap to 2,
  * rollback to 1) `swaps` times, against a baseline of the same length without swaps, same
  * run. Goal: the p99 during the swaps within noise of the baseline (1.5 × + 0.1 ms).

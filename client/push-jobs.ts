@@ -59,7 +59,7 @@ const POLL_FAILURE_GRACE_MS = 60_000
  * One poll of a running job. A poll is idempotent: a node that is slow to answer, or
  * resets the connection (a node busy for seconds closes its idle keep-alive connections
  * as it catches up), is asked again with a growing pause, for up to a minute, instead of
- * failing a push whose fetch is going fine (issue 17, defect 0). A node that refuses the
+ * failing a push whose fetch is going fine. A node that refuses the
  * connection is down, and its job with it: that fails at once.
  */
 async function pollJob(node: NodeClient, j: RemoteJob, deadline: number): Promise<RemoteJob> {

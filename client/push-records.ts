@@ -23,7 +23,7 @@ export interface PushRecordPlan {
  * After a push or rollback went live, every node that took it keeps its record (the
  * version, the nodes that missed it, the source), and so does every node that missed it
  * and is reachable: that node then refuses reads of the store until it holds the version
- * (issue 17, defect 11). A node that was down learns it from its peers when it restarts.
+ *. A node that was down learns it from its peers when it restarts.
  *
  * The record's seq is one more than the highest seq the nodes hold, and at least the
  * current time in ms: the newest push wins wherever records meet. Returns the nodes that

@@ -1,5 +1,5 @@
 /*
- * Batch work for the builder (issue 12): one call hashes or checksums many byte ranges of
+ * Batch work for the builder: one call hashes or checksums many byte ranges of
  * one buffer, or packs a batch's records into the sort buffer, so a build pays the N-API
  * crossing once per few thousand records instead of once per record. The ranges are [starts[i], ends[i]) of `src`; every range
  * is checked against the buffer before any byte is read.

@@ -55,7 +55,7 @@ const MAX_RETRY_MS = 60_000
 
 /**
  * A node that (re)starts asks its peers, before it serves the stores it had, whether it
- * missed a push (issue 17, defect 11). The nodes that took a high-availability push keep
+ * missed a push. The nodes that took a high-availability push keep
  * its record (swapper/push-record.ts): the version and the nodes that missed it. A store
  * this node missed is refused (503, "behind") until the node has that version: it fetches
  * it from the push's source itself (self-repair) and swaps, or a new push brings it.

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { StoreError } from '../common/errors'
 
 /**
- * Bounds on what one read response may cost the node (issue 17, defect 2). A request of a
+ * Bounds on what one read response may cost the node. A request of a
  * few bytes can name values of many MiB; without these a multi-get of 256 one-MiB values
  * was built as one 256 MiB buffer, and a client that never read held it for as long as
  * TCP kept the connection.

@@ -14,7 +14,7 @@ export interface CorruptReads {
 }
 
 /**
- * Reads of one store that failed because its files are damaged (issue 17, defect 4): the
+ * Reads of one store that failed because its files are damaged: the
  * node reports them in /status, so an operator sees which replica to repair while clients
  * read from the others. Counted where the reads run (each serving loop), summed for /status.
  */

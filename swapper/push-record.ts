@@ -7,7 +7,7 @@ import { isValidVersion, PUSH_RECORD_FILE } from './versions'
 
 /**
  * What the last cluster push (or rollback) of a store decided, as every node that took it
- * keeps it: the version that went live and the nodes that missed it (issue 17, defect 11).
+ * keeps it: the version that went live and the nodes that missed it.
  * A node that was down during a high-availability push learns from its peers' records,
  * when it starts, that it should hold a newer version, and refuses reads until it does.
  *

@@ -9,7 +9,7 @@ import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from '.
  * 1. the STALE mark an operator (or an older rostore's push) set, kept on disk;
  * 2. the startup hold: the node has not asked its peers yet whether it missed a push;
  * 3. "behind": the last push record (push-record.ts) says this node missed a push of a
- *    version it does not serve (issue 17, defect 11). Computed from the record and the
+ *    version it does not serve. Computed from the record and the
  *    live version, so it ends by itself when the node swaps to that version or a newer
  *    record (a later push, a rollback) no longer names it.
  * StoreVersions owns one and serializes the writes.

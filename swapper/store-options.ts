@@ -12,7 +12,7 @@ export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
 /**
  * The real verifier, loaded on first use. It runs in a worker thread: it reads and checks
  * every byte, which on the event loop stalled every read of the node for seconds per
- * install (issue 17, defect 0).
+ * install.
  */
 export const defaultVerify: VerifyDir = async (dir, signal) =>
   (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal })

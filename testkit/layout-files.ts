@@ -6,7 +6,7 @@ import { writeInput } from './input-files'
 import { freePort, LOOPBACK } from './node-process'
 
 /**
- * Cluster files and builds for tests that change the cluster's layout (issue 13): one set of
+ * Cluster files and builds for tests that change the cluster's layout: one set of
  * loopback addresses, several layouts over them, and builds of the same keys per version.
  */
 export interface NodePorts {

@@ -9,7 +9,7 @@ type Answer = { ok: true; report: VerifyReport } | { ok: false; code?: string; m
  * verifyStore in a worker thread of its own. A full verify reads every byte of a version
  * and checks every record: seconds of CPU and synchronous reads for a store of a few
  * hundred MB. A serving node runs it here, so its event loop keeps answering reads while
- * it verifies a fetched or installed version (issue 17, defect 0). The CLI's
+ * it verifies a fetched or installed version. The CLI's
  * `rostore verify` and the tests call verifyStore itself. Cancelling (`signal`) terminates
  * the thread and rejects with RO_ABORTED; errors keep their StoreError code.
  */

@@ -205,7 +205,7 @@ class KeyTooLong extends HttpStatusError {
 /**
  * Values are read into a window of `windowBytes`, framed, written, and the next window is
  * read only once the socket has drained: a request holds at most about one window (and
- * one batch of values) of memory however many large values it names (issue 17, defect 2).
+ * one batch of values) of memory however many large values it names.
  * A response that fits in the first window goes out with a Content-Length, and any failure
  * before it gets a status. The body stops at `maxResponseBytes` with the end frame
  * (formats/wire/multiget.ts); the client asks for the other keys again.

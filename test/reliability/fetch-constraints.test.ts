@@ -16,7 +16,7 @@ import { makeTmp } from '../../testkit/tmp'
  * this node's own chunk files (paths, "..", metadata.json, sub-directories, odd spellings) is
  * refused before any file is requested. Symlinks inside the allowed tree that lead out of
  * it (a node directory, a single file, metadata.json to /etc/passwd) are refused per file,
- * and install applies the same list to its path (issue 17, defect 5).
+ * and install applies the same list to its path.
  * test/integration/fetcher/fetch-http.test.ts and
  * test/unit/fetcher/{open-source,manifest}.test.ts check the pieces; this goes through a
  * real node's fetch route.
@@ -136,7 +136,7 @@ test('sources outside --allowed-source are refused before any request, nothing s
   const hits = [...(await nginxHits('/other/')), ...(await nginxHits('/allowed-old/'))]
   figures.requestsThatReachedNginx += hits.length
   expect(hits).toEqual([])
-  // Refused before anything exists: no store directory, no store in the list (issue 17, defect 7).
+  // Refused before anything exists: no store directory, no store in the list.
   expect(existsSync(storeDir())).toBe(false)
   expect(json(await node.request('/stores'))).toEqual({ stores: [] })
   expect(node.events().filter((e) => e['event'] === 'store-opened')).toEqual([])

@@ -287,7 +287,7 @@ test('the source dies mid-push for good: the push fails, every node keeps the li
   await expectConsistent(8, BIG_KEYS)
 })
 
-test('job polls whose answers are lost: the push asks again and goes live (issue 17, defect 0)', async () => {
+test('job polls whose answers are lost: the push asks again and goes live', async () => {
   fault("node 0's answers to 5 job polls lost")
   const before = proxy.dropped
   proxy.dropAnswers(/^GET \/admin\/jobs\//, 5)

@@ -13,7 +13,7 @@ import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/layout-f
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * Growing and shrinking the cluster with real node processes (issue 13): 3 nodes grow to 5
+ * Growing and shrinking the cluster with real node processes: 3 nodes grow to 5
  * (a push of a build for the new layout), the grow is rolled back and pushed again, then
  * 5 shrink to 4, all under continuous reads from several clients (HTTP with the current
  * file, HTTP with an old file that lists only the first three nodes, RESP). Every read

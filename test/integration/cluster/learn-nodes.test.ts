@@ -10,7 +10,7 @@ import { makeTmp } from '../../../testkit/tmp'
 
 /**
  * Growing 3 -> 5 when the three old nodes were started with a cluster file that lists only
- * themselves (issue 13): the push hands every node the new nodes' addresses
+ * themselves: the push hands every node the new nodes' addresses
  * (`POST /admin/cluster/nodes`), so an old node lists them to clients, forwards RESP reads to
  * them (in its serving workers too), and still knows them after a restart with its old file.
  */

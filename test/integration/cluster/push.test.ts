@@ -171,7 +171,7 @@ test('a push to a cluster with a node down fails and changes nothing, unless --a
   }
   // Node 0 was down during the push. Restarting, it asks its peers, learns from their push
   // record that it missed version 4, and refuses reads of the store (503) until it has
-  // fetched version 4 from the push's source and swapped to it (issue 17, defect 11): no
+  // fetched version 4 from the push's source and swapped to it: no
   // client reads version 3 from it, however fresh.
   const direct = await nodes.nodes[0]!.request('/stores/st/keys/key-2')
   expect(direct.status === 503 || direct.body.toString() === 'v4-2').toBe(true)

@@ -13,7 +13,7 @@ import { waitUntil } from '../../../testkit/reliability-kit'
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * Defect 1 of issue 17: a source whose file-system calls hang (a hung NFS mount) must not
+ * A source whose file-system calls hang (a hung NFS mount) must not
  * take the node's other work with it. A FIFO opened in blocking mode stands in for the
  * dead mount: open() blocks in a libuv pool thread until a writer comes, as a read on a
  * hung NFS server blocks until the server answers. (FileSource itself opens with
@@ -69,7 +69,7 @@ afterAll(() => {
   tmp.cleanup()
 })
 
-test('a stalled open that returns later is closed, and nothing crashes (the FIFO crash of issue 17)', async () => {
+test('a stalled open that returns later is closed, and nothing crashes (a FIFO once crashed the node here)', async () => {
   const { root, fifo } = await stuckRoot('late-open')
   const gate = new FsGate(2)
   const fdsBefore = openFds()

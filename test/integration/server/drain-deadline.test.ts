@@ -11,7 +11,7 @@ const VALUE_BYTES = 64 << 10
 const KEYS = 100
 
 /**
- * Regression (issue 17, defect 3): two multi-gets whose clients never read kept version 1
+ * Regression: two multi-gets whose clients never read kept version 1
  * open and on disk through later pushes, because retention waited for their readers to
  * drain with no deadline. Now the drain has one (--version-drain-ms): the stalled requests
  * are cut and retention deletes the old version.

@@ -7,7 +7,7 @@ import { startSingleNode, type NodeProcess } from '../../../testkit/node-process
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * The streaming throttle's accuracy, as issue 11 asks: within ±10% of the limit at 5 and
+ * The streaming throttle's accuracy: within ±10% of the limit at 5 and
  * 20 MB/s. The limits are far below what loopback carries here even when the machine is
  * busy (hundreds of MB/s), so the lower bound measures the throttle, not the machine; the
  * upper bound holds by construction of the token bucket. The rate is taken from the first

@@ -9,8 +9,8 @@ import { waitUntil } from '../../../testkit/reliability-kit'
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * The startup peer check and self-repair of a node that missed a push (issue 17, defect
- * 11; server/peer-check.ts), case by case: behind and told so by its peers; behind and
+ * The startup peer check and self-repair of a node that missed a push
+ * (server/peer-check.ts), case by case: behind and told so by its peers; behind and
  * alone (its own record still says so); not behind and alone (refuses reads for the
  * grace period, then serves); self-repair from the push's source without any peer.
  */

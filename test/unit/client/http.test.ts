@@ -4,7 +4,7 @@ import { httpRequest } from '../../../client/http'
 
 /**
  * The client's one HTTP exchange retries idempotent requests whose connection was reset
- * before an answer (issue 17, defect 0: job polls failed a push with ECONNRESET), and
+ * before an answer (job polls failed a push with ECONNRESET), and
  * never retries the others.
  */
 let server: Server

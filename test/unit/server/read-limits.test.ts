@@ -10,7 +10,7 @@ import { waitUntil } from '../../../testkit/reliability-kit'
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * The bounds on read responses (issue 17, defect 2), on an in-process node with small
+ * The bounds on read responses, on an in-process node with small
  * limits: a multi-get stops at --max-response-bytes with the end frame and the client
  * asks for the rest; a single value over the limit is 413; a response its client stops
  * reading is cut after --send-timeout-ms; connections beyond --max-connections are closed.

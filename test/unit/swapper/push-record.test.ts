@@ -10,7 +10,7 @@ afterAll(() => tmp.cleanup())
 
 const record = { version: 3, missed: [2, 0, 2], source: '/builds/v3', seq: 1700000000000, at: '2026-01-01T00:00:00.000Z' }
 
-describe('push records (issue 17, defect 11)', () => {
+describe('push records', () => {
   test('parsed and validated: ids sorted and unique, unknown or bad fields refused', () => {
     expect(parsePushRecord(record)).toEqual({ ...record, missed: [0, 2] })
     expect(parsePushRecord({ version: 1, missed: [], seq: 5 })).toEqual({ version: 1, missed: [], seq: 5, at: '' })
