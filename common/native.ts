@@ -167,15 +167,10 @@ export interface NativeFunctions {
   /** mincore over a mapping into `vec` (one byte per page), off the JS thread; resolves to the resident pages. */
   refreshResidency(windows: readonly ArrayBufferLike[], vec: Uint8Array): Promise<number>
   /**
-   * Brings the record at `offset` of a data mapping into memory on the libuv pool and marks
-   * its pages in `vec` (`length` 0: read from the record's header); resolves to the pages
-   * that were not marked before.
-   */
-  warmRecord(windows: readonly ArrayBufferLike[], vec: Uint8Array, offset: number, length: number): Promise<number>
-  /**
-   * warmRecord for a batch: `ranges` holds (file, offset, length) for `count` records of
-   * `files` ([windows, vec] pairs); every read is started at once, then each record is
-   * warmed. Resolves to the pages that were not marked before.
+   * Brings records of data mappings into memory on the libuv pool and marks their pages:
+   * `ranges` holds (file, offset, length) for `count` records of `files` ([windows, vec]
+   * pairs; length 0: read from the record's header); every read is started at once, then
+   * each record is mapped (MADV_POPULATE_READ). Resolves to the pages not marked before.
    */
   warmRecords(files: readonly (readonly [readonly ArrayBufferLike[], Uint8Array])[], ranges: Float64Array, count: number): Promise<number>
   /** mlock over a mapping, off the JS thread; resolves to 0 or the errno (EPERM, ENOMEM: not allowed). */
@@ -333,7 +328,6 @@ function wrap(raw: RawAddon): NativeFunctions {
     createLookup: raw.createLookup,
     adviseRandom: raw.adviseRandom,
     refreshResidency: raw.refreshResidency,
-    warmRecord: raw.warmRecord,
     warmRecords: raw.warmRecords,
     lockPages: raw.lockPages,
     zstdDecompress: raw.zstdDecompress,

@@ -3,14 +3,11 @@
  *
  *   adviseRandom(windows) -> 0 | errno                  madvise(MADV_RANDOM), at once
  *   refreshResidency(windows, vec) -> Promise<number>   mincore into vec; resident pages
- *   warmRecord(windows, vec, offset, length) -> Promise<number>
- *                                                       the record's pages brought in and
- *                                                       marked; pages that were not marked
  *   lockPages(windows) -> Promise<number>               mlock; 0 or errno
  *   warmRecords(files, ranges, count) -> Promise<number>
  *       files: [[windows, vec], ...]; ranges: Float64Array of (file, offset, length) x count.
  *       The reads of every record started at once (ro_start_reads), then each record
- *       warmed as warmRecord does; resolves to the pages that were not marked before.
+ *       populated and marked (ro_warm_record); resolves to the pages that were not marked before.
  *
  * The jobs run on the libuv pool and hold references to the windows and the vector until
  * they complete, so a reader closed meanwhile unmaps nothing a pool thread still reads.
@@ -24,7 +21,7 @@
 #include "napi-util.h"
 #include "residency.h"
 
-enum { JOB_REFRESH, JOB_WARM, JOB_LOCK };
+enum { JOB_REFRESH, JOB_LOCK };
 
 typedef struct {
   napi_async_work work;
@@ -35,7 +32,6 @@ typedef struct {
   uint8_t *base;
   uint64_t size;
   uint8_t *vec;
-  uint64_t offset, length;
   int kind;
   int err;
   uint64_t count;
@@ -53,7 +49,6 @@ static void execute(napi_env env, void *data) {
   (void)env;
   residency_job *job = data;
   if (job->kind == JOB_REFRESH) job->err = ro_refresh_residency(job->base, job->size, job->vec, &job->count);
-  else if (job->kind == JOB_WARM) job->count = ro_warm_record(job->base, job->size, job->vec, job->offset, job->length);
   else job->err = ro_lock_pages(job->base, job->size);
 }
 
@@ -76,7 +71,7 @@ static void complete(napi_env env, napi_status status, void *data) {
 }
 
 /* A job over `windows` and, when `vec` is not NULL, a vector of one byte per page. */
-static napi_value queue(napi_env env, int kind, napi_value windows, napi_value vec, uint64_t offset, uint64_t length) {
+static napi_value queue(napi_env env, int kind, napi_value windows, napi_value vec) {
   uint8_t *base;
   uint64_t size;
   uint32_t count;
@@ -96,8 +91,6 @@ static napi_value queue(napi_env env, int kind, napi_value windows, napi_value v
   job->base = base;
   job->size = size;
   job->vec = v;
-  job->offset = offset;
-  job->length = length;
   job->window_count = count;
   napi_value promise, name;
   if (ro_ref_windows(env, windows, job->windows, count) != 0 || (vec != NULL && napi_create_reference(env, vec, 1, &job->vec_ref) != napi_ok) ||
@@ -126,25 +119,14 @@ static napi_value refresh_fn(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2) return ro_throw_type(env, "refreshResidency(windows, vec)");
-  return queue(env, JOB_REFRESH, argv[0], argv[1], 0, 0);
-}
-
-static napi_value warm_fn(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  double offset, length;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4 || napi_get_value_double(env, argv[2], &offset) != napi_ok ||
-      napi_get_value_double(env, argv[3], &length) != napi_ok || !(offset >= 0 && offset <= 9007199254740991.0) ||
-      !(length >= 0 && length <= 9007199254740991.0))
-    return ro_throw_type(env, "warmRecord(windows, vec, offset, length)");
-  return queue(env, JOB_WARM, argv[0], argv[1], (uint64_t)offset, (uint64_t)length);
+  return queue(env, JOB_REFRESH, argv[0], argv[1]);
 }
 
 static napi_value lock_fn(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return ro_throw_type(env, "lockPages(windows)");
-  return queue(env, JOB_LOCK, argv[0], NULL, 0, 0);
+  return queue(env, JOB_LOCK, argv[0], NULL);
 }
 
 typedef struct {
@@ -280,6 +262,5 @@ int ro_register_residency(napi_env env, napi_value exports) {
   if (ro_set_function(env, exports, "warmRecords", warm_records_fn) != 0) return -1;
   if (ro_set_function(env, exports, "adviseRandom", advise_random_fn) != 0) return -1;
   if (ro_set_function(env, exports, "refreshResidency", refresh_fn) != 0) return -1;
-  if (ro_set_function(env, exports, "warmRecord", warm_fn) != 0) return -1;
   return ro_set_function(env, exports, "lockPages", lock_fn);
 }

@@ -138,16 +138,6 @@ export async function refreshResidencyJs(_windows: readonly ArrayBufferLike[], v
   return vec.length
 }
 
-/** Twin of warmRecord: nothing to bring in. */
-export async function warmRecordJs(
-  _windows: readonly ArrayBufferLike[],
-  _vec: Uint8Array,
-  _offset: number,
-  _length: number,
-): Promise<number> {
-  return 0
-}
-
 /** Twin of warmRecords: nothing to bring in. */
 export async function warmRecordsJs(
   _files: readonly (readonly [readonly ArrayBufferLike[], Uint8Array])[],

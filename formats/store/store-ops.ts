@@ -11,7 +11,6 @@ import {
   readFileWindows,
   refreshResidencyJs,
   scanIndexJs,
-  warmRecordJs,
   warmRecordsJs,
 } from './js-mapping'
 
@@ -37,7 +36,6 @@ export const jsStoreOps: StoreOps = {
   createLookup: createLookupJs,
   adviseRandom: adviseRandomJs,
   refreshResidency: refreshResidencyJs,
-  warmRecord: warmRecordJs,
   warmRecords: warmRecordsJs,
   lockPages: lockPagesJs,
 }
