@@ -27,24 +27,20 @@ export const builder = (y: Argv) =>
 
 /** Exit codes: 0 live everywhere, 1 failed (nothing changed), 3 live with failed nodes marked stale. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
-  const cluster = await loadClusterOption(a)
-  if (a['dry-run']) {
-    const plan = await planPush({
-      cluster,
-      store: a.store,
-      from: a.from,
-      adminToken: adminToken(a['admin-token']),
-      readToken: readToken(a),
-    })
-    process.stdout.write(`${formatPlan(plan)}\n`)
-    return
-  }
-  const result = await pushStore({
-    cluster,
+  // What the plan and the push both need: the build, the cluster and the tokens.
+  const target = {
+    cluster: await loadClusterOption(a),
     store: a.store,
     from: a.from,
     adminToken: adminToken(a['admin-token']),
     readToken: readToken(a),
+  }
+  if (a['dry-run']) {
+    process.stdout.write(`${formatPlan(await planPush(target))}\n`)
+    return
+  }
+  const result = await pushStore({
+    ...target,
     throttle: a.throttle,
     timeoutMs: a.timeout * 1000,
     allowFailedNodes: a['allow-failed-nodes'],
