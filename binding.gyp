@@ -7,6 +7,7 @@
         "native/anon-memory.c",
         "native/batch-napi.c",
         "native/crc32.c",
+        "native/drop-behind.c",
         "native/durable-file.c",
         "native/index-scan.c",
         "native/lookup.c",

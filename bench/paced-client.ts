@@ -15,7 +15,7 @@
  * LoadResult as JSON.
  */
 import { connect, type Socket } from 'node:net'
-import { keyOf, streamIds } from './data'
+import { keyOf, streamIds, type StreamKind } from './data'
 import type { LoadResult } from './load-client'
 import { percentileSorted } from './stats'
 
@@ -29,6 +29,9 @@ export interface PacedJob {
   readonly durationSec: number
   /** 'http' (default): GET /stores/<store>/keys/<key>; 'resp': `GET <key>` on a RESP port (bare keys). */
   readonly protocol?: 'http' | 'resp'
+  /** The key stream (default uniform) and how many draws it cycles through (default 200,000). */
+  readonly kind?: StreamKind
+  readonly distinct?: number
 }
 
 /** One parsed response: bytes it took and its status (200 hit, 404 miss, else other); undefined when incomplete; null when unparseable. */
@@ -65,7 +68,7 @@ interface Conn {
 
 async function main(): Promise<void> {
   const job = JSON.parse(process.argv[2] ?? '{}') as PacedJob
-  const ids = streamIds('uniform', job.records, 200_000, job.seed + 17)
+  const ids = streamIds(job.kind ?? 'uniform', job.records, job.distinct ?? 200_000, job.seed + 17)
   const requests: Buffer[] = []
   const resp = job.protocol === 'resp'
   for (let j = 0; j < ids.length; j++) {

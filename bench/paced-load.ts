@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../common/paths'
-import { ensureDir, workRoot } from './data'
+import { ensureDir, workRoot, ZIPF_S } from './data'
 import type { LoadResult } from './load-client'
 import type { PacedJob } from './paced-client'
 import { runTimed } from './system'
@@ -32,7 +32,7 @@ export function pacedLoadBinary(): { path?: string; reason?: string } {
   const path = join(ensureDir(join(workRoot(), 'bin')), 'paced-load')
   try {
     if (!existsSync(path) || statSync(path).mtimeMs < statSync(source).mtimeMs) {
-      execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', path, source], { stdio: ['ignore', 'ignore', 'pipe'] })
+      execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', path, source, '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] })
     }
     built = { path }
   } catch (err) {
@@ -57,6 +57,7 @@ export async function runPacedLoad(job: PacedJob, cpu: number): Promise<PacedRes
           String(job.rate),
           String(job.connections),
           String(job.durationSec),
+          job.kind === 'zipf' ? String(ZIPF_S) : '0',
         ],
         { cpu, timeoutMs },
       )

@@ -201,6 +201,15 @@ export interface NativeFunctions {
    * a temp file it created and did not rename is removed. Twin: swapper/live-pointer.ts.
    */
   writeFileDurably(dir: string, tmpName: string, name: string, bytes: Uint8Array, stopAfter: 0 | 1 | 2): Promise<void>
+  /**
+   * On the libuv pool: starts the writeback of [startOffset, +startLength) of `fd`, then waits
+   * for [dropOffset, +dropLength) to be on disk and drops it from the page cache
+   * (native/drop-behind.c). Resolves to 0 or the errno of the advice that failed (the data
+   * is written either way). No JavaScript twin: without the addon written pages stay cached.
+   */
+  writeBehind(fd: number, startOffset: number, startLength: number, dropOffset: number, dropLength: number): Promise<number>
+  /** posix_fadvise(DONTNEED) over a range of `fd` already read (length 0: to its end; whole pages only): 0 or the errno. */
+  dropRange(fd: number, offset: number, length: number): number
 }
 
 /** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
@@ -334,5 +343,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     anonBuffer: raw.anonBuffer,
     sendNow: raw.sendNow,
     writeFileDurably: raw.writeFileDurably,
+    writeBehind: raw.writeBehind,
+    dropRange: raw.dropRange,
   }
 }

@@ -28,6 +28,8 @@ export interface DownloadContext {
   readonly retries: number
   readonly backoff: BackoffPolicy
   readonly stallTimeoutMs: number
+  /** Keep the written data files out of the page cache (PartWriter). */
+  readonly dropBehind: boolean
   readonly progress: ProgressTracker
   readonly onBytes: (n: number) => void
   readonly onRetry: () => void
@@ -92,7 +94,7 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
       let stream: AsyncIterable<Buffer> = stallGuard(res.stream, ctx.stallTimeoutMs, where, onStall)
       for (const bucket of ctx.buckets) stream = throttle(stream, bucket, signal)
       stream = checksumStream(stream, hasher)
-      const w = new PartWriter(fh, start)
+      const w = new PartWriter(fh, start, { dropBehind: ctx.dropBehind && entry.name.endsWith('.data') })
       writer = w
       let pos = start
       for await (const chunk of stream) {
@@ -110,6 +112,7 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
     const digest = hasher.digest()
     if (digest !== entry.checksum) throw new ChecksumFailure(`${where}: checksum ${digest}, manifest says ${entry.checksum}`)
     await local(`syncing ${part}`, () => fh.sync())
+    writer?.dropAll()
   } catch (err) {
     // A stall shows up downstream as whatever the abort caused (AbortError, RO_ABORTED
     // from a throttle); report the stall itself.

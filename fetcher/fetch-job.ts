@@ -63,6 +63,12 @@ export interface FetchOptions {
    * manifest takes it from (resume-dir.ts). Absent: a failed fetch removes its copy.
    */
   readonly resumeDir?: string
+  /**
+   * Write the data files past the page cache (fetcher/part-writer.ts): a version as large as
+   * the live one must not evict its hot pages. Default true; index files stay cached (the
+   * swap reads them).
+   */
+  readonly dropBehind?: boolean
   /** Test seam: the file-system calls of a local source (a blocking open stands for a hung mount). */
   readonly fileCalls?: FileSourceCalls
 }
@@ -220,6 +226,7 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
       retries,
       backoff,
       stallTimeoutMs,
+      dropBehind: opts.dropBehind ?? true,
       progress,
       onBytes: (n) => m?.bytes.inc({ store }, n),
       onRetry: () => m?.retries.inc({ store }),

@@ -1,4 +1,5 @@
 import { errorMessage } from '../common/errors'
+import { carryHotSet, hotSetPartsOf } from '../formats/store/hot-set'
 import type { ResidencyStats, StoreReader } from '../formats/store/store-reader-api'
 import { CorruptReadCounter, type CorruptReads } from './corrupt-reads'
 import { silentLogger, type SwapLogger } from './events'
@@ -29,6 +30,8 @@ export class LocalServingStore implements ServingMirror, ServedStore {
   private staleMark: StaleMark | undefined
   private loadErrorMessage: string | undefined
   private closed = false
+  /** Stops a hot-set carry when the store closes. */
+  private readonly closing = new AbortController()
   private readonly log: SwapLogger
   private readonly corrupt = new CorruptReadCounter()
 
@@ -76,6 +79,28 @@ export class LocalServingStore implements ServingMirror, ServedStore {
       return
     }
     this.prepared.set(version, reader)
+    await this.carryHotSet(reader)
+  }
+
+  /**
+   * Warms in a prepared version what the live one has in memory (formats/store/hot-set.ts),
+   * so the swap to it does not turn every hot read into a cold one. Best effort: a failure
+   * is logged, the version is prepared all the same.
+   */
+  private async carryHotSet(next: StoreReader): Promise<void> {
+    const lease = this.live.acquire()
+    if (!lease) return
+    try {
+      const from = hotSetPartsOf(lease.reader)
+      const to = hotSetPartsOf(next)
+      if (!from || !to) return
+      const report = await carryHotSet(from, to, { signal: this.closing.signal })
+      this.log.info('hot-set-carried', { store: this.opts.store, version: next.metadata.version, ...report, ms: Math.round(report.ms) })
+    } catch (err) {
+      this.log.warn('hot-set-carry-failed', { store: this.opts.store, version: next.metadata.version, error: errorMessage(err) })
+    } finally {
+      lease.release()
+    }
   }
 
   discard(version: number): Promise<void> {
@@ -146,6 +171,7 @@ export class LocalServingStore implements ServingMirror, ServedStore {
 
   async close(): Promise<void> {
     this.closed = true
+    this.closing.abort()
     const prepared = [...this.prepared.values()]
     this.prepared.clear()
     for (const reader of prepared) if (!this.live.holds(reader)) closeQuietly(reader)

@@ -12,10 +12,11 @@ export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
 /**
  * The real verifier, loaded on first use. It runs in a worker thread: it reads and checks
  * every byte, which on the event loop stalled every read of the node for seconds per
- * install.
+ * install. It reads past the page cache: the staged version must not evict the live one's
+ * hot pages.
  */
 export const defaultVerify: VerifyDir = async (dir, signal) =>
-  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal })
+  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal, dropBehind: true })
 
 export interface StoreVersionsOptions {
   readonly dataDir: string

@@ -1,13 +1,16 @@
 /*
  * Open-loop, evenly paced GET load in C, for "latency at a given rate":
- *   paced-load <port> <http|resp> <store> <records> <seed> <rate> <connections> <seconds>
+ *   paced-load <port> <http|resp> <store> <records> <seed> <rate> <connections> <seconds> [zipf-s]
  *
  * Request j is due at start + j / rate whatever happened to earlier ones; it goes out on
  * a free keep-alive connection as soon as it is due (or waits for one), and its latency
  * is counted from its due time, so a server that stalls is charged for every request
  * queued behind the stall (no coordinated omission, as wrk2). One request per connection
  * at a time. Keys are record ids drawn uniformly from [0, records) by a seeded generator,
- * written as bench/data.ts's keyOf (12 digits, zero-padded).
+ * written as bench/data.ts's keyOf (12 digits, zero-padded). With [zipf-s] > 0, ids are
+ * ZIPF_DRAWS Zipf(s) ranks drawn at start and cycled through, as the Node client cycles its
+ * draws (a hot set of fixed size: rank r is record id r - 1; records lie in hash order on
+ * disk, so the hot ones are scattered over the files as the Node client's permuted are).
  *
  * Why C: the same loop in Node (paced-client.ts) costs ~40 us of its own core per request
  * and pauses for its collections; at 25k requests/s its own stalls were the p99 it
@@ -20,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -55,6 +59,38 @@ static uint64_t next_random(void) { /* splitmix64 */
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+#define ZIPF_DRAWS 200000
+/* The Zipf draws, cycled; NULL for uniform ids. */
+static uint64_t *zipf_ids;
+static size_t zipf_at;
+
+static int zipf_init(uint64_t n, double s) {
+  double *cdf = malloc(n * sizeof *cdf);
+  zipf_ids = malloc(ZIPF_DRAWS * sizeof *zipf_ids);
+  if (cdf == NULL || zipf_ids == NULL) return -1;
+  double sum = 0;
+  for (uint64_t r = 1; r <= n; r++) cdf[r - 1] = (sum += pow((double)r, -s));
+  for (size_t d = 0; d < ZIPF_DRAWS; d++) {
+    double u = (double)(next_random() >> 11) * 0x1.0p-53 * sum;
+    uint64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    zipf_ids[d] = lo;
+  }
+  free(cdf);
+  return 0;
+}
+
+static uint64_t next_id(uint64_t records) {
+  if (zipf_ids == NULL) return next_random() % records;
+  uint64_t id = zipf_ids[zipf_at];
+  zipf_at = (zipf_at + 1) % ZIPF_DRAWS;
+  return id;
 }
 
 static int protocol_resp;
@@ -119,8 +155,8 @@ static double percentile(const double *sorted, size_t n, double p) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 9) {
-    fprintf(stderr, "usage: paced-load <port> <http|resp> <store> <records> <seed> <rate> <connections> <seconds>\n");
+  if (argc != 9 && argc != 10) {
+    fprintf(stderr, "usage: paced-load <port> <http|resp> <store> <records> <seed> <rate> <connections> <seconds> [zipf-s]\n");
     return 2;
   }
   int port = atoi(argv[1]);
@@ -131,12 +167,14 @@ int main(int argc, char **argv) {
   double rate = atof(argv[6]);
   int nconn = atoi(argv[7]);
   double seconds = atof(argv[8]);
+  double zipf_s = argc == 10 ? atof(argv[9]) : 0.0;
   const char *log_slow = getenv("PACED_LOG_SLOW_MS");
   double log_slow_ms = log_slow != NULL ? atof(log_slow) : 0.0;
   if (port <= 0 || records == 0 || rate <= 0 || nconn <= 0 || nconn > MAX_CONNECTIONS || seconds <= 0) {
     fprintf(stderr, "paced-load: bad arguments\n");
     return 2;
   }
+  if (zipf_s > 0 && zipf_init(records, zipf_s) != 0) return 1;
   size_t total = (size_t)(rate * seconds + 0.5);
   if (total == 0) total = 1;
   double interval = 1000.0 / rate;
@@ -180,7 +218,7 @@ int main(int argc, char **argv) {
       double due = start + (double)sent * interval;
       if (due > now) break;
       conn *c = &conns[free_list[--nfree]];
-      int n = format_request(request, sizeof request, next_random() % records);
+      int n = format_request(request, sizeof request, next_id(records));
       if (send(c->fd, request, (size_t)n, MSG_NOSIGNAL) != n) {
         /* Out of the free list for good; the request goes out on the next free connection. */
         fprintf(stderr, "paced-load: a write failed on connection %d\n", (int)(c - conns));

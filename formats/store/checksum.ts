@@ -1,4 +1,6 @@
 import { closeSync, createReadStream, openSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { nativeFunctions } from '../../common/native'
 import { readUpTo } from '../../common/sync-io'
 import { createXXHash64, type IHasher } from 'hash-wasm'
 import type { ChecksumAlgorithm } from './metadata'
@@ -19,9 +21,39 @@ export async function createFileHasher(algorithm: ChecksumAlgorithm): Promise<Fi
   }
 }
 
-export async function checksumFile(path: string, algorithm: ChecksumAlgorithm = 'xxh64'): Promise<string> {
+/**
+ * The checksum of a whole file. `dropBehind`: what was read leaves the page cache as the
+ * read goes on (native/drop-behind.c), for files read once that must not evict hot pages
+ * (a fetched version's verify); without the addon it reads like the plain path.
+ */
+export async function checksumFile(
+  path: string,
+  algorithm: ChecksumAlgorithm = 'xxh64',
+  opts: { readonly dropBehind?: boolean } = {},
+): Promise<string> {
   const hasher = await createFileHasher(algorithm)
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hasher.update(chunk as Buffer)
+  const drop = opts.dropBehind === true ? nativeFunctions()?.dropRange : undefined
+  if (!drop) {
+    for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hasher.update(chunk as Buffer)
+    return hasher.digest()
+  }
+  const fh = await open(path, 'r')
+  try {
+    const buf = Buffer.allocUnsafeSlow(1 << 20)
+    let pos = 0
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, buf.length, pos)
+      if (bytesRead === 0) break
+      hasher.update(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead))
+      drop(fh.fd, pos, bytesRead)
+      pos += bytesRead
+    }
+    // Then the whole file once more: the last partial page (a range drops whole pages only)
+    // and pages the kernel's read-ahead brought in while a drop ran.
+    drop(fh.fd, 0, 0)
+  } finally {
+    await fh.close()
+  }
   return hasher.digest()
 }
 

@@ -2,6 +2,7 @@ import { StoreError } from '../../common/errors'
 import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, LOOKUP_NEEDS_ROOM, lookupFailure, type LookupFunctions } from '../../common/native'
 import type { ValueCodec } from './codec'
 import { corrupt } from './header'
+import type { HotSetParts } from './hot-set'
 import { KeyBatch } from './key-batch'
 import { releaseMappingsSoon } from './mapping-release'
 import type { MappedChunk } from './mapped-chunk'
@@ -128,6 +129,11 @@ export class MappedStoreReader implements StoreReader {
 
   residency(): ResidencyStats | undefined {
     return this.map?.stats()
+  }
+
+  /** Its chunks and residency map, for carrying the hot set to the next version (hot-set.ts); undefined without a map. */
+  hotSetParts(): HotSetParts | undefined {
+    return this.map && this.lookup ? { chunks: this.chunks, map: this.map } : undefined
   }
 
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {

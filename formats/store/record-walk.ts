@@ -1,3 +1,4 @@
+import { nativeFunctions } from '../../common/native'
 import { corrupt } from './header'
 import { readFully } from './chunk-reader'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
@@ -9,6 +10,8 @@ export interface WalkedRecord {
   readonly value: Buffer
 }
 
+const PAGE = 4096
+
 /** Bytes read per read(2) call of a walk. */
 const WALK_BLOCK_BYTES = 1 << 20
 
@@ -17,8 +20,15 @@ const WALK_BLOCK_BYTES = 1 << 20
  * The file is read in blocks of 1 MiB, not two reads per record: a million-record chunk
  * took 2 million read(2) calls, which made a full verify (and so every install) cost
  * seconds of system time on a busy disk.
+
+ * `dropBehind`: each block leaves the page cache once the walk is past it (a fetched
+ * version's verify must not evict the live version's hot pages; a dump of the live
+ * version must not drop them, so it does not ask).
  */
-export function* walkRecords(fd: number, start: number, end: number, file: string): Generator<WalkedRecord> {
+export function* walkRecords(fd: number, start: number, end: number, file: string, dropBehind = false): Generator<WalkedRecord> {
+  const drop = dropBehind ? nativeFunctions()?.dropRange : undefined
+  /** Dropped up to here: whole pages only (the kernel keeps a page the range covers in part). */
+  let dropped = start - (start % PAGE)
   let buf = Buffer.alloc(Math.max(RECORD_HEADER_SIZE, Math.min(WALK_BLOCK_BYTES, end - start)))
   /** File offset of buf[0], and how many bytes of buf hold file data. */
   let bufStart = start
@@ -29,6 +39,12 @@ export function* walkRecords(fd: number, start: number, end: number, file: strin
     if (offset >= bufStart && offset + need <= bufStart + bufLen) return
     if (need > buf.length) buf = Buffer.alloc(need)
     const n = Math.min(buf.length, end - offset)
+    // What lies before the page of this record is done with.
+    const upTo = offset - (offset % PAGE)
+    if (drop && upTo > dropped) {
+      drop(fd, dropped, upTo - dropped)
+      dropped = upTo
+    }
     readFully(fd, buf.subarray(0, n), offset, file)
     bufStart = offset
     bufLen = n
@@ -50,4 +66,6 @@ export function* walkRecords(fd: number, start: number, end: number, file: strin
     yield { offset, key, value }
     offset += total
   }
+  // Length 0: to the end of the file, its last partial page included.
+  if (drop) drop(fd, dropped, 0)
 }

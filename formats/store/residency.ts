@@ -227,6 +227,11 @@ export class ResidencyMap {
     this.timer.unref()
   }
 
+  /** A refresh now, outside the timer's period (resolves at once when one is running). */
+  refreshNow(): Promise<void> {
+    return this.refresh()
+  }
+
   /** One file after the other, so a refresh holds one pool thread at a time. */
   private async refresh(): Promise<void> {
     if (this.refreshing || this.closed) return

@@ -19,7 +19,10 @@ import {
  * signature: the addon's (common/native.ts) and their JavaScript twins. Production uses
  * the addon's; the twins let one test suite check both, and document the native code.
  */
-export type StoreOps = Omit<NativeFunctions, 'zstdDecompress' | 'anonBuffer' | 'packMapped' | 'sendNow' | 'writeFileDurably'>
+export type StoreOps = Omit<
+  NativeFunctions,
+  'zstdDecompress' | 'anonBuffer' | 'packMapped' | 'sendNow' | 'writeFileDurably' | 'writeBehind' | 'dropRange'
+>
 
 export const jsStoreOps: StoreOps = {
   md5,

@@ -11,12 +11,16 @@ type Answer = { ok: true; report: VerifyReport } | { ok: false; code?: string; m
  * hundred MB. A serving node runs it here, so its event loop keeps answering reads while
  * it verifies a fetched or installed version. The CLI's
  * `rostore verify` and the tests call verifyStore itself. Cancelling (`signal`) terminates
- * the thread and rejects with RO_ABORTED; errors keep their StoreError code.
+ * the thread and rejects with RO_ABORTED; errors keep their StoreError code. `dropBehind`:
+ * as verifyStore's (a version read once before it goes live).
  */
-export function verifyStoreOffThread(dir: string, opts: { readonly signal?: AbortSignal } = {}): Promise<VerifyReport> {
+export function verifyStoreOffThread(
+  dir: string,
+  opts: { readonly signal?: AbortSignal; readonly dropBehind?: boolean } = {},
+): Promise<VerifyReport> {
   if (opts.signal?.aborted) return Promise.reject(new StoreError('RO_ABORTED', 'cancelled'))
   return new Promise((resolve, reject) => {
-    const worker = new Worker(join(__dirname, 'verify-thread.js'), { workerData: { dir } })
+    const worker = new Worker(join(__dirname, 'verify-thread.js'), { workerData: { dir, dropBehind: opts.dropBehind === true } })
     let settled = false
     const settle = (fn: () => void): void => {
       if (settled) return

@@ -27,9 +27,10 @@ export interface VerifyReport {
  * Full check of one node directory: exactly the files the metadata lists, each of the
  * listed size and checksum; then every record walked: lengths in bounds, record CRC,
  * the key's hash equal to its index entry, the key in the right chunk and on a node
- * that is one of its replicas. What passes here can be served.
+ * that is one of its replicas. What passes here can be served. `dropBehind`: the files
+ * leave the page cache as they are read (a version not yet live, read once).
  */
-export async function verifyStore(dir: string): Promise<VerifyReport> {
+export async function verifyStore(dir: string, opts: { readonly dropBehind?: boolean } = {}): Promise<VerifyReport> {
   const meta = await readMetadata(dir)
   let bytes = 0
   const present = new Set(readdirSync(dir))
@@ -41,7 +42,7 @@ export async function verifyStore(dir: string): Promise<VerifyReport> {
     if (!present.has(f.name)) throw new StoreError('RO_CORRUPT', `${path}: missing`)
     const size = statSync(path).size
     if (size !== f.size) corrupt(path, `size ${size}, metadata says ${f.size}`)
-    if ((await checksumFile(path, meta.checksumAlgorithm)) !== f.checksum) {
+    if ((await checksumFile(path, meta.checksumAlgorithm, { dropBehind: opts.dropBehind })) !== f.checksum) {
       throw new StoreError('RO_CHECKSUM_MISMATCH', `${path}: checksum does not match the metadata`)
     }
     bytes += size
@@ -52,7 +53,7 @@ export async function verifyStore(dir: string): Promise<VerifyReport> {
   for (let c = 0; c < meta.chunks; c++) {
     const chunk = await openChunk(dir, meta, c, codec, false)
     try {
-      walkChunk(chunk, c, meta, hasher, codec, (hash) =>
+      walkChunk(chunk, c, meta, hasher, codec, opts.dropBehind === true, (hash) =>
         replicaNodes(ring, masterPartition(hash, ring.partitionCount), meta.replication).includes(meta.nodeId),
       )
     } finally {
@@ -68,11 +69,12 @@ function walkChunk(
   meta: StoreMetadata,
   hasher: KeyHasher,
   codec: ValueCodec,
+  dropBehind: boolean,
   onThisNode: (hash: Uint8Array) => boolean,
 ): void {
   const file = chunk.dataFile
   let i = 0
-  for (const { offset, key, value } of walkRecords(chunk.dataFd, HEADER_SIZE, chunk.dataSize, file)) {
+  for (const { offset, key, value } of walkRecords(chunk.dataFd, HEADER_SIZE, chunk.dataSize, file, dropBehind)) {
     // Records are written in index order, back to back.
     if (i >= chunk.hi.length) corrupt(file, `more records than the index's ${chunk.hi.length}`)
     if (chunk.offsets[i] !== offset) corrupt(file, `index entry ${i} points to ${chunk.offsets[i]}, the record is at ${offset}`)
