@@ -1,8 +1,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { nativeFunctions } from '../common/native'
-
-/** Bytes written before their writeback starts; one window later they are dropped from the cache. */
-export const DROP_BEHIND_WINDOW = 8 << 20
+// Written windows: their writeback starts when full; one window later they leave the cache.
+import { CACHE_DROP_WINDOW } from '../common/read-behind'
 
 /**
  * Positional writer for a `.part` file that gathers the small buffers a socket delivers
@@ -29,7 +28,7 @@ export class PartWriter {
     opts: { readonly batchBytes?: number; readonly dropBehind?: boolean } = {},
   ) {
     this.batchBytes = opts.batchBytes ?? 1 << 20
-    this.windowStart = position - (position % DROP_BEHIND_WINDOW)
+    this.windowStart = position - (position % CACHE_DROP_WINDOW)
     this.behind = opts.dropBehind === true ? nativeFunctions()?.writeBehind : undefined
   }
 
@@ -70,13 +69,13 @@ export class PartWriter {
   private async behindWindows(): Promise<void> {
     const behind = this.behind
     if (!behind) return
-    while (this.position - this.windowStart >= DROP_BEHIND_WINDOW) {
+    while (this.position - this.windowStart >= CACHE_DROP_WINDOW) {
       const start = this.windowStart
       const prev = this.inFlight
       // Only advice: a failure leaves the pages cached, the data written all the same.
-      await behind(this.fh.fd, start, DROP_BEHIND_WINDOW, prev ?? 0, prev === undefined ? 0 : DROP_BEHIND_WINDOW)
+      await behind(this.fh.fd, start, CACHE_DROP_WINDOW, prev ?? 0, prev === undefined ? 0 : CACHE_DROP_WINDOW)
       this.inFlight = start
-      this.windowStart = start + DROP_BEHIND_WINDOW
+      this.windowStart = start + CACHE_DROP_WINDOW
     }
   }
 

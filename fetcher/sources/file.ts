@@ -3,6 +3,7 @@ import { open, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { StoreError } from '../../common/errors'
+import { ReadBehind } from '../../common/read-behind'
 import { FsGate } from '../fs-gate'
 import { isInsideDir } from './local-path'
 import type { FetchSource, ReadRequest, ReadResult } from './source'
@@ -101,8 +102,12 @@ export class FileSource implements FetchSource {
   private chunks(fh: FileHandle, start: number, signal: AbortSignal, shown: string): AsyncIterableIterator<Buffer> {
     let pos = start
     let closed = false
+    // What was read leaves the page cache: a fetch reads a whole version once, and on the
+    // serving node those pages would evict the live version's hot ones.
+    const behind = new ReadBehind(fh.fd, start)
     const close = (): void => {
       if (closed) return
+      behind.end()
       closed = true
       signal.removeEventListener('abort', close)
       void this.closeQuietly(fh)
@@ -124,6 +129,7 @@ export class FileSource implements FetchSource {
             return done
           }
           pos += bytesRead
+          behind.passed(pos)
           return { done: false, value: bytesRead === CHUNK ? buf : buf.subarray(0, bytesRead) }
         } catch (err) {
           close()

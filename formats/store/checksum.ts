@@ -1,6 +1,7 @@
 import { closeSync, createReadStream, openSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { nativeFunctions } from '../../common/native'
+import { ReadBehind } from '../../common/read-behind'
 import { readUpTo } from '../../common/sync-io'
 import { createXXHash64, type IHasher } from 'hash-wasm'
 import type { ChecksumAlgorithm } from './metadata'
@@ -32,25 +33,23 @@ export async function checksumFile(
   opts: { readonly dropBehind?: boolean } = {},
 ): Promise<string> {
   const hasher = await createFileHasher(algorithm)
-  const drop = opts.dropBehind === true ? nativeFunctions()?.dropRange : undefined
-  if (!drop) {
+  if (opts.dropBehind !== true || !nativeFunctions()) {
     for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hasher.update(chunk as Buffer)
     return hasher.digest()
   }
   const fh = await open(path, 'r')
   try {
     const buf = Buffer.allocUnsafeSlow(1 << 20)
+    const behind = new ReadBehind(fh.fd)
     let pos = 0
     for (;;) {
       const { bytesRead } = await fh.read(buf, 0, buf.length, pos)
       if (bytesRead === 0) break
       hasher.update(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead))
-      drop(fh.fd, pos, bytesRead)
       pos += bytesRead
+      behind.passed(pos)
     }
-    // Then the whole file once more: the last partial page (a range drops whole pages only)
-    // and pages the kernel's read-ahead brought in while a drop ran.
-    drop(fh.fd, 0, 0)
+    behind.end()
   } finally {
     await fh.close()
   }

@@ -1,4 +1,4 @@
-import { nativeFunctions } from '../../common/native'
+import { ReadBehind } from '../../common/read-behind'
 import { corrupt } from './header'
 import { readFully } from './chunk-reader'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
@@ -9,8 +9,6 @@ export interface WalkedRecord {
   readonly key: Buffer
   readonly value: Buffer
 }
-
-const PAGE = 4096
 
 /** Bytes read per read(2) call of a walk. */
 const WALK_BLOCK_BYTES = 1 << 20
@@ -26,9 +24,7 @@ const WALK_BLOCK_BYTES = 1 << 20
  * version must not drop them, so it does not ask).
  */
 export function* walkRecords(fd: number, start: number, end: number, file: string, dropBehind = false): Generator<WalkedRecord> {
-  const drop = dropBehind ? nativeFunctions()?.dropRange : undefined
-  /** Dropped up to here: whole pages only (the kernel keeps a page the range covers in part). */
-  let dropped = start - (start % PAGE)
+  const behind = dropBehind ? new ReadBehind(fd, start) : undefined
   let buf = Buffer.alloc(Math.max(RECORD_HEADER_SIZE, Math.min(WALK_BLOCK_BYTES, end - start)))
   /** File offset of buf[0], and how many bytes of buf hold file data. */
   let bufStart = start
@@ -39,12 +35,8 @@ export function* walkRecords(fd: number, start: number, end: number, file: strin
     if (offset >= bufStart && offset + need <= bufStart + bufLen) return
     if (need > buf.length) buf = Buffer.alloc(need)
     const n = Math.min(buf.length, end - offset)
-    // What lies before the page of this record is done with.
-    const upTo = offset - (offset % PAGE)
-    if (drop && upTo > dropped) {
-      drop(fd, dropped, upTo - dropped)
-      dropped = upTo
-    }
+    // What lies before this record is done with.
+    behind?.passed(offset)
     readFully(fd, buf.subarray(0, n), offset, file)
     bufStart = offset
     bufLen = n
@@ -66,6 +58,5 @@ export function* walkRecords(fd: number, start: number, end: number, file: strin
     yield { offset, key, value }
     offset += total
   }
-  // Length 0: to the end of the file, its last partial page included.
-  if (drop) drop(fd, dropped, 0)
+  behind?.end()
 }
