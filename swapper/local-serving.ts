@@ -15,6 +15,11 @@ export interface LocalServingOptions {
   readonly nodeId?: number
   readonly openReader: OpenReader
   readonly log?: SwapLogger
+  /**
+   * Warm a prepared version with what the live one has in memory (default true). Serving
+   * workers share one page cache: one of them does it.
+   */
+  readonly carryHotSet?: boolean
 }
 
 /**
@@ -88,6 +93,7 @@ export class LocalServingStore implements ServingMirror, ServedStore {
    * is logged, the version is prepared all the same.
    */
   private async carryHotSet(next: StoreReader): Promise<void> {
+    if (this.opts.carryHotSet === false) return
     const lease = this.live.acquire()
     if (!lease) return
     try {

@@ -83,7 +83,7 @@ async function handle(m: ToWorker): Promise<void> {
 
 async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']>[0]): Promise<void> {
   config = cfg
-  stores = new WorkerStores(cfg.nodeId, readerOpener(cfg.preload), log)
+  stores = new WorkerStores(cfg.nodeId, readerOpener(cfg.preload), log, index === 0)
   const loadErrors = await stores.load(snapshot)
   const m = new NodeMetrics(() => undefined, cfg.defaultMetrics)
   metrics = m

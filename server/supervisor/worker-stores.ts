@@ -16,6 +16,8 @@ export class WorkerStores implements ServedStores {
     private readonly nodeId: number,
     private readonly openReader: OpenReader,
     private readonly log: Logger,
+    /** Whether this worker carries the hot set to a prepared version: one does it for all (one page cache). */
+    private readonly carriesHotSet = true,
   ) {}
 
   get(store: string): ServedStore | undefined {
@@ -111,7 +113,13 @@ export class WorkerStores implements ServedStores {
   private store(name: string): LocalServingStore {
     let st = this.stores.get(name)
     if (!st) {
-      st = new LocalServingStore({ store: name, nodeId: this.nodeId, openReader: this.openReader, log: this.log })
+      st = new LocalServingStore({
+        store: name,
+        nodeId: this.nodeId,
+        openReader: this.openReader,
+        log: this.log,
+        carryHotSet: this.carriesHotSet,
+      })
       this.stores.set(name, st)
     }
     return st
