@@ -70,6 +70,15 @@ it, each step costlier on this paravirtual VM (see "Node cold RESP GET" below). 
 libuv pool per read (two thread wake-ups), which at queue depth 1 is pure latency: 0.27-0.54×. getAsync is for callers
 with an event loop to protect; a lone reader that can block does better with get.`,
   'cold-resp': COLD_CPU,
+  'cold-push': `The hit ratio holds (the fetch writes and reads behind, the verify drops what it read, one worker carries
+the hot set: 100% before, during and after in this session's runs, against 73-90% before those changes, when the page
+cache of the node's cgroup reached 2.9 of its 3 GiB during the fetch). The p99 during the push is set by CPU: the fetch
+is unthrottled here (8.4 GB in ~37 s, hashed as it arrives), the verify is a thread hashing and walking every record
+at full speed, and both share 2 cores with the serving workers and the load generator; the paced reads queue behind
+them for a few milliseconds (before: 0.1-0.2 ms at 8k GETs/s). The carry itself cost a ~0.5 s stall while two workers
+walked the indexes at once, gone with one worker doing it. After the swap the p99 is back to its level before. Levers:
+a --max-bytes-per-sec on the push (what an operator sets to protect reads), verify at a bounded rate or on a niced
+thread, and skipping the verify's second checksum pass of files the fetch already hashed.`,
   'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
 (one pool job, one process_madvise), so it comes nearer the device than single GETs (0.53× against 0.32× in the same run).`,
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
