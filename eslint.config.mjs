@@ -3,6 +3,7 @@
 // no-restricted-imports per folder, so the layers point one way.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import { noImportCycle } from './tools/eslint-no-import-cycle.mjs'
 
 // What each folder may import (the folder READMEs say why): a layer never imports one above it.
 const ALL = [
@@ -72,6 +73,13 @@ export default tseslint.config(
         { allow: ['^aws4$', '^lmdb$', '^better-sqlite3$', '^hyparquet(/src/[a-z]+\.js)?$'] },
       ],
     },
+  },
+  // Test files may close a loop through the module they test; product code and bench may not.
+  {
+    files: ['**/*.ts'],
+    ignores: ['test/**'],
+    plugins: { rostore: { rules: { 'no-import-cycle': noImportCycle } } },
+    rules: { 'rostore/no-import-cycle': 'error' },
   },
   ...layerRules,
 )

@@ -25,7 +25,7 @@ import { goal, type BenchContext, type GoalRow } from './report'
 import { forwardCost } from './resp-forward'
 import { BATCH, CLIENT_CPU, CONNECTIONS, HEAD, PIPELINE, cells, push, row, target, verifyResp, type Row } from './resp-rows'
 import { STORE } from './rostore'
-import { serveDataDir, ServeProcess } from './serve-bench'
+import { serveDataDir, ServeProcess } from './serve-process'
 import { fmt, fmtRatio, mdTable, summarize } from './stats'
 import { cpuSecondsOf, log, pinArgs } from './system'
 

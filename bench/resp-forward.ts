@@ -12,7 +12,7 @@ import { redisBenchmark, type RedisBenchResult, type RespTarget } from './peers/
 import type { BenchContext } from './report'
 import { BATCH, CLIENT_CPU, CONNECTIONS, HEAD, cells, push, row, target, verifyResp, type Row } from './resp-rows'
 import { rostoreBuild, STORE } from './rostore'
-import { linkVersion, ServeProcess } from './serve-bench'
+import { linkVersion, ServeProcess } from './serve-process'
 import { fmt, fmtRatio, mdTable, summarize } from './stats'
 import { log } from './system'
 

@@ -5,7 +5,7 @@
 import { RespClientConnection } from '../client/resp-connection'
 import { keyOf, valueOf, type Dataset } from './data'
 import type { RedisBenchResult, RespTarget } from './peers/redis'
-import type { ServeProcess } from './serve-bench'
+import type { ServeProcess } from './serve-process'
 import { fmt, fmtSpread, summarize } from './stats'
 import { log } from './system'
 

@@ -15,7 +15,7 @@ import { ABSENT_FRACTION, ensureDataset, ensureDir, shapes, workRoot } from './d
 import { ensureRespInput, RedisServer, redisBenchmark, type RespTarget } from './peers/redis'
 import { BATCH, CLIENT_CPU } from './resp-rows'
 import { STORE } from './rostore'
-import { ServeProcess, serveDataDir } from './serve-bench'
+import { ServeProcess, serveDataDir } from './serve-process'
 import { freePort, log } from './system'
 
 const REQUESTS = 200_000

@@ -4,7 +4,7 @@ import { createWriteStream } from 'node:fs'
 import { Binary, Field, makeData, RecordBatch, RecordBatchFileWriter, Schema, Struct, Utf8, type DataType } from 'apache-arrow'
 import { StoreError } from '../common/errors'
 import type { RecordSink } from './dump'
-import type { OutputColumns } from './dump-output'
+import type { OutputColumns } from './dump-columns'
 
 /** Rows per record batch, and bytes: batches stay far below Arrow's 2 GiB offset limit. */
 const BATCH_ROWS = 65_536

@@ -6,6 +6,7 @@ import { basename, dirname, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import type { RecordSink } from './dump'
 import { arrowSink } from './dump-arrow'
+import type { OutputColumns } from './dump-columns'
 import { parquetSink } from './dump-parquet'
 
 /**
@@ -20,15 +21,10 @@ import { parquetSink } from './dump-parquet'
  *            where it holds bytes (any bytes)
  *   parquet  the same columns in Parquet: STRING or plain BYTE_ARRAY
  */
+export type { OutputColumns } from './dump-columns'
+
 export const DUMP_OUTPUT_FORMATS = ['jsonl', 'tsv', 'parquet', 'arrow'] as const
 export type DumpOutputFormat = (typeof DUMP_OUTPUT_FORMATS)[number]
-
-export interface OutputColumns {
-  /** Binary columns (any bytes), or text columns (UTF-8, checked per record). */
-  readonly keyBinary: boolean
-  readonly valueBinary: boolean
-  readonly keysOnly: boolean
-}
 
 /** A sink writing one output file: to a temporary name, renamed on commit, removed on abort. */
 export interface OutputSink extends RecordSink {

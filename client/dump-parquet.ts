@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { StoreError } from '../common/errors'
 import type { RecordSink } from './dump'
-import type { OutputColumns } from './dump-output'
+import type { OutputColumns } from './dump-columns'
 
 /**
  * Parquet output through hyparquet-writer (the writer companion of hyparquet, which the

@@ -1,7 +1,7 @@
 import { addressOf } from '../cluster/address-book'
 import { errorMessage } from '../common/errors'
 import { onEveryNode, type ClusterAdmin } from './cluster-admin'
-import type { PushEvent } from './push'
+import type { PushEvent } from './push-events'
 
 /**
  * Every reachable node learns the addresses of the cluster file's nodes before any byte

@@ -2,7 +2,7 @@ import { StoreError, isStoreError } from '../common/errors'
 import type { ClusterAdmin } from './cluster-admin'
 import { isConnectionRefused } from './http'
 import type { NodeClient, RemoteJob } from './node-client'
-import type { PushEvent } from './push'
+import type { PushEvent } from './push-events'
 
 /** The fetch jobs of a push on the nodes: waiting for them, polling patiently, cancelling. */
 

@@ -8,6 +8,7 @@ import { handAddresses } from './push-addresses'
 import { writePushRecords } from './push-records'
 import { normalizeSource, readBuildManifests } from './source-manifests'
 import { buildPlan, nodeStates, type PushPlan } from './push-plan'
+import type { PushEvent } from './push-events'
 
 export interface PushOptions {
   readonly cluster: Cluster
@@ -29,9 +30,7 @@ export interface PushOptions {
   readonly onEvent?: (e: PushEvent) => void
 }
 
-export type PushEvent =
-  | { readonly type: 'step'; readonly message: string }
-  | { readonly type: 'progress'; readonly nodeId: number; readonly bytesDone: number; readonly bytesTotal: number; readonly rate: number }
+export type { PushEvent } from './push-events'
 
 /** `backup`: a node that left the layout; it keeps its version, marked stale (reads refused, clients route around it). */
 export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged' | 'backup'

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { StoreError } from '../common/errors'
+import type { Logger } from './log'
 
 /**
  * Admin authentication: `Authorization: Bearer <token>`. Both sides are hashed with
@@ -134,4 +135,10 @@ function bearerOf(req: IncomingMessage): string | undefined {
 function sha256(text: Uint8Array | string): Buffer {
   const h = createHash('sha256')
   return (typeof text === 'string' ? h.update(text, 'utf8') : h.update(text)).digest()
+}
+
+/** Says at startup when admin routes are off or guarded by a guessable token. */
+export function warnAboutAuth(auth: AdminAuth, token: string | undefined, log: Logger): void {
+  if (!auth.enabled) log.warn('admin-disabled', { reason: 'no admin token configured; admin routes answer 403' })
+  else if ((token ?? '').length < 16) log.warn('admin-token-short', { reason: 'use at least 16 random characters' })
 }

@@ -4,6 +4,7 @@ import { MAX_URL_BYTES } from './http-util'
 import type { NodeTimeouts } from './node-options'
 import type { RequestHandler } from './request-handler'
 import { createNodeServer, type NodeServer, type NodeTlsOptions } from './tls'
+import type { DrainOptions } from './drain-options'
 
 /**
  * The node's HTTP (or, with `tls`, HTTPS) server with its bounds: header size, slow-loris,
@@ -62,25 +63,11 @@ export async function listen(server: NodeServer, where: { host: string; port: nu
   return server.address() as AddressInfo | string
 }
 
+export type { DrainOptions } from './drain-options'
+
 /** http(s)://host:port, IPv6 hosts in brackets. */
 export function urlOf(host: string, port: number, tls: boolean): string {
   return `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`
-}
-
-/** How a listener stops taking connections at shutdown. */
-export interface DrainOptions {
-  /**
-   * The listener is shared through node:cluster's primary (a serving worker). Closing it
-   * first is then no way to refuse connections: the primary accepts until every worker has
-   * closed, and a connection it hands to a worker that has just closed waits in the primary
-   * with nowhere to go until the node exits. So a shared listener stays open while the
-   * drain runs and resets every connection that arrives meanwhile; the caller closes it
-   * (closeListener) once every listener of the process has drained. Closing each as its own
-   * drain ends is not enough: an idle RESP listener would close while an HTTP request still
-   * holds the process, and when that makes it the node's last, the race above is open for
-   * the whole drain.
-   */
-  readonly shared?: boolean
 }
 
 /**

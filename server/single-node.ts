@@ -1,11 +1,11 @@
 import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
-import { AdminAuth, ReadAuth } from './auth'
+import { AdminAuth, ReadAuth, warnAboutAuth } from './auth'
 import { createHttpServer, drainHttpServer, listen, urlOf } from './http-listener'
-import { createLogger, type Logger } from './log'
+import { createLogger } from './log'
 import { NodeMetrics } from './metrics'
-import type { RunningNode } from './node'
+import type { RunningNode } from './running-node'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { respLogFields, startLoopResp } from './node-resp'
 import { createRequestHandler } from './request-handler'
@@ -127,9 +127,4 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
       if (resp?.tls) resp.setSecureContext(await loadTlsFiles(certFile, keyFile))
     },
   }
-}
-
-export function warnAboutAuth(auth: AdminAuth, token: string | undefined, log: Logger): void {
-  if (!auth.enabled) log.warn('admin-disabled', { reason: 'no admin token configured; admin routes answer 403' })
-  else if ((token ?? '').length < 16) log.warn('admin-token-short', { reason: 'use at least 16 random characters' })
 }

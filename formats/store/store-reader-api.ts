@@ -1,8 +1,10 @@
 import type { StoreMetadata } from './metadata'
 import type { ColdReadMode, ResidencyStats } from './residency'
 import type { SearchStrategy } from './search'
+import type { FrameSink, ValueFraming } from './value-framing'
 
 export type { ColdReadMode, ResidencyStats } from './residency'
+export type { FrameSink, ValueFraming } from './value-framing'
 
 /** How a reader reaches the files: memory-mapped through the addon, or pread. */
 export const ACCESS_MODES = ['mmap', 'pread'] as const
@@ -94,31 +96,6 @@ export interface StoreReader {
 
 /** getManyFramedInto with `ifResident`: a record of the batch is not in memory; nothing was written. */
 export const FRAMED_COLD = -2
-
-/**
- * A growable output buffer that framed answers are written into in place (a RESP reply
- * writer is one): after `reserve(n)`, `buf` has room for `n` more bytes from `pos`.
- */
-export interface FrameSink {
-  readonly buf: Buffer
-  pos: number
-  reserve(n: number): void
-}
-
-/**
- * How getManyFramed writes each answer: `prefix` bytes, then per key either the absent
- * marker or a length header, the value and `suffix`. The two framings rostore speaks:
- * - HTTP multi-get (formats/wire/multiget.ts): `{ prefix: empty, length: 'u32be',
- *   absent: FF FF FF FF, suffix: empty }`;
- * - RESP MGET: `{ prefix: '*N\r\n', length: 'resp', absent: '$-1\r\n', suffix: '\r\n' }`,
- *   where the 'resp' length header is `$<decimal length>\r\n`.
- */
-export interface ValueFraming {
-  readonly prefix: Uint8Array
-  readonly length: 'u32be' | 'resp'
-  readonly absent: Uint8Array
-  readonly suffix: Uint8Array
-}
 
 export interface OpenOptions {
   /** Index search; default 'interpolation'. */

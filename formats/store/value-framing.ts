@@ -1,4 +1,27 @@
-import type { FrameSink, ValueFraming } from './store-reader-api'
+/**
+ * A growable output buffer that framed answers are written into in place (a RESP reply
+ * writer is one): after `reserve(n)`, `buf` has room for `n` more bytes from `pos`.
+ */
+export interface FrameSink {
+  readonly buf: Buffer
+  pos: number
+  reserve(n: number): void
+}
+
+/**
+ * How getManyFramed writes each answer: `prefix` bytes, then per key either the absent
+ * marker or a length header, the value and `suffix`. The two framings rostore speaks:
+ * - HTTP multi-get (formats/wire/multiget.ts): `{ prefix: empty, length: 'u32be',
+ *   absent: FF FF FF FF, suffix: empty }`;
+ * - RESP MGET: `{ prefix: '*N\r\n', length: 'resp', absent: '$-1\r\n', suffix: '\r\n' }`,
+ *   where the 'resp' length header is `$<decimal length>\r\n`.
+ */
+export interface ValueFraming {
+  readonly prefix: Uint8Array
+  readonly length: 'u32be' | 'resp'
+  readonly absent: Uint8Array
+  readonly suffix: Uint8Array
+}
 
 /** A batch's answers: lookup results (see LookupFunctions.getMany) or values already in Buffers. */
 type FramedSource = Float64Array | readonly (Uint8Array | undefined)[]

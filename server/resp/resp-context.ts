@@ -8,7 +8,7 @@ import type { NodeTlsOptions } from '../tls'
 import type { Logger } from '../log'
 import type { ServedStores } from '../../swapper/served-store'
 import type { RespStats } from './resp-stats'
-import type { DrainOptions } from '../http-listener'
+import type { DrainOptions } from '../drain-options'
 
 /**
  * Everything the RESP listener takes from the node, and nothing more: it never sees the
