@@ -11,7 +11,7 @@ import { reportFigures } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defect 4: a replica whose files are damaged answers 422 (RO_CORRUPT,
+ * A replica whose files are damaged answers 422 (RO_CORRUPT,
  * RO_CHECKSUM_MISMATCH, RO_BAD_FORMAT). The routing client takes that as its cue to ask
  * the next replica, for get and getMany, and counts it; the damaged node reports the
  * corrupt reads in /status. Before the fix `get` threw RO_CORRUPT although the other

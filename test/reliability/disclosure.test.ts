@@ -6,7 +6,7 @@ import { keyName, makeVersionDir, reportFigures } from '../../testkit/reliabilit
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defect 8: what an unauthenticated caller can learn. Public responses (reads,
+ * What an unauthenticated caller can learn. Public responses (reads,
  * /status, /stores, /health, /metrics, every public error) carry codes and short messages:
  * no data directory path, no file name of a version, no process id, no error text of the
  * swapper or the reader. Those go to the node's log and to admin routes (GET /admin/status).

@@ -8,7 +8,7 @@ import { makeVersionDir, reportFigures } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defects 6 and 7, against a real node with no allow-list.
+ * Against a real node with no allow-list.
  *
  * 6. A fetch job's error says what kind of failure it was, never what the source sent or
  *    what the node learned on the way: not the first bytes of a non-JSON file or page, not

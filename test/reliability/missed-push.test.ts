@@ -10,7 +10,7 @@ import { reportFigures, waitUntil } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defect 11: a node that missed a push must never serve the old version. Each
+ * A node that missed a push must never serve the old version. Each
  * of 16 iterations (ROSTORE_MISSED_PUSH_ITERATIONS; 50 for the published figures) kills node 0 of a 3-node cluster
  * (replication 2), pushes a new version with --allow-failed-nodes 1, restarts node 0 and,
  * as soon as it listens, reads from it directly and through a fresh routing client. Node

@@ -9,7 +9,7 @@ import { reportFigures, waitUntil } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defect 2: a request of a few hundred bytes naming large values must not make
+ * A request of a few hundred bytes naming large values must not make
  * the node hold them all. 16 clients each ask one multi-get of 48 values of 1 MiB (a
  * 48 MiB answer) and never read it. Before the fix the node built each answer whole
  * (values plus one framed copy: ~96 MiB per request, 1.5 GiB in all) and held it until TCP

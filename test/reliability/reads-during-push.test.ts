@@ -11,7 +11,7 @@ import { reportFigures, waitUntil } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defect 0: a push must not stall the node's reads. A version of 100,000 values
+ * A push must not stall the node's reads. A version of 100,000 values
  * of 2 KiB (210 MB) is pushed to a fresh one-node cluster while a client reads in a loop.
  * Before the fix the node verified the version on its event loop and answered nothing for
  * as long as the record walk of a full verify takes (and a push of a bigger version failed

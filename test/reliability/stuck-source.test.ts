@@ -8,7 +8,7 @@ import { Nginx } from '../../testkit/nginx'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
- * Issue 17, defect 1: a fetch must never take the node down or starve its other work.
+ * A fetch must never take the node down or starve its other work.
  * Before the fix, a source whose metadata.json was a FIFO blocked open() in a libuv pool
  * thread; the stall guard gave up, and when a writer finally opened the FIFO the file
  * source created a read stream with an aborted signal whose unhandled AbortError killed

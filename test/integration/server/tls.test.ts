@@ -14,7 +14,7 @@ import { makeTestCertificates, type TestCertificates } from '../../../testkit/tl
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * Issue 17, defect 10: the admin API (and reads) over TLS. Two real nodes serve HTTPS with
+ * The admin API (and reads) over TLS. Two real nodes serve HTTPS with
  * a certificate from a CA made at test time; the CLI's push, versions, get, rollback and
  * repair reach them with --ca-file (or ROSTORE_CA_FILE), the library with clusterWithTls.
  * Without the CA, or over plain HTTP, nothing gets through, and the errors say why. A

@@ -6,7 +6,7 @@ import { writeClusterFile, NodeProcess } from '../../../testkit/node-process'
 import { makeTmp } from '../../../testkit/tmp'
 
 /**
- * Issue 17, defect 9: a token with whitespace could never authenticate (a Bearer header
+ * A token with whitespace could never authenticate (a Bearer header
  * carries one word), and the node started without a word. The rule (server/auth.ts
  * checkToken, for the admin token and any other configured token): visible ASCII, no
  * whitespace, at most 4096 characters. A node given anything else refuses to start, saying
