@@ -10,7 +10,7 @@ import { StoreError } from './errors'
  * pure-JavaScript path everywhere (for CI, and for machines where the addon misbehaves).
  *
  * Every function here has a JavaScript twin with the same signature (common/md5.ts,
- * common/crc32.ts, formats/store/js-mapping.ts, formats/store/js-lookup.ts); one
+ * common/crc32.ts, and the test kit's testkit/js-twins/); one
  * describe.each suite runs both (test/unit/formats/store/store-ops.test.ts).
  */
 

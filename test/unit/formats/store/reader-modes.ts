@@ -1,6 +1,6 @@
 import { nativeFunctions } from '../../../../common/native'
 import { readMetadata } from '../../../../formats/store/metadata-io'
-import { jsStoreOps } from '../../../../formats/store/store-ops'
+import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
 import { normalize, openMappedStore, openStore } from '../../../../formats/store/store-reader'
 import type { OpenOptions, StoreReader } from '../../../../formats/store/store-reader-api'
 

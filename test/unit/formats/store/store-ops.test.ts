@@ -8,7 +8,8 @@ import { LOOKUP_HIT, LOOKUP_MISS, SCAN_OFFSET, SCAN_OK, SCAN_ORDER, nativeFuncti
 import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../../formats/store/header'
 import { RADIX_SHIFT } from '../../../../formats/store/mapped-chunk'
 import { buildRadixTable } from '../../../../formats/store/search'
-import { jsStoreOps, type StoreOps } from '../../../../formats/store/store-ops'
+import type { StoreOps } from '../../../../formats/store/store-ops'
+import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
 import { makeNodeDir } from '../../../../testkit/make-store'
 import { makeTmp } from '../../../../testkit/tmp'
 
