@@ -11,7 +11,7 @@
  */
 import type { Cluster } from '../cluster/cluster'
 import type { StoreMetadata } from '../formats/store/metadata'
-import type { StoreReader } from '../formats/store/store-reader-api'
+import type { ServingReader } from '../formats/store/store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from '../formats/store/value-framing'
 import { ReadAuth } from '../server/auth'
 import { nullLogger } from '../server/log'
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     replication: 1,
     records,
   } as unknown as StoreMetadata
-  const reader: StoreReader = {
+  const reader: ServingReader = {
     dir: '',
     metadata,
     accessMode: 'pread',
@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     get,
     getMany: (keys) => keys.map(get),
     getManyFramed: ((keys, framing, maxBytes?: number) =>
-      writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as StoreReader['getManyFramed'],
+      writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as ServingReader['getManyFramed'],
     getManyFramedInto: (keys, framing, sink, maxBytes) => writeFramedInto(sink, framing, keys.length, keys.map(get), undefined, maxBytes),
     getFramedInto: (key, framing, sink) => writeValueInto(sink, framing, get(key)),
     getAsync: (key) => Promise.resolve(get(key)),

@@ -1,4 +1,4 @@
-import type { StoreReader } from '../formats/store/store-reader-api'
+import type { ServingReader } from '../formats/store/store-reader-api'
 
 /**
  * The in-memory side of a swap. A `LiveStore` holds the reader of the live version of
@@ -14,7 +14,7 @@ import type { StoreReader } from '../formats/store/store-reader-api'
  * a client that stops reading its response cannot hold old versions open forever.
  */
 export interface ReaderLease {
-  readonly reader: StoreReader
+  readonly reader: ServingReader
   readonly version: number
   /** Idempotent. */
   release(): void
@@ -30,8 +30,8 @@ class CountedReader {
   private resolveDrained!: () => void
 
   constructor(
-    readonly reader: StoreReader,
-    private readonly onClose: (reader: StoreReader) => void,
+    readonly reader: ServingReader,
+    private readonly onClose: (reader: ServingReader) => void,
   ) {
     this.drained = new Promise((resolve) => (this.resolveDrained = resolve))
   }
@@ -75,7 +75,7 @@ class CountedReader {
     }
     // Leases without a callback (in-process readers) cannot be cut; revoked ones release
     // themselves when their connection closes. Either way nothing reads after this point
-    // but code that holds the reader object, which stays safe to use (see StoreReader).
+    // but code that holds the reader object, which stays safe to use (see ServingReader).
     this.close()
     return cut.length
   }
@@ -93,7 +93,7 @@ export interface LiveStoreEvents {
    * A replaced reader's last lease was released: whether its owner keeps it open (a
    * rollback target served again later); otherwise it is closed now.
    */
-  keepsReader?: (reader: StoreReader) => boolean
+  keepsReader?: (reader: ServingReader) => boolean
   /** An old reader was closed after its last lease was released. */
   onReaderClosed?: (version: number, err?: unknown) => void
   /** Requests still reading a replaced version were cut at the drain deadline. */
@@ -105,7 +105,7 @@ export class LiveStore {
   /** Replaced readers whose leases are still out. */
   private readonly retiring = new Set<CountedReader>()
 
-  private readonly noteClosed: (reader: StoreReader) => void
+  private readonly noteClosed: (reader: ServingReader) => void
 
   constructor(
     readonly store: string,
@@ -125,7 +125,7 @@ export class LiveStore {
   }
 
   /** Whether `reader` is current or still serves in-flight requests of a replaced version. */
-  holds(reader: StoreReader): boolean {
+  holds(reader: ServingReader): boolean {
     if (this.current?.reader === reader) return true
     for (const r of this.retiring) if (r.reader === reader) return true
     return false
@@ -136,7 +136,7 @@ export class LiveStore {
    * synchronous from here to its answer (the reader closes only after a replace(), which
    * cannot run in between). Anything that waits must acquire() instead.
    */
-  get currentReader(): StoreReader | undefined {
+  get currentReader(): ServingReader | undefined {
     return this.current?.reader
   }
 
@@ -145,7 +145,7 @@ export class LiveStore {
     return this.current?.version
   }
 
-  get metadata(): StoreReader['metadata'] | undefined {
+  get metadata(): ServingReader['metadata'] | undefined {
     return this.current?.reader.metadata
   }
 
@@ -168,7 +168,7 @@ export class LiveStore {
    * once its in-flight leases are released, unless its owner keeps it (keepsReader).
    * Returns a promise that resolves then.
    */
-  replace(reader: StoreReader | undefined): Promise<void> {
+  replace(reader: ServingReader | undefined): Promise<void> {
     const old = this.current
     // The close callback is made once, outside this scope: a closure created here would
     // share V8's context with the one below that holds `old`, so every reader would keep

@@ -1,6 +1,6 @@
 import { errorMessage } from '../common/errors'
 import { carryHotSet, hotSetPartsOf } from '../formats/store/hot-set'
-import type { ResidencyStats, StoreReader } from '../formats/store/store-reader-api'
+import type { ResidencyStats, ServingReader } from '../formats/store/store-reader-api'
 import { CorruptReadCounter, type CorruptReads } from './corrupt-reads'
 import { silentLogger, type SwapLogger } from './events'
 import { LiveStore } from './live-store'
@@ -31,7 +31,7 @@ export interface LocalServingOptions {
 export class LocalServingStore implements ServingMirror, ServedStore {
   readonly live: LiveStore
   /** Readers opened ahead of their swap, by version. */
-  private readonly prepared = new Map<number, StoreReader>()
+  private readonly prepared = new Map<number, ServingReader>()
   private staleMark: StaleMark | undefined
   private loadErrorMessage: string | undefined
   private closed = false
@@ -92,7 +92,7 @@ export class LocalServingStore implements ServingMirror, ServedStore {
    * so the swap to it does not turn every hot read into a cold one. Best effort: a failure
    * is logged, the version is prepared all the same.
    */
-  private async carryHotSet(next: StoreReader): Promise<void> {
+  private async carryHotSet(next: ServingReader): Promise<void> {
     if (this.opts.carryHotSet === false) return
     const lease = this.live.acquire()
     if (!lease) return
@@ -184,11 +184,11 @@ export class LocalServingStore implements ServingMirror, ServedStore {
     await this.live.close()
   }
 
-  private keeps(reader: StoreReader): boolean {
+  private keeps(reader: ServingReader): boolean {
     return this.prepared.get(reader.metadata.version) === reader
   }
 
-  private open(version: number, dir: string): Promise<StoreReader> {
+  private open(version: number, dir: string): Promise<ServingReader> {
     return openVersionReader(this.opts.openReader, dir, { store: this.opts.store, version, nodeId: this.opts.nodeId })
   }
 }

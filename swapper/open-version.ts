@@ -1,11 +1,11 @@
 import { StoreError } from '../common/errors'
-import type { Preload, StoreReader } from '../formats/store/store-reader-api'
+import type { Preload, ServingReader } from '../formats/store/store-reader-api'
 
-export type OpenReader = (dir: string) => Promise<StoreReader>
+export type OpenReader = (dir: string) => Promise<ServingReader>
 
 /** The real reader, loaded on first use (unit tests inject their own), warmed as `preload` says. */
 export function readerOpener(preload?: Preload): OpenReader {
-  return async (dir) => (await import('../formats/store/store-reader')).openStore(dir, preload === undefined ? {} : { preload })
+  return async (dir) => (await import('../formats/store/store-reader')).openServingReader(dir, preload === undefined ? {} : { preload })
 }
 
 /** The real reader with the default warm-up. */
@@ -20,7 +20,7 @@ export interface VersionIdentity {
 }
 
 /** Open a version's reader and check it is the store, version and node it claims to be. */
-export async function openVersionReader(open: OpenReader, dir: string, want: VersionIdentity): Promise<StoreReader> {
+export async function openVersionReader(open: OpenReader, dir: string, want: VersionIdentity): Promise<ServingReader> {
   const reader = await open(dir)
   const m = reader.metadata
   if (m.store !== want.store || m.version !== want.version) {
@@ -34,7 +34,7 @@ export async function openVersionReader(open: OpenReader, dir: string, want: Ver
   return reader
 }
 
-export function closeQuietly(reader: StoreReader): void {
+export function closeQuietly(reader: ServingReader): void {
   try {
     reader.close()
   } catch {

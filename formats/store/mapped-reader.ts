@@ -9,7 +9,7 @@ import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
 import type { ResidencyMap, ResidencyStats } from './residency'
 import type { StoreOps } from './store-ops'
-import { FRAMED_COLD, type AccessMode, type FrameSink, type StoreReader, type ValueFraming } from './store-reader-api'
+import { FRAMED_COLD, type AccessMode, type FrameSink, type ServingReader, type ValueFraming } from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
@@ -27,7 +27,7 @@ const MAX_WARM_ROUNDS = 3
  * whatever the number of records: the index is searched where it is mapped, and the
  * radix tables (4 bytes per 2^RADIX_SHIFT records) live outside the JS heap.
  */
-export class MappedStoreReader implements StoreReader {
+export class MappedStoreReader implements ServingReader {
   readonly accessMode: AccessMode = 'mmap'
   private readonly key = Buffer.alloc(KEY_SCRATCH_BYTES)
   private readonly out = new Float64Array(8)

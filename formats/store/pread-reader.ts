@@ -9,7 +9,7 @@ import { createKeyHasher, keyBytes, type KeyHasher } from './key-hash'
 import type { StoreMetadata } from './metadata'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
 import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from './search'
-import type { AccessMode, FrameSink, Preload, ResidencyStats, StoreReader, ValueFraming } from './store-reader-api'
+import type { AccessMode, FrameSink, Preload, ResidencyStats, ServingReader, ValueFraming } from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 
 /** Largest first read of a record; records beyond it take a second read. */
@@ -19,7 +19,7 @@ const MAX_READ_AHEAD = 4096
  * Opens a node directory in 'pread' mode: every chunk's index decoded into typed arrays
  * (in async blocks, see chunk-reader.ts), every data file held open as a descriptor.
  */
-export async function openPreadStore(dir: string, metadata: StoreMetadata, o: PreadOptions): Promise<StoreReader> {
+export async function openPreadStore(dir: string, metadata: StoreMetadata, o: PreadOptions): Promise<ServingReader> {
   const hasher = await createKeyHasher(metadata.keyHash)
   const codec = codecByName(metadata.compression)
   const chunks: OpenChunk[] = []
@@ -43,7 +43,7 @@ export interface PreadOptions {
   readonly preload: Preload
 }
 
-class PreadStoreReader implements StoreReader {
+class PreadStoreReader implements ServingReader {
   readonly accessMode: AccessMode = 'pread'
   lastProbes = 0
   private readonly counter: ProbeCounter = { probes: 0 }

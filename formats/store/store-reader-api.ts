@@ -57,6 +57,19 @@ export interface StoreReader {
   /** The residency map's counters ('mmap' mode with coldReads 'pool'), else undefined. */
   residency(): ResidencyStats | undefined
   /**
+   * Drops the reader's references to its files. In 'pread' mode the descriptors are
+   * closed; in 'mmap' mode the mappings are released once no value view is reachable.
+   */
+  close(): void
+}
+
+/**
+ * The reader a serving node uses: a StoreReader plus the batch paths that write answers,
+ * framed, straight into a wire buffer (RESP replies, multi-get bodies), and the probe
+ * count the lookup benchmark reports. Internal: the public entry exports StoreReader.
+ */
+export interface ServingReader extends StoreReader {
+  /**
    * The batch path for wire encoders: looks `keys` up and writes every answer, framed, into
    * one Buffer (see ValueFraming), with no Buffer per value. Same errors as getMany. With
    * `maxBytes`, answers undefined, allocating nothing, when the framed answers would be
@@ -85,13 +98,8 @@ export interface StoreReader {
    */
   getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink): boolean
   getFramedInto(key: Uint8Array | string, framing: ValueFraming, sink: FrameSink, ifResident: true): boolean | undefined
-  /** Index entries compared by the last get(), for benchmarks. */
+  /** Index entries compared by the last get() (the lookup benchmark's probes per lookup). */
   readonly lastProbes: number
-  /**
-   * Drops the reader's references to its files. In 'pread' mode the descriptors are
-   * closed; in 'mmap' mode the mappings are released once no value view is reachable.
-   */
-  close(): void
 }
 
 /** getManyFramedInto with `ifResident`: a record of the batch is not in memory; nothing was written. */
@@ -123,12 +131,6 @@ export interface OpenOptions {
    */
   readonly preload?: Preload
   /**
-   * 'mmap' mode: the largest ArrayBuffer one mapping is exposed through (a power of two,
-   * >= 64 KiB); default 1 GiB, below buffer.constants.MAX_LENGTH on every supported Node.
-   * Larger files are exposed as several consecutive windows. For tests of that path.
-   */
-  readonly mapWindowBytes?: number
-  /**
    * 'mmap' mode, records not in memory: 'pool' (default) maps the data files MADV_RANDOM
    * (a cold record costs its own pages, no read-ahead) and keeps a residency map, so that
    * getAsync, getManyAsync and warm() read cold records on the libuv pool; the index files
@@ -138,4 +140,14 @@ export interface OpenOptions {
   readonly coldReads?: ColdReadMode
   /** How often the residency map is refreshed from the kernel (mincore), in ms; default 1000, 0 never. */
   readonly residencyRefreshMs?: number
+}
+
+/**
+ * OpenOptions plus what only the test kit sets: `mapWindowBytes`, the largest ArrayBuffer
+ * one mapping is exposed through ('mmap' mode; a power of two >= 64 KiB; default 1 GiB,
+ * below buffer.constants.MAX_LENGTH on every supported Node), so small files can take the
+ * several-windows path that only files over 1 GiB take in production.
+ */
+export interface ReaderOptions extends OpenOptions {
+  readonly mapWindowBytes?: number
 }

@@ -10,19 +10,25 @@ import { openPreadStore } from './pread-reader'
 import { COLD_READ_MODES, DEFAULT_RESIDENCY_REFRESH_MS, ResidencyMap } from './residency'
 import { SEARCH_STRATEGIES } from './search'
 import { nativeStoreOps, type StoreOps } from './store-ops'
-import { ACCESS_MODES, PRELOADS, type OpenOptions, type StoreReader } from './store-reader-api'
+import { ACCESS_MODES, PRELOADS, type OpenOptions, type ReaderOptions, type ServingReader, type StoreReader } from './store-reader-api'
 
-export type { AccessMode, OpenOptions, Preload, StoreReader, ValueFraming } from './store-reader-api'
+export type { AccessMode, OpenOptions, Preload, ReaderOptions, ServingReader, StoreReader, ValueFraming } from './store-reader-api'
 
 /** Default window of a mapping exposed to JavaScript (see OpenOptions.mapWindowBytes). */
 export const DEFAULT_MAP_WINDOW_BYTES = 1 << 30
 
 /**
- * Opens one node directory for lookups. Nothing O(records) runs on the calling thread:
+ * Opens one node directory for lookups: the public entry's reader (get, getMany, their
+ * async forms, warm, residency). Nothing O(records) runs on the calling thread:
  * in 'mmap' mode the mapping, index checks, checksum and warm-up run in the addon on the
  * libuv pool; in 'pread' mode the index is read and decoded in async blocks.
  */
-export async function openStore(dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
+export function openStore(dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
+  return openServingReader(dir, opts)
+}
+
+/** openStore for a serving node: the same reader, with its framed batch paths (ServingReader). */
+export async function openServingReader(dir: string, opts: ReaderOptions = {}): Promise<ServingReader> {
   const o = normalize(opts)
   const metadata = await readMetadata(dir)
   announceAccessMode()
@@ -48,7 +54,7 @@ function isMapRefusal(err: unknown): boolean {
 }
 
 /** The 'mmap' reader over `ops` (the addon's functions, or in tests their JS twins). */
-export async function openMappedStore(ops: StoreOps, dir: string, metadata: StoreMetadata, o: NormalizedOptions): Promise<StoreReader> {
+export async function openMappedStore(ops: StoreOps, dir: string, metadata: StoreMetadata, o: NormalizedOptions): Promise<ServingReader> {
   const codec = codecByName(metadata.compression)
   const collideBits = collideBitsOf(metadata.keyHash)
   const keyHash = (key: Uint8Array, out: Uint8Array): void => {
@@ -76,9 +82,9 @@ export async function openMappedStore(ops: StoreOps, dir: string, metadata: Stor
   })
 }
 
-export type NormalizedOptions = Required<OpenOptions>
+export type NormalizedOptions = Required<ReaderOptions>
 
-export function normalize(opts: OpenOptions): NormalizedOptions {
+export function normalize(opts: ReaderOptions): NormalizedOptions {
   const o: NormalizedOptions = {
     search: opts.search ?? 'interpolation',
     verifyIndex: opts.verifyIndex ?? true,

@@ -1,6 +1,6 @@
 import { errorMessage, isStoreError } from '../../common/errors'
 import type { StoreMetadata } from '../../formats/store/metadata'
-import { FRAMED_COLD, type StoreReader, type ValueFraming } from '../../formats/store/store-reader-api'
+import { FRAMED_COLD, type ServingReader, type ValueFraming } from '../../formats/store/store-reader-api'
 import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'
@@ -23,7 +23,7 @@ export type ValuesReply = (out: RespWriter, values: readonly (Buffer | undefined
  */
 export type DirectReply = (
   out: RespWriter,
-  reader: StoreReader,
+  reader: ServingReader,
   keys: readonly Buffer[],
   conn: RespConnection,
   ifResident: boolean,

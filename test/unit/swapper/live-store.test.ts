@@ -1,10 +1,10 @@
 import type { StoreMetadata } from '../../../formats/store/metadata'
-import type { StoreReader } from '../../../formats/store/store-reader-api'
+import type { ServingReader } from '../../../formats/store/store-reader-api'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { LiveStore } from '../../../swapper/live-store'
 
-function fakeReader(version: number): StoreReader & { closed: boolean } {
+function fakeReader(version: number): ServingReader & { closed: boolean } {
   const r = {
     dir: `/v${version}`,
     metadata: { version, store: 's' } as unknown as StoreMetadata,
@@ -90,7 +90,7 @@ describe('LiveStore', () => {
     const live = new LiveStore('s')
     const readers = Array.from({ length: 50 }, (_, i) => fakeReader(i + 1))
     void live.replace(readers[0])
-    const held: { release(): void; reader: StoreReader }[] = []
+    const held: { release(): void; reader: ServingReader }[] = []
     for (let i = 1; i < readers.length; i++) {
       for (let j = 0; j < 3; j++) held.push(live.acquire()!)
       void live.replace(readers[i])

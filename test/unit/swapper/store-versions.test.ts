@@ -34,7 +34,7 @@ describe('StoreVersions (real node directories)', () => {
 
   /** Versions of 'users' whose reader opens (directories) and closes (versions) are recorded. */
   async function countingOpens(opened: string[], closed: number[] = []): Promise<StoreVersions> {
-    const { openStore } = await import('../../../formats/store/store-reader')
+    const { openServingReader } = await import('../../../formats/store/store-reader')
     return StoreVersions.open({
       dataDir: dataDir(),
       store: 'users',
@@ -42,7 +42,7 @@ describe('StoreVersions (real node directories)', () => {
       nodeId: 0,
       openReader: async (dir) => {
         opened.push(dir)
-        const reader = await openStore(dir)
+        const reader = await openServingReader(dir)
         const close = reader.close.bind(reader)
         reader.close = () => {
           closed.push(reader.metadata.version)

@@ -5,7 +5,7 @@ import { isStoreError } from '../../../../common/errors'
 import { cliPath } from '../../../../common/paths'
 import { decodeValues, encodeValues } from '../../../../formats/wire/multiget'
 import { RespWriter } from '../../../../formats/wire/resp-writer'
-import { openStore } from '../../../../formats/store/store-reader'
+import { openServingReader, openStore } from '../../../../formats/store/store-reader'
 import type { ValueFraming } from '../../../../formats/store/store-reader-api'
 import { MULTIGET_FRAMING, respMgetFraming } from '../../../../formats/store/value-framing'
 import { makeNodeDir } from '../../../../testkit/make-store'
@@ -238,7 +238,7 @@ test("access 'mmap' without the addon is refused with RO_BAD_OPTION; option valu
     expect(r.accessMode).toBe('mmap')
     r.close()
   }
-  await expect(openStore(dir, { mapWindowBytes: 1000 })).rejects.toThrow(RangeError)
+  await expect(openServingReader(dir, { mapWindowBytes: 1000 })).rejects.toThrow(RangeError)
   await expect(openStore(dir, { preload: 'some' as 'all' })).rejects.toThrow(RangeError)
 })
 

@@ -1,8 +1,8 @@
 import { nativeFunctions } from '../../../../common/native'
 import { readMetadata } from '../../../../formats/store/metadata-io'
 import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
-import { normalize, openMappedStore, openStore } from '../../../../formats/store/store-reader'
-import type { OpenOptions, StoreReader } from '../../../../formats/store/store-reader-api'
+import { normalize, openMappedStore, openServingReader } from '../../../../formats/store/store-reader'
+import type { ReaderOptions, ServingReader } from '../../../../formats/store/store-reader-api'
 
 /**
  * The ways a reader can run, for describe.each: 'mmap' (the addon; absent when
@@ -13,7 +13,7 @@ export type ReaderMode = 'mmap' | 'mmap-js' | 'pread'
 
 export const READER_MODES: readonly ReaderMode[] = [...(nativeFunctions() ? (['mmap'] as const) : []), 'mmap-js', 'pread']
 
-export async function openIn(mode: ReaderMode, dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
+export async function openIn(mode: ReaderMode, dir: string, opts: ReaderOptions = {}): Promise<ServingReader> {
   if (mode === 'mmap-js') return openMappedStore(jsStoreOps, dir, await readMetadata(dir), normalize(opts))
-  return openStore(dir, { ...opts, access: mode })
+  return openServingReader(dir, { ...opts, access: mode })
 }
