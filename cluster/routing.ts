@@ -53,3 +53,21 @@ export function routeHash(ring: Ring, hash: Uint8Array, replication: number): nu
 export function replicaTable(ring: Ring, replication: number): readonly (readonly number[])[] {
   return Array.from({ length: ring.partitionCount }, (_, p) => replicaNodes(ring, p, replication))
 }
+
+/**
+ * Which partitions `nodeId` holds (as master or replica) under a layout: 1 at each held
+ * partition id. The one answer to "what does this node hold", for HTTP ownership, RESP
+ * routes and dumps alike.
+ */
+export function heldPartitionMask(ring: Ring, replication: number, nodeId: number): Uint8Array {
+  const mask = new Uint8Array(ring.partitionCount)
+  replicaTable(ring, replication).forEach((nodes, p) => (mask[p] = nodes.includes(nodeId) ? 1 : 0))
+  return mask
+}
+
+/** heldPartitionMask as the list of held partition ids, ascending. */
+export function heldPartitions(ring: Ring, replication: number, nodeId: number): number[] {
+  const held: number[] = []
+  heldPartitionMask(ring, replication, nodeId).forEach((h, p) => h === 1 && held.push(p))
+  return held
+}

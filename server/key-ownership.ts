@@ -1,4 +1,4 @@
-import { buildRing, masterPartition, replicaTable } from '../cluster/routing'
+import { buildRing, heldPartitionMask, masterPartition } from '../cluster/routing'
 import { createKeyHasher, type KeyHasher } from '../formats/store/key-hash'
 import type { StoreMetadata } from '../formats/store/metadata'
 
@@ -31,8 +31,7 @@ export function ownershipOf(meta: StoreMetadata): Ownership | Promise<Ownership>
   const known = cache.get(meta)
   if (known) return known
   const ring = buildRing(meta.layout)
-  const local = new Uint8Array(ring.partitionCount)
-  replicaTable(ring, meta.replication).forEach((l, p) => (local[p] = l.includes(meta.nodeId) ? 1 : 0))
+  const local = heldPartitionMask(ring, meta.replication, meta.nodeId)
   const all = local.every((x) => x === 1)
   if (all) {
     const own: Ownership = { all, partitionCount: ring.partitionCount, local, hasher: undefined }

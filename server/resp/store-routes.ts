@@ -1,4 +1,4 @@
-import { buildRing, masterPartition, replicaTable } from '../../cluster/routing'
+import { buildRing, heldPartitionMask, masterPartition, replicaTable } from '../../cluster/routing'
 import { createKeyHasher, MD5, type KeyHasher } from '../../formats/store/key-hash'
 import type { StoreMetadata } from '../../formats/store/metadata'
 import type { Logger } from '../log'
@@ -83,8 +83,7 @@ export class StoreRoutes {
     }
     const replicas = table.map((l) => share(l))
     const others = table.map((l) => share(l.filter((id) => id !== this.nodeId)))
-    const local = new Uint8Array(ring.partitionCount)
-    table.forEach((l, p) => (local[p] = l.includes(this.nodeId) ? 1 : 0))
+    const local = heldPartitionMask(ring, meta.replication, this.nodeId)
     return {
       store: meta.store,
       version: meta.version,

@@ -1,8 +1,7 @@
 import { once } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError, isStoreError } from '../../common/errors'
-import { buildRing, replicaNodes } from '../../cluster/routing'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import { buildRing, heldPartitions } from '../../cluster/routing'
 import { openVersion, walkBatches, type OpenVersion } from '../../formats/store/partition-walk'
 import { DUMP_CONTENT_TYPES, DumpEncoder, DUMP_FORMATS, type DumpFraming } from '../../formats/wire/dump-frames'
 import { TokenBucket } from '../../fetcher/token-bucket'
@@ -94,14 +93,6 @@ function parseQuery(req: IncomingMessage): StreamQuery {
   return { version, partitions, framing: format as DumpFraming, maxBytesPerSec: rate, chunk }
 }
 
-/** Partitions this node holds (as master or replica) in a version's layout. */
-export function heldPartitions(meta: StoreMetadata, nodeId: number): number[] {
-  const ring = buildRing(meta.layout)
-  const held: number[] = []
-  for (let p = 0; p < ring.partitionCount; p++) if (replicaNodes(ring, p, meta.replication).includes(nodeId)) held.push(p)
-  return held
-}
-
 async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse, keysOnly: boolean): Promise<void> {
   checkStreamAccess(ctx, req)
   const query = parseQuery(req)
@@ -113,7 +104,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
     if (version === undefined) throw new StoreError('RO_UNAVAILABLE', `store ${store} has no live version on this node`)
   }
   const meta = await sv.versionMetadata(version)
-  const held = heldPartitions(meta, ctx.nodeId)
+  const held = heldPartitions(buildRing(meta.layout), meta.replication, ctx.nodeId)
   const wanted = query.partitions ?? held
   const missing = wanted.filter((p) => !held.includes(p))
   if (missing.length > 0) {

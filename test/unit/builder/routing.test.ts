@@ -1,5 +1,5 @@
 import { createKeyHasher } from '../../../formats/store/key-hash'
-import { buildRing, masterPartition, replicaNodes, routeHash } from '../../../cluster/routing'
+import { buildRing, heldPartitionMask, heldPartitions, masterPartition, replicaNodes, routeHash } from '../../../cluster/routing'
 import { chunkOf } from '../../../formats/store/layout'
 
 const layout = [
@@ -51,4 +51,22 @@ test('1M random keys: every chunk of every node is within 5% of its mean', async
   }
   // Each key on exactly 2 nodes.
   expect(counts.flat().reduce((a, b) => a + b, 0)).toBe(2_000_000)
+})
+
+test('held partitions: every partition is held by exactly `replication` nodes, and mask and list agree', () => {
+  const ring = buildRing(layout)
+  for (const replication of [1, 2, 3]) {
+    const holders = new Array<number>(ring.partitionCount).fill(0)
+    for (const { id } of layout) {
+      const mask = heldPartitionMask(ring, replication, id)
+      const list = heldPartitions(ring, replication, id)
+      expect(list).toEqual([...mask.keys()].filter((p) => mask[p] === 1))
+      for (const p of list) holders[p]!++
+      // A node always holds the partitions it masters.
+      for (const p of layout[id]!.partitions) expect(mask[p]).toBe(1)
+    }
+    expect(holders).toEqual(new Array<number>(ring.partitionCount).fill(replication))
+  }
+  // At R=2 node 0 also holds the partitions whose next owner on the ring it is: 2, 5, 8.
+  expect(heldPartitions(ring, 2, 0)).toEqual([0, 2, 3, 5, 6, 8])
 })
