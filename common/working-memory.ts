@@ -8,7 +8,7 @@ const HUGE_PAGE_BYTES = 2 << 20
  * page buffers) as a zero-filled SharedArrayBuffer.
  *
  * Fresh memory costs one page fault per 4 KiB page on first touch, and on virtual machines
- * a fault is expensive (~10 us measured here: 690 ms to touch 256 MiB). The addon's
+ * a fault is expensive (bench/RESULTS.md, section 1: builder memory). The addon's
  * anonBuffer maps the memory with MADV_HUGEPAGE, one fault per 2 MiB where the kernel
  * allows transparent huge pages (the default "madvise" mode does). Without the addon, or
  * for small sizes, it is an ordinary SharedArrayBuffer: the same bytes, more faults.

@@ -2,10 +2,10 @@
  * Large working memory (the builder's sort arena and its arrays, decompressed Parquet
  * pages) as SharedArrayBuffers over anonymous mappings that ask for transparent huge pages.
  *
- * Every first touch of a 4 KiB page of fresh memory is a page fault. On the VMs this
- * project runs on (nested paging) one costs ~10 us: touching 256 MiB took 690 ms, while the
- * same range with MADV_HUGEPAGE took 15 ms (one fault per 2 MiB). A build touches its arena
- * once, so those faults were a fifth of a build worker's time. Where the kernel's THP mode
+ * Every first touch of a 4 KiB page of fresh memory is a page fault, and on the VMs this
+ * project runs on (nested paging) a fault is costly; with MADV_HUGEPAGE there is one fault
+ * per 2 MiB. A build touches its arena once, so those faults were a large share of a
+ * build worker's time. Where the kernel's THP mode
  * is "never", or the madvise fails, the memory is ordinary 4 KiB pages: correct, just
  * slower. Private mappings are enough: the worker threads that share a run are threads of
  * one process.

@@ -57,8 +57,7 @@ export function ownsKey(own: Ownership, key: Uint8Array): boolean {
 
 /**
  * Whether this node holds every one of `keys` (a multi-get). Key by key: a batch call into
- * the addon's md5Batch measured no faster for multi-get sized batches of short keys (about
- * 0.25-0.35 us a key either way on the shared 2-core machine).
+ * the addon's md5Batch is no faster for multi-get sized batches of short keys.
  */
 export function ownsAll(own: Ownership, keys: readonly Uint8Array[]): boolean {
   return own.all || keys.every((k) => ownsKey(own, k))

@@ -2,8 +2,8 @@ import { GrowableBuffer } from '../common/growable-buffer'
 
 /**
  * Response bodies of multi-gets, reused: a fresh Buffer for every response is fresh memory
- * to the allocator often enough, and a page touched for the first time costs ~10 µs on
- * VMs like the benchmark's (a 100 KiB answer is 25 pages). A sink goes back only once its
+ * to the allocator often enough, and each page touched for the first time is a page fault,
+ * costly on a VM (a 100 KiB answer is 25 pages). A sink goes back only once its
  * response has finished, that is once the socket has handed every byte to the kernel;
  * a response closed before that leaves its sink to the garbage collector. Bounded: at
  * most `maxFree` sinks of at most `maxKeepBytes` each wait here.

@@ -27,9 +27,9 @@ export function isKnownKeyHash(name: string): boolean {
 const SHORT_KEY_BYTES = 128
 
 /**
- * MD5 of a key: plain JavaScript for short keys (one or two blocks, no call into wasm;
- * ~1.4x faster than hash-wasm's reusable hasher at 12-64 bytes here), hash-wasm above
- * 128 bytes, where its compiled rounds win (bench: the MD5 rows of the lookup section).
+ * MD5 of a key: plain JavaScript for short keys (one or two blocks: cheaper than a call
+ * into wasm), hash-wasm from 128 bytes, where its compiled rounds win (RESULTS section 2,
+ * building blocks).
  */
 export async function createKeyHasher(name: string = MD5): Promise<KeyHasher> {
   const md5: IHasher = await createMD5()

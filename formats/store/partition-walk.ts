@@ -150,8 +150,8 @@ export interface WalkBatch {
 /**
  * Records, and bytes of keys and values, gathered into one batch at most: bounds the work
  * between two awaits. A stream's consumer throttles and writes about every 64 KiB, so a
- * batch is a burst of well under a millisecond of CPU on a core the serving loops share
- * (4,096 records of 100 B were bursts of ~3 ms, which showed in the p99 of live reads).
+ * batch is a short burst of CPU on a core the serving loops share (larger batches showed
+ * in the p99 of live reads: RESULTS section 4d).
  */
 const MAX_BATCH = 4096
 const MAX_BATCH_BYTES = 64 << 10

@@ -27,8 +27,8 @@ const SHORT_RECORD_BYTES = 256
 
 /**
  * CRC-32 of a record's key and stored value. A call into zlib costs more than the
- * arithmetic on short records, where the JavaScript tables are ~2x faster; zlib's
- * vectorised code wins on long ones (bench: the CRC rows of the lookup section).
+ * arithmetic on short records, where the JavaScript tables win; zlib's vectorised code
+ * wins on long ones (RESULTS section 2, building blocks).
  */
 export function recordCrc(key: Uint8Array, value: Uint8Array): number {
   if (key.length + value.length <= SHORT_RECORD_BYTES) return crc32Js(value, crc32Js(key, 0))

@@ -207,9 +207,8 @@ export class ResidencyMap {
   }
 
   /**
-   * The next refresh after refreshMs, or later for large stores: mincore costs ~20 ns per
-   * page (40 ms for 8 GB on the benchmark VM), so the period grows to keep a refresh under
-   * REFRESH_SHARE of the time.
+   * The next refresh after refreshMs, or later for large stores: mincore's cost grows with
+   * the pages mapped, so the period grows to keep a refresh under REFRESH_SHARE of the time.
    */
   private schedule(): void {
     if (this.closed) return

@@ -75,8 +75,7 @@ export function writeFramed(
 /**
  * writeFramed into `sink` at its position instead of a new Buffer: a batch's answers cost
  * no allocation of their own (a fresh Buffer of a multi-get's size is fresh memory, and a
- * page touched for the first time costs ~10 µs on a VM like the benchmark's) and no second
- * copy into the connection's output. Returns the bytes written, or -1 (nothing written)
+ * page touched for the first time is a page fault, costly on a VM) and no second copy into the connection's output. Returns the bytes written, or -1 (nothing written)
  * past `maxBytes`.
  */
 export function writeFramedInto(

@@ -48,9 +48,9 @@ function checkStreamAccess(ctx: AppContext, req: IncomingMessage): void {
 const WRITE_BATCH = 64 << 10
 /**
  * The same for a throttled stream, and the record walk's batch: the CPU burst a stream
- * takes between two throttle waits. At 64 KiB a burst was ~0.3 ms on a core the serving
- * processes share, and live reads that met one waited for it (their p99 under a 10 MB/s
- * dump); a throttled stream has time for smaller steps.
+ * takes between two throttle waits. Live reads that meet a burst on a core the serving
+ * processes share wait for it (RESULTS section 4d); a throttled stream has time for
+ * smaller steps.
  */
 const THROTTLED_WRITE_BATCH = 16 << 10
 

@@ -10,9 +10,9 @@ import { isStreamPath } from '../request-handler'
  * connection parses the request head, then passes the socket over its IPC channel with the
  * head as text; the supervisor replays the head into its control server, which answers on
  * that socket as it would on its unix socket (same routes, same token checks, same
- * timeouts). Relayed through the worker instead, each 64 KiB of a dump cost the worker's
- * event loop ~0.4 ms (an HTTP client read and a socket write), 150 times a second at the
- * default 10 MB/s: reads queued behind them. Handed off, the worker is out of the stream.
+ * timeouts). Relayed through the worker instead, each 64 KiB of a dump would cost the
+ * worker's event loop an HTTP client read and a socket write, many times a second at the
+ * default rate, and reads would queue behind them. Handed off, the worker is out of the stream.
  *
  * Only plain TCP connections are handed off (a TLS session cannot change process) and only
  * body-less GETs of the stream paths; anything else is proxied. The replayed head says

@@ -5,7 +5,7 @@
  * `snappy`; node:zlib has no zstd before Node 22.15).
  * Its API is asynchronous (libuv's thread pool), so `decompressAsync` is the one the page
  * reader uses. The synchronous `decompress` serves hyparquet's nested-column assembly,
- * with fzstd (pure JavaScript, about 10× slower) for ZSTD. The small LZ4 block decoder
+ * with fzstd (pure JavaScript, slower) for ZSTD. The small LZ4 block decoder
  * below reads LZ4_RAW and the old LZ4 codec. LZO is refused by the caller.
  */
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
@@ -23,7 +23,7 @@ export function isSupportedCodec(codec: string): codec is Codec {
 }
 
 // Each codec's library is loaded when a page first needs it: every build worker thread
-// loads this module, and most files use one codec (~20 ms of CPU per library and thread).
+// loads this module, most files use one codec, and each library costs CPU to load.
 /* eslint-disable @typescript-eslint/no-require-imports */
 let snappyLib: typeof Snappy | undefined
 let fzstdLib: typeof Fzstd | undefined

@@ -41,8 +41,8 @@ interface HyparquetDelta {
   deltaByteArray(reader: DataReader, count: number, output: Uint8Array[]): void
 }
 
-// The modules used, not the package index (which loads every reader, its query engine and
-// codecs: 35 ms against 18 ms in each build worker thread); parquetRead only for nested columns.
+// The modules used, not the package index, which loads every reader, its query engine and
+// codecs into each build worker thread; parquetRead only for nested columns.
 const metadata = require('hyparquet/src/metadata.js') as HyparquetMetadata
 const column = require('hyparquet/src/column.js') as HyparquetColumn
 const encoding = require('hyparquet/src/encoding.js') as HyparquetEncoding
