@@ -16,16 +16,16 @@ import { readFileSync, statfsSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { basename, join } from 'node:path'
 import { packageRoot } from '../common/paths'
-import { explain, noteOnMet } from './analysis'
-import { runBuildBench } from './build-bench'
-import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './data'
-import { EXTERNALS, runExternal } from './external'
-import { runLookupBench } from './lookup-bench'
-import { runMemoryBench } from './memory-bench'
-import { errorText, notRunSection, type BenchContext, type GoalRow, type Section } from './report'
-import { runRespServeBench, runServeBench } from './serve-bench'
-import { mdTable } from './stats'
-import { log, machineFacts, toolVersion, which } from './system'
+import { explain, noteOnMet } from './kit/analysis'
+import { runBuildBench } from './build/build-bench'
+import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './kit/data'
+import { EXTERNALS, runExternal } from './kit/external'
+import { runLookupBench } from './lookup/lookup-bench'
+import { runMemoryBench } from './lookup/memory-bench'
+import { errorText, notRunSection, type BenchContext, type GoalRow, type Section } from './kit/report'
+import { runRespServeBench, runServeBench } from './serve/serve-bench'
+import { mdTable } from './kit/stats'
+import { log, machineFacts, toolVersion, which } from './kit/system'
 
 const ALL = [
   'build',
@@ -236,7 +236,7 @@ async function main(): Promise<void> {
     return
   }
   if (argv.includes('--render')) {
-    // Re-render RESULTS.md from the saved sections (after editing bench/analysis.ts).
+    // Re-render RESULTS.md from the saved sections (after editing bench/kit/analysis.ts).
     const out = argv[argv.indexOf('--render') + 1] ?? join(packageRoot(__dirname), 'bench', 'RESULTS.md')
     const saved = JSON.parse(readFileSync(savedFile(out), 'utf8')) as {
       args: Args

@@ -10,8 +10,8 @@
  * are skipped with that reason.
  */
 import { join } from 'node:path'
-import { datasetId, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../data'
-import { ensureDebian, runTimed, which, type TimedResult } from '../system'
+import { datasetId, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../kit/data'
+import { ensureDebian, runTimed, which, type TimedResult } from '../kit/system'
 
 export const CDB_LIMIT_BYTES = 2 ** 32 - 1
 

@@ -14,7 +14,7 @@
  */
 import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { forEachTsvRecord } from '../data'
+import { forEachTsvRecord } from '../kit/data'
 import type { Getter } from './getter'
 import { readSorted } from './sorted'
 

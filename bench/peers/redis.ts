@@ -16,8 +16,8 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { datasetId, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../data'
-import { ensureDebian, freePort, memoryOf, pinArgs, cpuSecondsOf, runTimed } from '../system'
+import { datasetId, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../kit/data'
+import { ensureDebian, freePort, memoryOf, pinArgs, cpuSecondsOf, runTimed } from '../kit/system'
 
 const execFileP = promisify(execFile)
 

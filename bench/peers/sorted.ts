@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs'
-import { forEachTsvRecord } from '../data'
+import { forEachTsvRecord } from '../kit/data'
 
 export interface SortedRecords {
   readonly keys: string[]

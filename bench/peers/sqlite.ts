@@ -17,7 +17,7 @@
  */
 import { closeSync, existsSync, fsyncSync, openSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { forEachTsvRecord } from '../data'
+import { forEachTsvRecord } from '../kit/data'
 import type { Getter } from './getter'
 import { readSorted } from './sorted'
 

@@ -36,7 +36,7 @@ const RADIX_MIN_ENTRIES = 64
 /**
  * Radix bits = floor(log2 n) - RADIX_SHIFT: buckets of 2^RADIX_SHIFT entries on average,
  * 4 bytes each, i.e. 4 / 2^RADIX_SHIFT bytes per record of native memory (not JS heap).
- * Measured in bench/lookup-bench.ts (docs/FORMAT.md "Lookup").
+ * Measured in bench/lookup/lookup-bench.ts (docs/FORMAT.md "Lookup").
  */
 export const RADIX_SHIFT = 5
 

@@ -8,7 +8,7 @@ import { Nginx } from '../../../testkit/nginx'
 
 const MiB = 1 << 20
 
-// Short measurements (3–6 s); bench/fetch-bench.ts measures ~20 s runs at higher rates.
+// Short measurements (3–6 s); bench/versions/fetch-bench.ts measures ~20 s runs at higher rates.
 describe('throttled fetches from nginx', () => {
   let tmp: string
   let nginx: Nginx

@@ -13,7 +13,7 @@ import { makeTmp } from '../../../testkit/tmp'
  * upper bound holds by construction of the token bucket. The rate is taken from the first
  * byte to the last, over enough bytes that the bucket's initial burst (1/20 s of the
  * rate) stays below 2% of them. Wall-clock bounds in a test, against the house rule, because
- * the issue asks for them here; bench/dump-bench.ts measures the same in `npm run bench`.
+ * the issue asks for them here; bench/versions/dump-bench.ts measures the same in `npm run bench`.
  */
 jest.setTimeout(180_000)
 const tmp = makeTmp()

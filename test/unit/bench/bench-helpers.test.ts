@@ -1,4 +1,4 @@
-import { fetchGoals, parseTables, soakGoals, swapGoals } from '../../../bench/external'
+import { fetchGoals, parseTables, soakGoals, swapGoals } from '../../../bench/kit/external'
 import {
   ABSENT_FRACTION,
   keyOf,
@@ -10,8 +10,8 @@ import {
   writeKey,
   zipfCdf,
   zipfIds,
-} from '../../../bench/data'
-import { fmt, mdTable, median, percentile, summarize } from '../../../bench/stats'
+} from '../../../bench/kit/data'
+import { fmt, mdTable, median, percentile, summarize } from '../../../bench/kit/stats'
 
 describe('bench stats', () => {
   test('percentiles interpolate between closest ranks', () => {
