@@ -1,8 +1,7 @@
 import { writeFile } from 'node:fs/promises'
+import { buildVersion, numberedRecords } from './build-version'
 import { join } from 'node:path'
-import { buildStore } from '../builder/engines/local/build-job'
 import type { Cluster } from '../cluster/cluster'
-import { writeInput } from './input-files'
 import { freePort, LOOPBACK } from './node-process'
 
 /**
@@ -59,23 +58,13 @@ export async function buildKeys(
   },
 ): Promise<string> {
   const v = opts.version
-  const input = join(dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: opts.keys }, (_, i) => [opts.keyOf(i), `v${v}:${opts.keyOf(i)}`] as [string, string]),
-  )
-  const output = join(dir, 'builds', `v${v}`)
-  await buildStore({
-    inputs: [input],
-    format: 'tsv',
+  return buildVersion({
+    dir,
     cluster,
     store: opts.store,
-    output,
     version: v,
-    replication: 2,
+    records: numberedRecords(opts.keys, (i) => `v${v}:${opts.keyOf(i)}`, opts.keyOf),
+    output: join(dir, 'builds', `v${v}`),
     chunks: opts.chunks,
-    workers: 1,
   })
-  return output
 }

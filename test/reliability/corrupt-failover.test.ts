@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto'
+import { buildVersion, numberedRecords } from '../../testkit/build-version'
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
 import { pushStore } from '../../client/push'
 import { StoreClient, type FailoverEvent } from '../../client/store-client'
-import { writeInput } from '../../testkit/input-files'
 import { json, startCluster, type TestCluster } from '../../testkit/node-process'
 import { reportFigures } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
@@ -34,14 +33,7 @@ const value = (i: number): string => `v1-${i}-${'p'.repeat(i % 50)}`
 beforeAll(async () => {
   nodes = await startCluster({ dir: tmp.dir, nodes: 3, partitionsPerNode: 3, token: TOKEN })
   cluster = await loadCluster(nodes.clusterFile)
-  const input = join(tmp.dir, 'in.tsv')
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [`key-${i}`, value(i)] as [string, string]),
-  )
-  const out = join(tmp.dir, 'out')
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: 'st', output: out, version: 1, replication: 2, chunks: 2, workers: 1 })
+  const out = await buildVersion({ dir: tmp.dir, cluster, version: 1, records: numberedRecords(KEYS, value), output: join(tmp.dir, 'out') })
   expect((await pushStore({ cluster, store: 'st', from: out, adminToken: TOKEN })).status).toBe('live')
 })
 

@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process'
+import { buildVersion, numberedRecords } from '../../../testkit/build-version'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { pushStore } from '../../../client/push'
 import { planPush } from '../../../client/push-plan'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { cliPath } from '../../../common/paths'
-import { writeInput } from '../../../testkit/input-files'
 import { startCluster, type TestCluster } from '../../../testkit/node-process'
 import { makeTmp } from '../../../testkit/tmp'
 
@@ -23,16 +22,15 @@ const READ = 'plan-token-read-0123456789'
 let nodes: TestCluster
 let cluster: Cluster
 
-async function build(v: number): Promise<string> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: 300 }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-  )
-  const output = join(tmp.dir, `v${v}`)
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: 'st', output, version: v, replication: 2, chunks: 1, workers: 1 })
-  return output
+function build(v: number): Promise<string> {
+  return buildVersion({
+    dir: tmp.dir,
+    cluster,
+    version: v,
+    records: numberedRecords(300, (i) => `v${v}-${i}`),
+    output: join(tmp.dir, `v${v}`),
+    chunks: 1,
+  })
 }
 
 beforeAll(async () => {

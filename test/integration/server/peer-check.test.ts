@@ -1,9 +1,8 @@
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
+import { buildVersion, numberedRecords } from '../../../testkit/build-version'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { pushStore } from '../../../client/push'
 import { StoreClient } from '../../../client/store-client'
-import { writeInput } from '../../../testkit/input-files'
 import { json, startCluster, type NodeProcess, type TestCluster } from '../../../testkit/node-process'
 import { waitUntil } from '../../../testkit/reliability-kit'
 import { makeTmp } from '../../../testkit/tmp'
@@ -25,23 +24,7 @@ let cluster: Cluster
 const out = (v: number): string => join(tmp.dir, 'out', `v${v}`)
 
 async function build(v: number): Promise<void> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-  )
-  await buildStore({
-    inputs: [input],
-    format: 'tsv',
-    cluster,
-    store: 'st',
-    output: out(v),
-    version: v,
-    replication: 2,
-    workers: 1,
-    memoryMb: 16,
-  })
+  await buildVersion({ dir: tmp.dir, cluster, version: v, records: numberedRecords(KEYS, (i) => `v${v}-${i}`), output: out(v), chunks: 1 })
 }
 
 interface StoreStatus {

@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process'
+import { buildVersion, numberedRecords } from '../../../testkit/build-version'
 import { join } from 'node:path'
 import Redis from 'ioredis'
 import { createClient, RESP_TYPES } from 'redis'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { StoreClient } from '../../../client/store-client'
 import { cliPath } from '../../../common/paths'
-import { writeInput } from '../../../testkit/input-files'
 import { startCluster, type TestCluster } from '../../../testkit/node-process'
 import { redisCli } from '../../../testkit/redis-cli'
 import { makeTmp } from '../../../testkit/tmp'
@@ -44,14 +43,13 @@ beforeAll(async () => {
     extraArgs: ['--workers', '1'],
   })
   cluster = await loadCluster(nodes.clusterFile)
-  const input = join(tmp.dir, 'in.tsv')
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [keyOf(i), valueOf(i)] as [string, string]),
-  )
-  const out = join(tmp.dir, 'out')
-  await buildStore({ inputs: [input], format: 'tsv', cluster, store: 'st', output: out, version: 1, replication: 2, chunks: 2, workers: 1 })
+  const out = await buildVersion({
+    dir: tmp.dir,
+    cluster,
+    version: 1,
+    records: numberedRecords(KEYS, valueOf, keyOf),
+    output: join(tmp.dir, 'out'),
+  })
   await Promise.all(nodes.nodes.map((n, id) => n.install('st', join(out, `node-${id}`), { swap: true })))
   const http = await StoreClient.connect({ cluster, store: 'st', readToken: READ })
   remote = Array.from({ length: KEYS }, (_, i) => i).filter((i) => !http.replicasOf(keyOf(i)).includes(0))

@@ -1,14 +1,13 @@
 import { spawn } from 'node:child_process'
+import { buildVersion, numberedRecords } from '../../../testkit/build-version'
 import { copyFileSync } from 'node:fs'
 import https from 'node:https'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { clusterWithTls } from '../../../client/http'
 import { StoreClient } from '../../../client/store-client'
 import { cliPath } from '../../../common/paths'
-import { writeInput } from '../../../testkit/input-files'
 import { startClusterFromFile, writeClusterFile, type TestCluster } from '../../../testkit/node-process'
 import { makeTestCertificates, type TestCertificates } from '../../../testkit/tls-certs'
 import { makeTmp } from '../../../testkit/tmp'
@@ -64,23 +63,7 @@ beforeAll(async () => {
   clusterFile = (await writeClusterFile(tmp.dir, { nodes: 2, partitionsPerNode: 2 })).path
   cluster = await loadCluster(clusterFile)
   for (const v of [1, 2]) {
-    const input = join(tmp.dir, `in-${v}.tsv`)
-    await writeInput(
-      input,
-      'tsv',
-      Array.from({ length: KEYS }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-    )
-    await buildStore({
-      inputs: [input],
-      format: 'tsv',
-      cluster,
-      store: 'st',
-      output: out(v),
-      version: v,
-      replication: 2,
-      chunks: 2,
-      workers: 1,
-    })
+    await buildVersion({ dir: tmp.dir, cluster, version: v, records: numberedRecords(KEYS, (i) => `v${v}-${i}`), output: out(v) })
   }
   // The nodes read the certificate from files they own: rotation rewrites them.
   copyFileSync(certs.certFile, join(tmp.dir, 'served.pem'))
