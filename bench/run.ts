@@ -14,7 +14,7 @@
  */
 import { readFileSync, statfsSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { packageRoot } from '../common/paths'
 import { explain, noteOnMet } from './kit/analysis'
 import { runBuildBench } from './build/build-bench'
@@ -116,7 +116,8 @@ function debVersion(pkg: string): string {
   return v && !/no packages found/i.test(v) ? v : 'not installed'
 }
 
-function machineSection(args: Args, startLoad: number[], started: Date, rerender: boolean): string {
+/** The machine table's rows: measured now, or (re-rendering) those saved with the sections. */
+function machineRows(args: Args, startLoad: number[], started: Date, rerender: boolean): string[][] {
   const m = machineFacts()
   const end = loadavg()
   const rows = [
@@ -146,7 +147,7 @@ function machineSection(args: Args, startLoad: number[], started: Date, rerender
       `${which('nginx') ? (toolVersion('nginx', ['-v']) ?? '?') : 'not installed'} / ${toolVersion('curl', ['--version'])?.split(' ').slice(0, 2).join(' ') ?? 'not installed'}`,
     ],
   ]
-  return mdTable(['', ''], rows, ['l', 'l'])
+  return rows
 }
 
 function goalsTable(goals: readonly GoalRow[]): string {
@@ -174,17 +175,19 @@ function warnDiskSpace(ctx: BenchContext): void {
   }
 }
 
+/**
+ * The sections a results file was rendered from, kept beside it in the repository (not in
+ * work/, which a new machine does not have), so --update and --render work anywhere.
+ */
 function savedFile(out: string): string {
-  return join(workRoot(), `${basename(out)}.sections.json`)
+  return join(dirname(out), `${basename(out, '.md')}.sections.json`)
 }
 
 function render(
   args: Args,
   sections: readonly Section[],
-  startLoad: number[],
-  started: Date,
   pending: readonly string[],
-  rerender = false,
+  machine: readonly (readonly string[])[],
 ): string {
   const goals = sections.flatMap((s) => s.goals)
   const missedIds = [...new Set(goals.filter((g) => g.status !== 'met').map((g) => g.id))]
@@ -204,7 +207,7 @@ function render(
     '',
     '## Machine',
     '',
-    machineSection(args, startLoad, started, rerender),
+    mdTable(['', ''], machine, ['l', 'l']),
     '',
     '## Goals',
     '',
@@ -244,8 +247,11 @@ async function main(): Promise<void> {
       startLoad: number[]
       started: string
       pending: string[]
+      machine?: string[][]
     }
-    writeFileSync(out, render(saved.args, saved.sections, saved.startLoad, new Date(saved.started), saved.pending, true))
+    const started = new Date(saved.started)
+    const machine = saved.machine ?? machineRows(saved.args, saved.startLoad, started, true)
+    writeFileSync(out, render(saved.args, saved.sections, saved.pending, machine))
     log(`re-rendered ${out}`)
     return
   }
@@ -298,8 +304,9 @@ async function main(): Promise<void> {
     log(`=== ${p.title}: ${secs.toFixed(0)} s`)
     // Written after every section, so a long run leaves its results so far.
     const pending = plan.slice(i + 1).map((x) => x.id)
-    writeFileSync(args.out, render(args, sections, startLoad, started, pending))
-    writeFileSync(savedFile(args.out), JSON.stringify({ args, sections, startLoad, started: started.toISOString(), pending }, null, 1))
+    const machine = machineRows(args, startLoad, started, false)
+    writeFileSync(args.out, render(args, sections, pending, machine))
+    writeFileSync(savedFile(args.out), JSON.stringify({ args, sections, startLoad, started: started.toISOString(), pending, machine }, null, 1))
   }
   log(`wrote ${args.out} in ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min`)
 }
