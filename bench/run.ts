@@ -183,12 +183,7 @@ function savedFile(out: string): string {
   return join(dirname(out), `${basename(out, '.md')}.sections.json`)
 }
 
-function render(
-  args: Args,
-  sections: readonly Section[],
-  pending: readonly string[],
-  machine: readonly (readonly string[])[],
-): string {
+function render(args: Args, sections: readonly Section[], pending: readonly string[], machine: readonly (readonly string[])[]): string {
   const goals = sections.flatMap((s) => s.goals)
   const missedIds = [...new Set(goals.filter((g) => g.status !== 'met').map((g) => g.id))]
   const why = missedIds
@@ -306,7 +301,10 @@ async function main(): Promise<void> {
     const pending = plan.slice(i + 1).map((x) => x.id)
     const machine = machineRows(args, startLoad, started, false)
     writeFileSync(args.out, render(args, sections, pending, machine))
-    writeFileSync(savedFile(args.out), JSON.stringify({ args, sections, startLoad, started: started.toISOString(), pending, machine }, null, 1))
+    writeFileSync(
+      savedFile(args.out),
+      JSON.stringify({ args, sections, startLoad, started: started.toISOString(), pending, machine }, null, 1),
+    )
   }
   log(`wrote ${args.out} in ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min`)
 }
