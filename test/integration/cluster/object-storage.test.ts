@@ -344,3 +344,35 @@ test('rostore presign prints the index URL on stdout only; refuses a prefix with
   expect(none.stderr).toMatch(/no build here .*\[RO_NOT_FOUND\]/)
   expect(run('s3://builds/objs/v1/', '--expires-in', '999999').stderr).toMatch(/1 s to 7 days.*\[RO_BAD_OPTION\]/)
 })
+
+test("a node whose own S3 credentials are wrong fails the push with S3's reason, its secret nowhere; nothing changes live", async () => {
+  await buildStore({
+    inputs: ['s3://data/spark/pq/'],
+    format: 'parquet',
+    cluster,
+    store: 'objs',
+    output: 's3://builds/objs/v5/',
+    version: 5,
+    replication: 2,
+    workers: 1,
+  })
+  const nodeEnv = { ...s3server.env, AWS_ENDPOINT_URL_S3: proxy.endpoint }
+  const wrong = 'node-2-wrong-secret-4b1d'
+  nodes.nodes[2] = await nodes.nodes[2]!.restart({ env: { ...nodeEnv, AWS_SECRET_ACCESS_KEY: wrong } })
+  try {
+    const r = await push('s3://builds/objs/v5/')
+    expect(r.status).toBe('failed')
+    // Node 2's fetch failed on S3's refusal (the others were cancelled with it).
+    expect(r.nodes.find((n) => n.nodeId === 2)?.error).toMatch(/s3:\/\/builds\/objs\/v5\/node-2\/.*SignatureDoesNotMatch/)
+    expect(r.nodes.filter((n) => /SignatureDoesNotMatch/.test(n.error ?? '')).map((n) => n.nodeId)).toEqual([2])
+    expect(JSON.stringify(r)).not.toContain(wrong)
+    expect(await live()).toEqual([4, 4, 4])
+    expect(nodes.nodes[2]!.lines.join('\n')).not.toContain(wrong)
+  } finally {
+    nodes.nodes[2] = await nodes.nodes[2]!.restart({ env: nodeEnv })
+  }
+  // The same push with the node's right credentials goes through.
+  expect((await push('s3://builds/objs/v5/')).status).toBe('live')
+  expect(await live()).toEqual([5, 5, 5])
+  await readAll('pq')
+})
