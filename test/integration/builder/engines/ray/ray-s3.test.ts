@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync, writeFileSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
 import { buildOnRay } from '../../../../../builder/engines/ray/ray-build'
 import { parseCluster } from '../../../../../cluster/cluster'
+import { cliPath } from '../../../../../common/paths'
 import type { S3Client } from '../../../../../s3/s3-client'
 import { uploadFile } from '../../../../../s3/upload'
 import { duckdb, sqlString } from '../../../../../testkit/duckdb'
@@ -220,4 +222,41 @@ test('--require-success: a prefix without _SUCCESS is refused before the job sta
     ),
   ).rejects.toMatchObject({ code: 'RO_BAD_INPUT', message: expect.stringMatching(/s3:\/\/data\/unfinished\/: no _SUCCESS marker/) })
   expect(readdirSync(dir)).toEqual(['part-0.csv'])
+})
+
+test('rostore build --engine ray --output s3://: the work directory goes under --tmpdir and is gone after; the manifests are uploaded', async () => {
+  const clusterPath = join(tmp.dir, 'cluster.json')
+  writeFileSync(clusterPath, JSON.stringify(clusterFile))
+  const work = join(tmp.dir, 'shared-tmp')
+  mkdirSync(work)
+  // What --tmpdir holds while the job runs (looked at on each progress line of the driver).
+  const seen = new Set<string>()
+  const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((res) => {
+    const child = spawn(
+      process.execPath,
+      [
+        cliPath(), 'build', '--engine', 'ray', '--ray-address', cluster!.address, '--ray-python', cluster!.python,
+        '--input', 's3://data/csv/', '--require-success', '--format', 'csv', '--cluster', clusterPath, '--store', 'st',
+        '--version', '6', '--chunks', '2', '--on-duplicate', 'last', '--reducers', '2', '--tmpdir', work,
+        '--output', 's3://builds/ray-cli/',
+      ], // prettier-ignore
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...s3server.envFor(driverKey) } },
+    )
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString()
+      for (const name of readdirSync(work)) seen.add(name)
+    })
+    child.on('close', (status) => res({ status, stdout, stderr }))
+  })
+  expect(r.stderr).toMatch(/^ray: map 3\/3 tasks/m)
+  expect(r.status).toBe(0)
+  expect(r.stdout).toMatch(/built store st version 6 in s3:\/\/builds\/ray-cli\/ on Ray/)
+  expect([...seen].some((n) => /^\.rostore-s3-output\.ray-[0-9a-f]+$/.test(n))).toBe(true)
+  expect(readdirSync(work)).toEqual([])
+  const keys: string[] = []
+  for await (const o of s3.list('builds', 'ray-cli/')) keys.push(o.key)
+  expect(keys.filter((k) => k.endsWith('/metadata.json')).sort()).toEqual([0, 1, 2].map((n) => `ray-cli/node-${n}/metadata.json`))
 })
