@@ -169,7 +169,7 @@ async function listAllInputs(inputs: readonly string[], cmd: string, s3?: { requ
         : isRemote(input)
           ? await listRemoteInputs(cmd, [input])
           : await Promise.all(
-              (await listInputFiles([localPath(input)])).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })),
+              (await listInputFiles([localPath(input)], s3)).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })),
             )
     for (const f of files) {
       if (seen.has(f.path)) continue
