@@ -41,16 +41,16 @@ const clusterFile = parseCluster({
 })
 
 /** Rows per part: DuckDB's row groups hold at least 2048 rows, so Parquet parts are larger to hold several. */
-const ROWS = { parquet: 5000, csv: 1100 } as const
+const ROWS = { parquet: 5000, csv: 1100, jsonl: 1100 } as const
 
 /** DuckDB writes 3 parts (keys repeat across them), then _SUCCESS; all uploaded under s3://data/<prefix>/. */
-async function parts(format: 'parquet' | 'csv', prefix: string): Promise<string> {
+async function parts(format: 'parquet' | 'csv' | 'jsonl', prefix: string): Promise<string> {
   const dir = join(tmp.dir, prefix)
   mkdirSync(dir)
   const n = ROWS[format]
   for (let p = 0; p < 3; p++) {
     const query = `SELECT 'key-' || (i % ${KEYS}) AS key, 'v${p}-' || i || repeat('y', i % 17) AS value FROM range(${p * n}, ${(p + 1) * n}) t(i)`
-    const opts = format === 'parquet' ? 'FORMAT parquet, ROW_GROUP_SIZE 2048' : 'FORMAT csv, HEADER true'
+    const opts = format === 'parquet' ? 'FORMAT parquet, ROW_GROUP_SIZE 2048' : format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT json'
     await duckdb(`COPY (${query}) TO ${sqlString(join(dir, `part-${p}.${format}`))} (${opts})`)
   }
   writeFileSync(join(dir, '_SUCCESS'), '')
@@ -58,7 +58,7 @@ async function parts(format: 'parquet' | 'csv', prefix: string): Promise<string>
   return dir
 }
 
-function options(prefix: string, format: 'parquet' | 'csv', output: string): BuildOptions {
+function options(prefix: string, format: 'parquet' | 'csv' | 'jsonl', output: string): BuildOptions {
   return {
     inputs: [`s3://data/${prefix}/`],
     requireSuccess: true,
@@ -92,6 +92,19 @@ function rangeOf(r: S3RequestLine, size: number): [number, number] {
   const m = /^bytes=(\d+)-(\d*)$/.exec(r.range ?? '')
   if (m === null) return [0, size - 1]
   return [Number(m[1]), m[2] === '' ? size - 1 : Number(m[2])]
+}
+
+/** The objects under s3://builds/<prefix> are the files under `dir`, name for name and byte for byte. */
+async function expectUploadedTree(prefix: string, dir: string): Promise<void> {
+  const uploaded = new Map<string, Buffer>()
+  for await (const o of s3.list('builds', prefix)) {
+    const chunks: Buffer[] = []
+    for await (const c of (await s3.get({ bucket: 'builds', key: o.key })).stream as AsyncIterable<Buffer>) chunks.push(c)
+    uploaded.set(o.key.slice(prefix.length), Buffer.concat(chunks))
+  }
+  const expected = fileTree(dir)
+  expect([...uploaded.keys()].sort()).toEqual([...expected.keys()].sort())
+  for (const [name, bytes] of expected) expect(uploaded.get(name)?.equals(bytes)).toBe(true)
 }
 
 beforeAll(async () => {
@@ -130,15 +143,7 @@ test('Parquet parts under s3://: map tasks read the row groups from S3 themselve
   expect(s.upload?.files).toBe(fileTree(reference).size)
 
   // The uploaded build is the local engine's, file for file and byte for byte.
-  const uploaded = new Map<string, Buffer>()
-  for await (const o of s3.list('builds', 'ray-pq/')) {
-    const chunks: Buffer[] = []
-    for await (const c of (await s3.get({ bucket: 'builds', key: o.key })).stream as AsyncIterable<Buffer>) chunks.push(c)
-    uploaded.set(o.key.slice('ray-pq/'.length), Buffer.concat(chunks))
-  }
-  const expected = fileTree(reference)
-  expect([...uploaded.keys()].sort()).toEqual([...expected.keys()].sort())
-  for (const [name, bytes] of expected) expect(uploaded.get(name)?.equals(bytes)).toBe(true)
+  await expectUploadedTree('ray-pq/', reference)
 
   // Who read what: the driver side only the magic and the footer of each part, the worker node every column chunk.
   const log = (await s3server.requests()).slice(before)
@@ -224,7 +229,10 @@ test('--require-success: a prefix without _SUCCESS is refused before the job sta
   expect(readdirSync(dir)).toEqual(['part-0.csv'])
 })
 
-test('rostore build --engine ray --output s3://: the work directory goes under --tmpdir and is gone after; the manifests are uploaded', async () => {
+test('rostore build --engine ray, JSON lines from s3:// to s3://: the work directory is under --tmpdir while the job runs, gone after; the upload equals the local engine build', async () => {
+  await parts('jsonl', 'jsonl')
+  const reference = join(tmp.dir, 'jsonl-local')
+  await as(localKey, () => buildStore({ ...options('jsonl', 'jsonl', reference), version: 6, workers: 2 }))
   const clusterPath = join(tmp.dir, 'cluster.json')
   writeFileSync(clusterPath, JSON.stringify(clusterFile))
   const work = join(tmp.dir, 'shared-tmp')
@@ -236,8 +244,8 @@ test('rostore build --engine ray --output s3://: the work directory goes under -
       process.execPath,
       [
         cliPath(), 'build', '--engine', 'ray', '--ray-address', cluster!.address, '--ray-python', cluster!.python,
-        '--input', 's3://data/csv/', '--require-success', '--format', 'csv', '--cluster', clusterPath, '--store', 'st',
-        '--version', '6', '--chunks', '2', '--on-duplicate', 'last', '--reducers', '2', '--tmpdir', work,
+        '--input', 's3://data/jsonl/', '--require-success', '--format', 'jsonl', '--cluster', clusterPath, '--store', 'st',
+        '--version', '6', '--replication', '2', '--chunks', '2', '--on-duplicate', 'last', '--reducers', '2', '--tmpdir', work,
         '--output', 's3://builds/ray-cli/',
       ], // prettier-ignore
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...s3server.envFor(driverKey) } },
@@ -256,7 +264,5 @@ test('rostore build --engine ray --output s3://: the work directory goes under -
   expect(r.stdout).toMatch(/built store st version 6 in s3:\/\/builds\/ray-cli\/ on Ray/)
   expect([...seen].some((n) => /^\.rostore-s3-output\.ray-[0-9a-f]+$/.test(n))).toBe(true)
   expect(readdirSync(work)).toEqual([])
-  const keys: string[] = []
-  for await (const o of s3.list('builds', 'ray-cli/')) keys.push(o.key)
-  expect(keys.filter((k) => k.endsWith('/metadata.json')).sort()).toEqual([0, 1, 2].map((n) => `ray-cli/node-${n}/metadata.json`))
+  await expectUploadedTree('ray-cli/', reference)
 })
