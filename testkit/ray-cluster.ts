@@ -28,6 +28,8 @@ export interface RayClusterOptions {
   /** Object store bytes per node; default 80 MB (Ray's minimum is about 75 MB). */
   readonly objectStoreBytes?: number
   readonly cpusPerWorker?: number
+  /** More environment of every node (its tasks inherit it), e.g. the nodes' own AWS_* credentials. */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 export interface RayNode {
@@ -92,7 +94,7 @@ export async function startRayCluster(o: RayClusterOptions): Promise<RayCluster>
         ...args,
       ],
       // detached: its own process group (and session), killed as a whole.
-      { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RAY_USAGE_STATS_ENABLED: '0' } },
+      { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...o.env, RAY_USAGE_STATS_ENABLED: '0' } },
     )
     const node: RayNode = { name, process: child, sid: child.pid! }
     nodes.push(node)

@@ -6,8 +6,11 @@
  * serve them. Prints `{"port": N}` on stdout once it listens.
  *
  * Environment: S3_DIR (its storage), S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_BUCKETS
- * (comma-separated buckets to create).
+ * (comma-separated buckets to create), S3_EXTRA_KEYS (more key pairs, `id:secret,...`, so
+ * that a test can give each process its own), S3_LOG (a file that gets one JSON line per
+ * finished request: method, path, Range header, access key id, status, body bytes sent).
  */
+import { appendFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -34,7 +37,13 @@ async function main(): Promise<void> {
   if (!keyId || !secret || !dir) throw new Error('S3_DIR, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are required')
   // Only the key pair given is known: the built-in S3RVER/S3RVER one is revoked.
   AWSAccount.DUMMY_ACCOUNT.revokeAccessKey('S3RVER')
-  new AWSAccount(123456789012, 'rostore-test').createKeyPair(keyId, secret)
+  const account = new AWSAccount(123456789012, 'rostore-test')
+  account.createKeyPair(keyId, secret)
+  for (const pair of (env['S3_EXTRA_KEYS'] ?? '').split(',').filter((p) => p !== '')) {
+    const colon = pair.indexOf(':')
+    account.createKeyPair(pair.slice(0, colon), pair.slice(colon + 1))
+  }
+  const log = env['S3_LOG']
   const buckets = (env['S3_BUCKETS'] ?? '').split(',').filter((b) => b !== '')
   const app = new S3rver({ directory: dir, silent: true, configureBuckets: buckets.map((name) => ({ name, configs: [] })) })
   await app.configureBuckets()
@@ -46,12 +55,45 @@ async function main(): Promise<void> {
       res.end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>')
       return
     }
+    if (log !== undefined) logRequest(log, req, res, url)
     handle(req, res)
   })
   server.keepAliveTimeout = 30_000
   await new Promise<void>((resolve) => server.listen(Number(env['S3_PORT'] ?? 0), '127.0.0.1', resolve))
   process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`)
   process.on('SIGTERM', () => server.close(() => process.exit(0)))
+}
+
+/** Counts the body bytes of the answer and appends the request's line to the log once it is over. */
+function logRequest(log: string, req: http.IncomingMessage, res: http.ServerResponse, url: URL): void {
+  let bytes = 0
+  const write = res.write.bind(res) as (...a: unknown[]) => boolean
+  const end = res.end.bind(res) as (...a: unknown[]) => http.ServerResponse
+  const count = (chunk: unknown): void => {
+    if (typeof chunk === 'string') bytes += Buffer.byteLength(chunk)
+    else if (chunk instanceof Uint8Array) bytes += chunk.length
+  }
+  res.write = ((chunk: unknown, ...rest: unknown[]) => {
+    count(chunk)
+    return write(chunk, ...rest)
+  }) as typeof res.write
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if (typeof chunk !== 'function') count(chunk)
+    return end(chunk, ...rest)
+  }) as typeof res.end
+  const credential =
+    /Credential=([^/,\s]+)\//.exec(req.headers['authorization'] ?? '')?.[1] ?? url.searchParams.get('X-Amz-Credential')?.split('/')[0]
+  res.once('close', () => {
+    const line = {
+      method: req.method,
+      path: url.pathname,
+      range: req.headers['range'] ?? null,
+      keyId: credential ?? null,
+      status: res.statusCode,
+      bytes,
+    }
+    appendFileSync(log, `${JSON.stringify(line)}\n`)
+  })
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -13,6 +13,30 @@ import { S3Client } from '../s3/s3-client'
  * points rostore's S3 client at it: `env` for child processes (nodes, the CLI),
  * `apply()` for this process.
  */
+export interface S3KeyPair {
+  readonly accessKeyId: string
+  readonly secretAccessKey: string
+}
+
+/** One request as the server logged it (start with `logRequests`). */
+export interface S3RequestLine {
+  readonly method: string
+  readonly path: string
+  readonly range: string | null
+  /** The access key id that signed it (header or presigned query). */
+  readonly keyId: string | null
+  readonly status: number
+  /** Body bytes of the answer. */
+  readonly bytes: number
+}
+
+function newKeyPair(): S3KeyPair {
+  return {
+    accessKeyId: `ROSTORETEST${randomBytes(4).toString('hex').toUpperCase()}`,
+    secretAccessKey: randomBytes(20).toString('base64url'),
+  }
+}
+
 export class S3TestServer {
   private constructor(
     private readonly child: ChildProcess,
@@ -20,12 +44,16 @@ export class S3TestServer {
     readonly port: number,
     readonly accessKeyId: string,
     readonly secretAccessKey: string,
+    /** More key pairs of the same account (`extraKeyPairs`): one per process whose requests a test tells apart. */
+    readonly extraKeys: readonly S3KeyPair[],
   ) {}
 
-  static async start(opts: { buckets?: readonly string[]; port?: number } = {}): Promise<S3TestServer> {
+  static async start(
+    opts: { buckets?: readonly string[]; port?: number; extraKeyPairs?: number; logRequests?: boolean } = {},
+  ): Promise<S3TestServer> {
     const dir = await mkdtemp(join(tmpdir(), 'rostore-s3-'))
-    const accessKeyId = `ROSTORETEST${randomBytes(4).toString('hex').toUpperCase()}`
-    const secretAccessKey = randomBytes(20).toString('base64url')
+    const { accessKeyId, secretAccessKey } = newKeyPair()
+    const extraKeys = Array.from({ length: opts.extraKeyPairs ?? 0 }, newKeyPair)
     const child = spawn(process.execPath, [join(__dirname, 's3-server-main.js')], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -34,6 +62,8 @@ export class S3TestServer {
         S3_ACCESS_KEY_ID: accessKeyId,
         S3_SECRET_ACCESS_KEY: secretAccessKey,
         S3_BUCKETS: (opts.buckets ?? []).join(','),
+        S3_EXTRA_KEYS: extraKeys.map((k) => `${k.accessKeyId}:${k.secretAccessKey}`).join(','),
+        ...(opts.logRequests === true ? { S3_LOG: `${dir}.requests.log` } : {}),
         ...(opts.port === undefined ? {} : { S3_PORT: String(opts.port) }),
       },
     })
@@ -44,7 +74,21 @@ export class S3TestServer {
       lines.once('line', (l) => resolve((JSON.parse(l) as { port: number }).port))
       child.once('exit', (code) => reject(new Error(`the S3 server exited with ${code}: ${stderr}`)))
     })
-    return new S3TestServer(child, dir, port, accessKeyId, secretAccessKey)
+    return new S3TestServer(child, dir, port, accessKeyId, secretAccessKey, extraKeys)
+  }
+
+  /** `env` with another key pair of the server's account. */
+  envFor(key: S3KeyPair): Record<string, string> {
+    return { ...this.env, AWS_ACCESS_KEY_ID: key.accessKeyId, AWS_SECRET_ACCESS_KEY: key.secretAccessKey }
+  }
+
+  /** Every finished request so far (the server was started with `logRequests`). */
+  async requests(): Promise<S3RequestLine[]> {
+    const text = await readFile(`${this.dir}.requests.log`, 'utf8').catch(() => '')
+    return text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as S3RequestLine)
   }
 
   get endpoint(): string {
@@ -93,5 +137,6 @@ export class S3TestServer {
       await exited
     }
     await rm(this.dir, { recursive: true, force: true })
+    await rm(`${this.dir}.requests.log`, { force: true })
   }
 }

@@ -42,7 +42,10 @@ export const builder = (y: Argv) =>
     .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
     .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
     .option('memory-mb', { ...integerOption('memory-mb'), default: 1024, describe: 'memory budget of the build' })
-    .option('tmpdir', { type: 'string', describe: 'where sorted runs spill (default: OS temp dir)' })
+    .option('tmpdir', {
+      type: 'string',
+      describe: 'where sorted runs spill (default: OS temp dir); ray: the work directory of an s3:// output',
+    })
     .option('on-duplicate', { choices: DUPLICATE_POLICIES, default: 'error' as const, describe: 'what to do with a key given twice' })
     .option('progress', { type: 'boolean', describe: 'show a progress bar (default: when stderr is a terminal)' })
     .option('engine', {
@@ -113,7 +116,8 @@ async function runRayBuild(a: Awaited<ReturnType<typeof builder>['argv']>): Prom
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
   const s = await buildOnRay({
-    build: { ...(await commonBuildOptions(a)), signal: cancel.signal },
+    // --tmpdir: where the work directory of an s3:// output goes (shared storage).
+    build: { ...(await commonBuildOptions(a)), tmpdir: a.tmpdir, signal: cancel.signal },
     address: a['ray-address'],
     python: a['ray-python'],
     // Split at spaces: the command is a path and its arguments (e.g. "node /opt/rostore/lib/bin/cli.js").

@@ -1,4 +1,5 @@
 import type { Argv } from 'yargs'
+import { StoreError } from '../../common/errors'
 import { finalizeHadoopBuild, readStatsSources } from '../../builder/engines/hadoop/finalize'
 import { JOB_FILE_NAME, readJobSpec } from '../../builder/engines/hadoop/job-spec'
 import { runMapTask } from '../../builder/engines/hadoop/mapper'
@@ -13,19 +14,33 @@ const jobOption = {
   describe: 'job spec written by rostore build --engine hadoop --print-command (shipped with -files)',
 } as const
 
+function parseRange(text: string | undefined): { start: number; end: number } | undefined {
+  if (text === undefined) return undefined
+  const m = /^(\d{1,15})-(\d{1,15})$/.exec(text)
+  if (m === null || Number(m[1]) > Number(m[2])) throw new StoreError('RO_BAD_OPTION', `--range ${text}: expected START-END byte offsets`)
+  return { start: Number(m[1]), end: Number(m[2]) }
+}
+
 export const builder = (y: Argv) =>
   y
     .command(
       'map',
       'Streaming mapper: input records on stdin, shuffle lines on stdout',
       (c) =>
-        c.option('job', jobOption).option('file-field', {
-          type: 'boolean',
-          default: false,
-          describe: 'stdin lines are <file>\\t<offset>\\t<line> (Spark RDD.pipe)',
-        }),
+        c
+          .option('job', jobOption)
+          .option('file-field', {
+            type: 'boolean',
+            default: false,
+            describe: 'stdin lines are <file>\\t<offset>\\t<line> (Spark RDD.pipe)',
+          })
+          .option('range', {
+            type: 'string',
+            describe:
+              'START-END: read the lines starting in this byte range of $mapreduce_map_input_file (a path or s3:// object) instead of stdin',
+          }),
       async (a) => {
-        await runMapTask({ job: await readJobSpec(a.job), fileField: a['file-field'] })
+        await runMapTask({ job: await readJobSpec(a.job), fileField: a['file-field'], range: parseRange(a.range) })
       },
     )
     .command(

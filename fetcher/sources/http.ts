@@ -59,8 +59,11 @@ export class HttpSource implements FetchSource {
   }
 
   read(name: string, req: ReadRequest): Promise<ReadResult> {
-    const url = this.urlOf(name)
-    const shown = this.describe(name)
+    return this.readUrl(this.urlOf(name), this.describe(name), req)
+  }
+
+  /** GET of any URL of this source's protocol (a URL index's file URLs), shown in messages as `shown`. */
+  readUrl(url: URL, shown: string, req: ReadRequest): Promise<ReadResult> {
     const get = url.protocol === 'https:' ? https.get : http.get
     const headers: http.OutgoingHttpHeaders = { 'accept-encoding': 'identity' }
     if (req.start > 0) headers['range'] = `bytes=${req.start}-`

@@ -6,6 +6,7 @@ import { parseS3Url } from '../../s3/s3-url'
 import { FsGate } from '../fs-gate'
 import { FileSource, type FileSourceCalls } from './file'
 import { HttpSource } from './http'
+import { isUrlIndex, UrlIndexSource } from './url-index'
 import { isInsideDir, resolveLocalPath } from './local-path'
 import type { FetchSource } from './source'
 
@@ -117,7 +118,11 @@ export async function checkSource(source: string, opts: OpenSourceOptions = {}):
 /** Opens the source for a build output root, refusing it unless it is allow-listed. */
 export async function openSource(source: string, opts: OpenSourceOptions = {}): Promise<FetchSource> {
   const c = await checkSource(source, opts)
-  if (c.kind === 'http') return new HttpSource(source)
+  if (c.kind === 'http') {
+    // Each file URL of an index is held to the allow-list as the index was.
+    if (isUrlIndex(source)) return new UrlIndexSource(source, async (url) => void (await checkSource(url, opts)))
+    return new HttpSource(source)
+  }
   if (c.kind === 's3') {
     // Loaded only for an s3:// source: the S3 client is not part of every fetch.
     // eslint-disable-next-line @typescript-eslint/no-require-imports

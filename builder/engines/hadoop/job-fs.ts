@@ -165,7 +165,7 @@ export async function readFirstLine(cmd: string, path: string, limit = 1 << 20):
   })
 }
 
-function firstLine(b: Buffer): Buffer {
+export function firstLine(b: Buffer): Buffer {
   const nl = b.indexOf(0x0a)
   let line = nl >= 0 ? b.subarray(0, nl) : b
   if (line.length > 0 && line[line.length - 1] === 0x0d) line = line.subarray(0, line.length - 1)

@@ -42,6 +42,11 @@ export interface HadoopJobSpec {
   readonly reducers: number
   /** The `hdfs` command tasks run for hdfs:// paths (default: `hdfs` on the PATH). */
   readonly hdfsCommand?: string
+  /**
+   * s3:// inputs are read by rostore's own S3 client in each task, with the task node's
+   * AWS_* credentials (the Ray engine); without it they go through `hdfs dfs` like any URI.
+   */
+  readonly s3Inputs?: boolean
 }
 
 export type JobSpecFields = Omit<HadoopJobSpec, 'kind' | 'specVersion'>
@@ -104,6 +109,7 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
   if (j['format'] === 'csv' && headers === undefined) bad('CSV input needs "csvHeaders"')
   const hdfsCommand = j['hdfsCommand']
   if (hdfsCommand !== undefined && typeof hdfsCommand !== 'string') bad('"hdfsCommand" must be a string')
+  if (j['s3Inputs'] !== undefined && typeof j['s3Inputs'] !== 'boolean') bad('"s3Inputs" must be true or false')
   const cluster = parseCluster(j['cluster'], `${where}: cluster`)
   // The build's own validation, so a hand-edited spec fails the way `rostore build` would.
   normalizeBuildOptions({

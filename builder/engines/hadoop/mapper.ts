@@ -9,6 +9,8 @@ import type { MappedRecord } from '../../mapped-record'
 import { hdfsCommand, fetchInput, uriPath } from './job-fs'
 import type { HadoopJobSpec } from './job-spec'
 import { atOffset, LineRecords } from './line-records'
+import { rangeLines } from './range-lines'
+import { isS3Url } from '../../../s3/s3-url'
 import { mapStatsLine, shuffleLineSize, writeShuffleLine } from './shuffle-key'
 import { emptyKinds, type FilePositions, type MapStats } from './stats'
 import { SyncLineReader, SyncWriter } from './streaming-io'
@@ -34,6 +36,12 @@ export interface MapTaskOptions {
   readonly input?: number
   readonly output?: number
   readonly fileField?: boolean
+  /**
+   * Text formats: read the lines starting in this byte range of the task's input file
+   * (`mapreduce_map_input_file`, a local path or an s3:// object) directly, instead of
+   * stdin. The Ray engine's map tasks use it so that the bytes go from storage to the task.
+   */
+  readonly range?: { readonly start: number; readonly end: number }
 }
 
 const TAB = 0x09
@@ -70,7 +78,12 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   if (job.format === 'parquet' || job.format === 'arrow') {
     await mapFiles(job, reader, files, take)
   } else {
-    if (!o.fileField && env['mapreduce_task_attempt_id'] !== undefined && env['stream_map_input_ignoreKey'] !== 'false') {
+    if (
+      !o.fileField &&
+      o.range === undefined &&
+      env['mapreduce_task_attempt_id'] !== undefined &&
+      env['stream_map_input_ignoreKey'] !== 'false'
+    ) {
       throw new StoreError('RO_BAD_OPTION', 'the mapper needs byte offsets: run the job with -D stream.map.input.ignoreKey=false')
     }
     const lines = new LineRecords({
@@ -79,10 +92,29 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
       valueField: job.valueField,
       csvHeaders: job.csvHeaders?.map((h) => Buffer.from(h, 'base64')),
     })
+    const line = (buf: Buffer, s: number, e: number, offset: number, fileIndex: number, file: string): void => {
+      const r = lines.parse(buf, s, e, offset, fileIndex, file)
+      let p = positions.get(fileIndex)
+      if (p === undefined) positions.set(fileIndex, (p = { firstBlank: null, lastLine: null }))
+      if (r === 'blank') {
+        if (p.firstBlank === null || offset < p.firstBlank) p.firstBlank = offset
+        return
+      }
+      if (p.firstBlank !== null && p.firstBlank < offset)
+        throw new StoreError('RO_BAD_INPUT', `${atOffset(file, p.firstBlank)}: empty line`)
+      if (p.lastLine === null || offset > p.lastLine) p.lastLine = offset
+      if (r !== 'header') take(r, fileIndex)
+    }
+    if (o.range !== undefined) {
+      const file = task.inputFile
+      if (file === undefined) throw new StoreError('RO_BAD_OPTION', '--range needs the input file in mapreduce_map_input_file')
+      const fileIndex = files.indexOf(file)
+      for await (const l of rangeLines(file, o.range.start, o.range.end)) line(l.buf, l.start, l.end, l.offset, fileIndex, file)
+    }
     const fixedFile = o.fileField ? undefined : task.inputFile
     let fileIndex = fixedFile === undefined ? -1 : files.indexOf(fixedFile)
     let file = fixedFile ?? ''
-    while (reader.next()) {
+    while (o.range === undefined && reader.next()) {
       const { buf } = reader
       let s = reader.start
       const e = reader.end
@@ -109,17 +141,7 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
           'RO_BAD_INPUT',
           `${file}: mapper input line does not start with a byte offset and a tab (run with -D stream.map.input.ignoreKey=false)`,
         )
-      const r = lines.parse(buf, tab + 1, e, offset, fileIndex, file)
-      let p = positions.get(fileIndex)
-      if (p === undefined) positions.set(fileIndex, (p = { firstBlank: null, lastLine: null }))
-      if (r === 'blank') {
-        if (p.firstBlank === null || offset < p.firstBlank) p.firstBlank = offset
-        continue
-      }
-      if (p.firstBlank !== null && p.firstBlank < offset)
-        throw new StoreError('RO_BAD_INPUT', `${atOffset(file, p.firstBlank)}: empty line`)
-      if (p.lastLine === null || offset > p.lastLine) p.lastLine = offset
-      if (r !== 'header') take(r, fileIndex)
+      line(buf, tab + 1, e, offset, fileIndex, file)
     }
   }
 
@@ -157,7 +179,9 @@ async function mapFiles(
     const groups = range === null ? {} : { groupStart: Number(range[1]), groupEnd: Number(range[2]) }
     const fileIndex = files.indexOf(file)
     hadoopStatus(`reading ${line.replace('\t', ' of ')}`)
-    const { local, release } = await fetchInput(cmd, file)
+    // The Ray engine's tasks read s3:// objects themselves, by ranged GETs of the footer and the row groups.
+    const { local, release } =
+      job.s3Inputs === true && isS3Url(file) ? { local: file, release: async () => {} } : await fetchInput(cmd, file)
     try {
       for await (const rec of readInput(local, job.format, { keyField: job.keyField, valueField: job.valueField, ...groups }))
         take(rec, fileIndex)

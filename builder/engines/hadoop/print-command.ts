@@ -9,6 +9,8 @@ import { hdfsCommand, isRemote, listRemoteInputs, localPath, readFirstLine, type
 import { outputLocation } from './output-location'
 import { JOB_FILE_NAME, makeJobSpec, writeJobSpec, type HadoopJobSpec } from './job-spec'
 import { keyFieldPartition } from './partitioner'
+import { listS3JobInputs, readS3FirstLine } from './s3-job-inputs'
+import { isS3Url } from '../../../s3/s3-url'
 import { BUCKET_HEX, KEY_FIELD_SEPARATOR } from './shuffle-key'
 
 /**
@@ -35,6 +37,11 @@ export interface HadoopPrintOptions {
   readonly archives?: readonly string[]
   /** Parquet/Arrow: about this many stored bytes of row groups or record batches per map task; default 64 MiB. */
   readonly splitBytes?: number
+  /**
+   * s3:// inputs are listed here with rostore's S3 client and read by the tasks with it
+   * (the Ray engine), rather than handed to `hdfs dfs`; default false.
+   */
+  readonly s3Inputs?: boolean
 }
 
 export interface PreparedHadoopJob {
@@ -42,6 +49,8 @@ export interface PreparedHadoopJob {
   readonly specPath: string
   readonly jobDir: string
   readonly script: string
+  /** Bytes of each input, in file-index order (spec.inputs). */
+  readonly inputSizes: readonly number[]
 }
 
 export const STREAMING_SETTINGS = {
@@ -56,7 +65,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
   const b = normalizeBuildOptions(o.build)
   const cmd = o.hdfsCommand ?? hdfsCommand()
   const columnar = b.format === 'parquet' || b.format === 'arrow'
-  const listed = await listAllInputs(b.inputs, cmd)
+  const listed = await listAllInputs(b.inputs, cmd, o.s3Inputs === true ? { requireSuccess: b.requireSuccess } : undefined)
   if (listed.length === 0)
     throw new StoreError('RO_BAD_OPTION', 'no input files: there is nothing for Hadoop to map (rostore build makes an empty store locally)')
   if (!columnar) {
@@ -81,7 +90,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
   if (b.format === 'csv') {
     csvHeaders = []
     for (const f of listed) {
-      const header = await readFirstLine(cmd, f.path)
+      const header = o.s3Inputs === true && isS3Url(f.path) ? await readS3FirstLine(f.path) : await readFirstLine(cmd, f.path)
       if (header.length === 0) throw new StoreError('RO_BAD_INPUT', `${f.path}: the first line (the CSV header) is empty`)
       csvHeaders.push(header.toString('base64'))
     }
@@ -104,6 +113,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     output,
     reducers,
     ...(o.hdfsCommand !== undefined ? { hdfsCommand: o.hdfsCommand } : {}),
+    ...(o.s3Inputs === true ? { s3Inputs: true } : {}),
   })
 
   const jobDir = resolve(o.jobDir ?? `rostore-job-${b.store}-${b.version}`)
@@ -121,7 +131,8 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     const lines: string[] = []
     const target = o.splitBytes ?? 64 << 20
     for (const path of spec.inputs) {
-      if (isRemote(path)) {
+      // Footers of s3:// parts are read here (ranged GETs of their ends) when the tasks read S3 themselves.
+      if (isRemote(path) && !(spec.s3Inputs === true && isS3Url(path))) {
         lines.push(path)
         continue
       }
@@ -138,12 +149,13 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
   }
   const script = renderScript(o, spec, specPath, jobDir, hadoopDir, inputList)
   await writeFile(join(jobDir, 'run-hadoop.sh'), script, { mode: 0o755 })
-  return { spec, specPath, jobDir, script }
+  return { spec, specPath, jobDir, script, inputSizes: listed.map((f) => f.size) }
 }
 
-async function listAllInputs(inputs: readonly string[], cmd: string): Promise<ListedInput[]> {
+/** `s3`: s3:// inputs are listed with rostore's S3 client (with these options), not `hdfs dfs`. */
+async function listAllInputs(inputs: readonly string[], cmd: string, s3?: { requireSuccess: boolean }): Promise<ListedInput[]> {
   if (!inputs.some(isRemote)) {
-    const files = await listInputFiles([...inputs])
+    const files = await listInputFiles([...inputs], s3)
     const out: ListedInput[] = []
     for (const f of files) out.push({ path: resolve(f), size: (await stat(f)).size })
     return out
@@ -151,9 +163,14 @@ async function listAllInputs(inputs: readonly string[], cmd: string): Promise<Li
   const out: ListedInput[] = []
   const seen = new Set<string>()
   for (const input of inputs) {
-    const files = isRemote(input)
-      ? await listRemoteInputs(cmd, [input])
-      : await Promise.all((await listInputFiles([localPath(input)])).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })))
+    const files =
+      s3 !== undefined && isS3Url(input)
+        ? await listS3JobInputs(input, s3.requireSuccess)
+        : isRemote(input)
+          ? await listRemoteInputs(cmd, [input])
+          : await Promise.all(
+              (await listInputFiles([localPath(input)], s3)).map(async (f) => ({ path: resolve(f), size: (await stat(f)).size })),
+            )
     for (const f of files) {
       if (seen.has(f.path)) continue
       seen.add(f.path)

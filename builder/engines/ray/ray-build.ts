@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, readFile, rename, rm } from 'node:fs/promises'
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { ERROR_CODES, StoreError, type ErrorCode } from '../../../common/errors'
@@ -10,6 +11,8 @@ import type { BuildOptions } from '../../build-options'
 import { finalizeHadoopBuild, readStatsSources, type FinalizeSummary } from '../hadoop/finalize'
 import { isRemote } from '../hadoop/job-fs'
 import { prepareHadoopJob } from '../hadoop/print-command'
+import type { UploadSummary } from '../../output-upload'
+import { isS3Url } from '../../../s3/s3-url'
 
 /**
  * `rostore build --engine ray`: the build as a Ray job. The job spec is the Hadoop
@@ -22,7 +25,9 @@ import { prepareHadoopJob } from '../hadoop/print-command'
  * job spec, task markers, statistics, and `out/`, the output being built), which every
  * Ray node must reach at the same path (shared storage: NFS, a mounted bucket). The
  * finished `out/` is renamed to the output; on any failure the work directory is removed,
- * so a failed job leaves no output behind.
+ * so a failed job leaves no output behind. An s3:// output: the work directory is under
+ * --tmpdir, and the finished `out/` is uploaded, manifests last. s3:// inputs are listed
+ * here and read by the map tasks themselves, with their node's AWS_* credentials.
  */
 export interface RayBuildOptions {
   readonly build: BuildOptions
@@ -73,6 +78,8 @@ export interface RayBuildSummary {
   readonly output: string
   readonly job: RayJobSummary
   readonly finalize: FinalizeSummary
+  /** For an s3:// output: what the upload took (included in seconds.finalize). */
+  readonly upload?: UploadSummary
   readonly seconds: { readonly prepare: number; readonly ray: number; readonly finalize: number; readonly total: number }
 }
 
@@ -84,16 +91,23 @@ export function rayDriverPath(): string {
 export async function buildOnRay(o: RayBuildOptions): Promise<RayBuildSummary> {
   const t0 = performance.now()
   const b = o.build
-  if (isRemote(b.output) || b.inputs.some(isRemote))
+  const toS3 = isS3Url(b.output)
+  if ((isRemote(b.output) && !toS3) || b.inputs.some((i) => isRemote(i) && !isS3Url(i)))
     throw new StoreError(
       'RO_BAD_OPTION',
-      'the ray engine reads and writes paths mounted on every node; hdfs:// and other URIs are not supported',
+      'the ray engine reads paths mounted on every node and s3:// objects; hdfs:// and other URIs are not supported',
     )
   if (o.splitBytes !== undefined && (!Number.isSafeInteger(o.splitBytes) || o.splitBytes < 1))
     throw new StoreError('RO_BAD_OPTION', `the split size must be a positive number of bytes, got ${o.splitBytes}`)
-  const output = resolve(b.output)
-  if (existsSync(output)) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
-  const work = join(dirname(output), `.${basename(output)}.ray-${randomBytes(6).toString('hex')}`)
+  // An s3:// output is built in a work directory under --tmpdir (which every Ray node must
+  // reach at the same path), then uploaded from here, manifests last.
+  const upload = toS3 ? outputUpload() : undefined
+  await upload?.checkS3Output(b.output)
+  const output = toS3 ? b.output : resolve(b.output)
+  if (!toS3 && existsSync(output)) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
+  const work = toS3
+    ? join(resolve(b.tmpdir ?? tmpdir()), `.rostore-s3-output.ray-${randomBytes(6).toString('hex')}`)
+    : join(dirname(output), `.${basename(output)}.ray-${randomBytes(6).toString('hex')}`)
   await mkdir(work, { recursive: true })
   try {
     const job = await prepareHadoopJob({
@@ -101,24 +115,35 @@ export async function buildOnRay(o: RayBuildOptions): Promise<RayBuildSummary> {
       reducers: o.reducers,
       jobDir: work,
       splitBytes: o.splitBytes,
+      s3Inputs: true,
     })
+    // The driver plans text splits from these sizes: it never opens an s3:// input itself.
+    await writeFile(join(work, 'input-sizes.json'), JSON.stringify(job.inputSizes))
     const t1 = performance.now()
     await runDriver(o, work)
     const t2 = performance.now()
     const jobSummary = JSON.parse(await readFile(join(work, 'summary.json'), 'utf8')) as RayJobSummary
     const stats = await readStatsSources([join(work, 'stats')], () => Promise.resolve(''))
     const finalize = await finalizeHadoopBuild({ job: job.spec, stats })
-    await rename(join(work, 'out'), output)
+    const uploaded = upload === undefined ? undefined : await upload.uploadBuildOutput(join(work, 'out'), output, b.signal)
+    if (upload === undefined) await rename(join(work, 'out'), output)
     const t3 = performance.now()
     return {
       output,
       job: jobSummary,
       finalize: { ...finalize, output },
+      ...(uploaded !== undefined ? { upload: uploaded } : {}),
       seconds: { prepare: (t1 - t0) / 1000, ray: (t2 - t1) / 1000, finalize: (t3 - t2) / 1000, total: (t3 - t0) / 1000 },
     }
   } finally {
     await rm(work, { recursive: true, force: true })
   }
+}
+
+function outputUpload(): typeof import('../../output-upload') {
+  // Loaded only for an s3:// output: a build to local disk never loads the S3 client.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../../output-upload') as typeof import('../../output-upload')
 }
 
 async function runDriver(o: RayBuildOptions, work: string): Promise<void> {

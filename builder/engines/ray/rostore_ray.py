@@ -127,15 +127,20 @@ def map_task(index, split, job_dir, task_command, reducers, hold):
         env["mapreduce_task_id"] = f"task_ray_m_{index:06d}"
         env["stream_map_input_ignoreKey"] = "false"
         stdin_path = os.path.join(tmp, "in")
+        args = ["hadoop", "map", "--job", spec]
         with open(stdin_path, "wb") as out:
             if split["kind"] == "text":
                 env["mapreduce_map_input_file"] = split["path"]
-                write_text_split(split["path"], split["start"], split["end"], out)
+                if is_s3(split["path"]):
+                    # rostore reads the range from S3 itself, with this node's AWS_* settings.
+                    args += ["--range", f"{split['start']}-{split['end']}"]
+                else:
+                    write_text_split(split["path"], split["start"], split["end"], out)
             else:
                 out.write(split["line"].encode("utf8") + b"\n")
         stdout_path = os.path.join(tmp, "out")
         t_cli = time.monotonic()
-        run_rostore(task_command, ["hadoop", "map", "--job", spec], env, stdin_path, stdout_path, f"map task {index}")
+        run_rostore(task_command, args, env, stdin_path, stdout_path, f"map task {index}")
         cli_seconds = time.monotonic() - t_cli
         parts = [[] for _ in range(reducers)]
         cache = {}
@@ -218,7 +223,21 @@ def reduce_task(index, job_dir, task_command, sort_mb, hold, *parts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def is_s3(path):
+    return path[:5].lower() == "s3://"
+
+
+def input_sizes(job, job_dir):
+    """Bytes of each input: from input-sizes.json (written by Node, which listed s3:// inputs), else stat."""
+    try:
+        with open(os.path.join(job_dir, "input-sizes.json"), encoding="utf8") as f:
+            return dict(zip(job["inputs"], json.load(f)))
+    except FileNotFoundError:
+        return {p: os.stat(p).st_size for p in job["inputs"]}
+
+
 def plan_splits(job, job_dir, split_bytes):
+    sizes = input_sizes(job, job_dir)
     if job["format"] in ("parquet", "arrow"):
         with open(os.path.join(job_dir, "inputs.txt"), encoding="utf8") as f:
             lines = [l for l in f.read().split("\n") if l.strip() != ""]
@@ -231,11 +250,11 @@ def plan_splits(job, job_dir, split_bytes):
         for s in out:
             if s["path"] not in seen:
                 seen.add(s["path"])
-                s["bytes"] = os.stat(s["path"]).st_size
+                s["bytes"] = sizes[s["path"]] if s["path"] in sizes else os.stat(s["path"]).st_size
         return out
     out = []
     for path in job["inputs"]:
-        size = os.stat(path).st_size
+        size = sizes[path]
         start = 0
         while start < size:
             end = min(size, start + split_bytes)

@@ -1,11 +1,15 @@
-import { mkdir, readdir, stat, writeFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
+import { presignBuild } from '../../../client/presign-build'
 import { pushStore, type PushResult } from '../../../client/push'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
-import type { S3Client } from '../../../s3/s3-client'
+import { cliPath } from '../../../common/paths'
+import { loadS3Config } from '../../../s3/aws-config'
+import { S3Client } from '../../../s3/s3-client'
 import { uploadFile } from '../../../s3/upload'
 import { CountingProxy } from '../../../testkit/counting-proxy'
 import { differentChunkFiles } from '../../../testkit/dump-fixtures'
@@ -20,7 +24,8 @@ import { makeTmp } from '../../../testkit/tmp'
  * a build written to s3://, pushed from s3:// to a 3-node cluster whose nodes fetch with
  * their own credentials (through a proxy that counts and can cut the bytes), every key
  * read back; refusals that change nothing live; a fetch cut mid-file that the next push
- * finishes by fetching only the rest.
+ * finishes by fetching only the rest; a build handed out as presigned URLs (signed with a
+ * key no node holds) pushed with its query shown nowhere.
  */
 jest.setTimeout(300_000)
 const tmp = makeTmp()
@@ -77,7 +82,7 @@ async function push(from: string): Promise<PushResult> {
 }
 
 beforeAll(async () => {
-  s3server = await S3TestServer.start({ buckets: ['data', 'builds'] })
+  s3server = await S3TestServer.start({ buckets: ['data', 'builds'], extraKeyPairs: 1, logRequests: true })
   proxy = await CountingProxy.start(s3server.port, /\.data(\?|$)/)
   restoreEnv = s3server.apply()
   s3 = s3server.client()
@@ -269,4 +274,105 @@ test('a fetch cut mid-file fails the push; the next push of the same build fetch
   for (const id of sizes.keys()) {
     await expect(stat(join(tmp.dir, `data-${id}`, 'objs', '.resume-fetch'))).rejects.toMatchObject({ code: 'ENOENT' })
   }
+})
+
+test('presigned URLs as the source: nodes fetch through an index of one URL per file, signed with a key they do not hold; the query shows nowhere', async () => {
+  await buildStore({
+    inputs: ['s3://data/spark/pq/'],
+    format: 'parquet',
+    cluster,
+    store: 'objs',
+    output: 's3://builds/objs/v4/',
+    version: 4,
+    replication: 2,
+    workers: 1,
+  })
+  // The publisher's key: neither the nodes nor this process sign with it.
+  const publisher = new S3Client(loadS3Config(s3server.envFor(s3server.extraKeys[0]!)))
+  const from = 's3://builds/objs/v4/'
+  const p = await presignBuild({ from, expiresSeconds: 600, s3: publisher }).finally(() => publisher.close())
+  expect(p.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/builds\/objs\/v4\/build\.urls\.json\?.*X-Amz-Signature=/)
+  expect(p.files).toBeGreaterThan(6)
+  const signature = new URL(p.url).searchParams.get('X-Amz-Signature')!
+  const redacted = `${p.url.slice(0, p.url.indexOf('?'))}?[redacted]`
+
+  // A presigned URL signs one object: the index's query does not open a build root.
+  const root = `${p.url.slice(0, p.url.indexOf('build.urls.json'))}?${new URL(p.url).searchParams.toString()}`
+  await expect(push(root)).rejects.toMatchObject({ message: expect.stringMatching(/HTTP 403/) })
+  // A forged signature: refused by S3, the error shows the URL with its query redacted.
+  const forged = await push(p.url.replace(signature, '0'.repeat(signature.length))).catch((err: Error) => err)
+  expect(forged).toBeInstanceOf(Error)
+  expect((forged as Error).message).toMatch(/HTTP 403/)
+  expect((forged as Error).message).toContain('?[redacted]')
+  expect((forged as Error).message).not.toContain('X-Amz-')
+  expect(await live()).toEqual([3, 3, 3])
+
+  const before = (await s3server.requests()).length
+  const r = await push(p.url)
+  expect(r.status).toBe('live')
+  expect(await live()).toEqual([4, 4, 4])
+  await readAll('pq')
+  // Every read of the build went through a presigned URL of the publisher's key, none through the nodes' own.
+  const reads = (await s3server.requests()).slice(before).filter((q) => q.path.startsWith('/builds/objs/v4/'))
+  expect(reads.filter((q) => /\.data$/.test(q.path) && q.status < 300).length).toBeGreaterThan(0)
+  expect(reads.every((q) => q.keyId === s3server.extraKeys[0]!.accessKeyId)).toBe(true)
+
+  for (const node of nodes.nodes) {
+    const get = (path: string) => node.request(path, { headers: { authorization: `Bearer ${token}` } })
+    for (const path of ['/admin/push-records', '/status', '/metrics', '/admin/jobs']) {
+      const body = (await get(path)).body.toString()
+      expect(body).not.toContain(signature)
+      expect(body).not.toContain('X-Amz-')
+    }
+    const record = JSON.parse(await readFile(join(tmp.dir, `data-${node.opts.nodeId}`, 'objs', 'PUSH'), 'utf8')) as { source: string }
+    expect(record.source).toBe(redacted)
+    expect(node.lines.join('\n')).not.toContain(signature)
+    expect(node.lines.join('\n')).not.toContain('X-Amz-')
+  }
+})
+
+test('rostore presign prints the index URL on stdout only; refuses a prefix without a build and a lifetime over a week', () => {
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, [cliPath(), 'presign', ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'], ...s3server.env } })
+  const ok = run('s3://builds/objs/v1/', '--expires-in', '60')
+  expect(ok.status).toBe(0)
+  expect(ok.stdout).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/builds\/objs\/v1\/build\.urls\.json\?\S*X-Amz-Expires=60\S*\n$/)
+  expect(ok.stderr).toMatch(/^\d+ files presigned for 60 s; index s3:\/\/builds\/objs\/v1\/build\.urls\.json$/m)
+  expect(ok.stderr).not.toContain('X-Amz-')
+  const none = run('s3://builds/objs/nothing/')
+  expect(none.status).toBe(1)
+  expect(none.stderr).toMatch(/no build here .*\[RO_NOT_FOUND\]/)
+  expect(run('s3://builds/objs/v1/', '--expires-in', '999999').stderr).toMatch(/1 s to 7 days.*\[RO_BAD_OPTION\]/)
+})
+
+test("a node whose own S3 credentials are wrong fails the push with S3's reason, its secret nowhere; nothing changes live", async () => {
+  await buildStore({
+    inputs: ['s3://data/spark/pq/'],
+    format: 'parquet',
+    cluster,
+    store: 'objs',
+    output: 's3://builds/objs/v5/',
+    version: 5,
+    replication: 2,
+    workers: 1,
+  })
+  const nodeEnv = { ...s3server.env, AWS_ENDPOINT_URL_S3: proxy.endpoint }
+  const wrong = 'node-2-wrong-secret-4b1d'
+  nodes.nodes[2] = await nodes.nodes[2]!.restart({ env: { ...nodeEnv, AWS_SECRET_ACCESS_KEY: wrong } })
+  try {
+    const r = await push('s3://builds/objs/v5/')
+    expect(r.status).toBe('failed')
+    // Node 2's fetch failed on S3's refusal (the others were cancelled with it).
+    expect(r.nodes.find((n) => n.nodeId === 2)?.error).toMatch(/s3:\/\/builds\/objs\/v5\/node-2\/.*SignatureDoesNotMatch/)
+    expect(r.nodes.filter((n) => /SignatureDoesNotMatch/.test(n.error ?? '')).map((n) => n.nodeId)).toEqual([2])
+    expect(JSON.stringify(r)).not.toContain(wrong)
+    expect(await live()).toEqual([4, 4, 4])
+    expect(nodes.nodes[2]!.lines.join('\n')).not.toContain(wrong)
+  } finally {
+    nodes.nodes[2] = await nodes.nodes[2]!.restart({ env: nodeEnv })
+  }
+  // The same push with the node's right credentials goes through.
+  expect((await push('s3://builds/objs/v5/')).status).toBe('live')
+  expect(await live()).toEqual([5, 5, 5])
+  await readAll('pq')
 })
