@@ -104,6 +104,13 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
   },
   { name: 'read-token-file', kind: 'path', sameSettingAs: 'read-token', describe: 'file whose first line is the read token' },
   {
+    name: 'metrics-token',
+    kind: 'string',
+    describe:
+      'bearer token /metrics needs (the admin token works too; prefer env ROSTORE_METRICS_TOKEN or --metrics-token-file); /metrics is open by default',
+  },
+  { name: 'metrics-token-file', kind: 'path', sameSettingAs: 'metrics-token', describe: 'file whose first line is the metrics token' },
+  {
     name: 'resp-port',
     kind: 'integer',
     describe:

@@ -37,6 +37,8 @@ export interface ServeArgs {
   'read-token'?: string
   preload?: Preload
   'read-token-file'?: string
+  'metrics-token'?: string
+  'metrics-token-file'?: string
   'resp-port'?: number
   'resp-default-store'?: string
   'resp-max-clients'?: number
@@ -76,6 +78,8 @@ function checkServeArgs(a: ServeArgs): void {
     throw new StoreError('RO_BAD_OPTION', `--fetch-stall-timeout-ms must be a positive integer, got ${a['fetch-stall-timeout-ms']}`)
   if (a['read-token'] !== undefined && a['read-token-file'] !== undefined)
     throw new StoreError('RO_BAD_OPTION', 'give --read-token or --read-token-file, not both')
+  if (a['metrics-token'] !== undefined && a['metrics-token-file'] !== undefined)
+    throw new StoreError('RO_BAD_OPTION', 'give --metrics-token or --metrics-token-file, not both')
   if (a['resp-port'] !== undefined && (!Number.isSafeInteger(a['resp-port']) || a['resp-port'] < 0 || a['resp-port'] > 65535))
     throw new StoreError('RO_BAD_OPTION', `--resp-port must be 0..65535, got ${a['resp-port']}`)
   if (a['resp-max-clients'] !== undefined && (!Number.isSafeInteger(a['resp-max-clients']) || a['resp-max-clients'] < 1))
@@ -109,6 +113,7 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
     dataDir: argv['data-dir'],
     adminToken: await token(argv['admin-token'], argv['admin-token-file'], 'ROSTORE_ADMIN_TOKEN'),
     readToken: await token(argv['read-token'], argv['read-token-file'], 'ROSTORE_READ_TOKEN'),
+    metricsToken: await token(argv['metrics-token'], argv['metrics-token-file'], 'ROSTORE_METRICS_TOKEN'),
     preload: argv.preload,
     resp: {
       port: argv['resp-port'],

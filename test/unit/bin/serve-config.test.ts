@@ -96,9 +96,11 @@ test('every setting of the file reaches the node options', async () => {
   const file = join(dir, 'node.json')
   const settings: Record<string, unknown> = Object.fromEntries(SERVE_OPTIONS.map((o) => [o.name, sample(o)]))
   Object.assign(settings, { 'tls-cert': certs.certFile, 'tls-key': certs.keyFile, 'peer-ca-file': certs.caFile })
-  Object.assign(settings, { 'admin-token-file': 'admin-token', 'read-token-file': 'read-token' })
+  writeFileSync(join(dir, 'metrics-token'), 'metrics-token-from-file-0123\n')
+  Object.assign(settings, { 'admin-token-file': 'admin-token', 'read-token-file': 'read-token', 'metrics-token-file': 'metrics-token' })
   delete settings['admin-token']
   delete settings['read-token']
+  delete settings['metrics-token']
   writeFileSync(file, JSON.stringify(settings))
   const opts = await nodeOptionsOf(await serveArgs({ config: file }))
   // How each flag shows in NodeOptions; a flag missing here fails the test below.
@@ -130,6 +132,8 @@ test('every setting of the file reaches the node options', async () => {
     'peer-check-grace-ms': (o) => o.peerCheckGraceMs,
     'read-token': (o) => o.readToken,
     'read-token-file': (o) => o.readToken,
+    'metrics-token': (o) => o.metricsToken,
+    'metrics-token-file': (o) => o.metricsToken,
     'resp-port': (o) => o.resp?.port,
     preload: (o) => o.preload,
     'resp-default-store': (o) => o.resp?.defaultStore,
@@ -139,6 +143,7 @@ test('every setting of the file reaches the node options', async () => {
   expect(Object.keys(reach).sort()).toEqual(SERVE_OPTIONS.map((o) => o.name).sort())
   expect(opts.adminToken).toBe('admin-token-from-file-0123')
   expect(opts.readToken).toBe('read-token-from-file-0123')
+  expect(opts.metricsToken).toBe('metrics-token-from-file-0123')
   expect(opts.tls?.cert.toString()).toBe(certs.cert.toString())
   expect(opts.peerTls?.ca?.toString()).toBe(certs.ca.toString())
   expect(opts.allowedSources).toEqual([join(dir, 'builds'), 's3://bucket/builds'])
@@ -151,6 +156,8 @@ test('every setting of the file reaches the node options', async () => {
         'read-token-file',
         'tls-cert',
         'tls-key',
+        'metrics-token',
+        'metrics-token-file',
         'peer-ca-file',
         'allowed-source',
       ].includes(o.name)
