@@ -7,7 +7,8 @@
  * - Debian packages: nginx (the static file server fetches pull from), redis-server and
  *   redis-tools (redis-cli and real Redis clients against the RESP port), prometheus
  *   (prometheus and promtool: the shipped rules, a real server scraping a cluster) and
- *   python3-redis (redis-py, for the system python3, against the RESP port). Installed with
+ *   python3-redis (redis-py, for the system python3, against the RESP port), systemd
+ *   (systemd-analyze verify of the shipped unit). Installed with
  *   apt-get when running as root; the distribution's own services are kept from starting
  *   (policy-rc.d), since tests start their own instances on free ports.
  * - The native addon (native/, built by `npm ci`): when it is missing because the C
@@ -30,6 +31,7 @@ const DEBIAN = [
   { command: 'redis-cli', paths: ['/usr/bin/redis-cli'], pkg: 'redis-tools' },
   { command: 'prometheus', paths: ['/usr/bin/prometheus'], pkg: 'prometheus' },
   { command: 'promtool', paths: ['/usr/bin/promtool'], pkg: 'prometheus' },
+  { command: 'systemd-analyze', paths: ['/usr/bin/systemd-analyze'], pkg: 'systemd' },
   // A Python module, not a command: redis-py for the system python3 (/usr/bin/python3).
   { command: null, paths: ['/usr/lib/python3/dist-packages/redis/__init__.py'], pkg: 'python3-redis' },
 ]
