@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../../common/paths'
 import { startCluster, type TestCluster } from '../../../testkit/node-process'
@@ -39,9 +40,13 @@ test('promtool test rules: every alert fires on its series and not on healthy on
 })
 
 test('a real Prometheus fires RostoreNodeDown for a killed node and clears it when the node is back', async () => {
-  cluster = await startCluster({ dir: tmp.dir, nodes: 3, extraArgs: ['--workers', '1'] })
+  // The nodes' /metrics is closed with a metrics token, which Prometheus sends (docs/DEPLOY.md).
+  const tokenFile = join(tmp.dir, 'metrics-token')
+  writeFileSync(tokenFile, 'prometheus-metrics-token-0123456789\n')
+  cluster = await startCluster({ dir: tmp.dir, nodes: 3, extraArgs: ['--workers', '1', '--metrics-token-file', tokenFile] })
   const instances = cluster.nodes.map((n) => `127.0.0.1:${n.port}`)
-  prom = await Prometheus.launch({ dir: join(tmp.dir, 'prometheus'), targets: instances, ruleFiles: [RULES] })
+  expect((await cluster.nodes[0]!.request('/metrics')).status).toBe(401)
+  prom = await Prometheus.launch({ dir: join(tmp.dir, 'prometheus'), targets: instances, ruleFiles: [RULES], credentialsFile: tokenFile })
   const p = prom
   await p.until(async () => Object.values(await p.targetHealth()).filter((h) => h === 'up').length === 3, 30_000, 'three targets up')
   const nodeDown = async (state?: string): Promise<string[]> =>
@@ -49,6 +54,12 @@ test('a real Prometheus fires RostoreNodeDown for a killed node and clears it wh
       .filter((a) => a.labels['alertname'] === 'RostoreNodeDown' && (state === undefined || a.state === state))
       .map((a) => a.labels['instance'] as string)
   expect(await nodeDown()).toEqual([])
+  // The recording rules run on the scraped series (here: the data directories' free share).
+  type Vector = { result: { metric: { instance: string }; value: [number, string] }[] }
+  const free = async (): Promise<Vector['result']> => (await p.api<Vector>('/api/v1/query?query=rostore%3Adata_dir_free%3Aratio')).result
+  await p.until(async () => (await free()).length === 3, 30_000, 'rostore:data_dir_free:ratio for every node')
+  expect((await free()).map((s) => s.metric.instance).sort()).toEqual([...instances].sort())
+  for (const s of await free()) expect(Number(s.value[1])).toBeGreaterThan(0)
 
   const victim = cluster.nodes[1]!
   await victim.kill9()
