@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath, packageRoot } from '../../../common/paths'
 import { NodeProcess, writeClusterFile } from '../../../testkit/node-process'
@@ -105,4 +105,49 @@ test('the example config starts a real node that drains on SIGTERM and exits 0',
   expect(exit).toEqual({ code: 0, signal: null })
   expect(node.events().find((e) => e['event'] === 'signal')).toMatchObject({ signal: 'SIGTERM' })
   expect(node.events().find((e) => e['event'] === 'shutdown-complete')).toMatchObject({ drained: true })
+})
+
+/** Every system call a group of `systemd-analyze syscall-filter` allows, groups expanded. */
+function allowedSyscalls(filters: readonly string[]): Set<string> {
+  const listing = spawnSync(SYSTEMD_ANALYZE, ['syscall-filter'], { encoding: 'utf8', timeout: 30_000 }).stdout
+  const groups = new Map<string, string[]>()
+  let current: string[] | undefined
+  for (const line of listing.split('\n')) {
+    if (line.startsWith('@')) groups.set(line.split(/\s/)[0] as string, (current = []))
+    else if (current && line.trim() !== '' && !line.trim().startsWith('#')) current.push(line.trim())
+  }
+  const out = new Set<string>()
+  const add = (name: string): void => {
+    if (!name.startsWith('@')) return void out.add(name)
+    for (const n of groups.get(name) ?? []) add(n)
+  }
+  for (const f of filters) for (const n of f.split(/\s+/)) if (n !== '') add(n)
+  return out
+}
+
+test('the system call filter allows every system call the native addon makes', () => {
+  const filters = directives(UNIT).get('SystemCallFilter') ?? []
+  expect(filters.some((f) => f.startsWith('~'))).toBe(false)
+  const allowed = allowedSyscalls(filters)
+  expect(allowed.has('read')).toBe(true)
+  const source = readdirSync(join(packageRoot(__dirname), 'native'))
+    .filter((f) => f.endsWith('.c'))
+    .map((f) => readFileSync(join(packageRoot(__dirname), 'native', f), 'utf8'))
+    .join('\n')
+  // libc name -> the kernel's (x86-64).
+  const calls: Record<string, string> = {
+    mincore: 'mincore',
+    mlock: 'mlock',
+    madvise: 'madvise',
+    posix_fadvise: 'fadvise64',
+    sync_file_range: 'sync_file_range',
+    mmap: 'mmap',
+    munmap: 'munmap',
+    fdatasync: 'fdatasync',
+    fsync: 'fsync',
+    send: 'sendto',
+  }
+  const used = Object.keys(calls).filter((c) => new RegExp(`\\b${c}\\s*\\(`).test(source))
+  expect(used).toContain('mincore')
+  expect(used.filter((c) => !allowed.has(calls[c] as string))).toEqual([])
 })
