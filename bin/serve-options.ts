@@ -141,7 +141,8 @@ export function serveFlags<T>(y: Argv<T>): Argv<T> {
   for (const o of SERVE_OPTIONS) {
     const shown =
       o.defaultDescription ?? (o.default === undefined || typeof o.default === 'function' ? undefined : JSON.stringify(o.default))
-    const common = { describe: o.describe, ...(shown === undefined ? {} : { defaultDescription: shown }) }
+    const describe = o.required ? `${o.describe} (required: here or in --config)` : o.describe
+    const common = { describe, ...(shown === undefined ? {} : { defaultDescription: shown }) }
     if (o.kind === 'integer') out = out.option(o.name, { ...integerOption(o.name), ...common })
     else if (o.kind === 'boolean') out = out.option(o.name, { type: 'boolean', ...common })
     else if (o.kind === 'sources') out = out.option(o.name, { type: 'string', array: true, ...common })
