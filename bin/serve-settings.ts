@@ -49,6 +49,7 @@ export interface ServeArgs {
 export async function serveArgs(argv: Readonly<Record<string, unknown>>): Promise<ServeArgs> {
   const cli: Record<string, ServeValue | undefined> = {}
   for (const o of SERVE_OPTIONS) cli[o.name] = argv[o.name] as ServeValue | undefined
+  if (Array.isArray(argv.config)) throw new StoreError('RO_BAD_OPTION', `--config was given ${argv.config.length} times; give it once`)
   const file = typeof argv.config === 'string' ? await readServeConfig(argv.config) : {}
   const a = mergeServeSettings(cli, file) as unknown as ServeArgs
   checkServeArgs(a)

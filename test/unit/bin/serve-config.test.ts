@@ -205,6 +205,13 @@ describe('bad files are refused naming the file and the key', () => {
     await expect(readServeConfig(tmp.dir)).rejects.toMatchObject({ message: expect.stringMatching(/cannot read the config file .*EISDIR/) })
   })
 
+  test('--config given twice is refused', async () => {
+    await expect(serveArgs({ config: ['a.json', 'b.json'] })).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+      message: '--config was given 2 times; give it once',
+    })
+  })
+
   test('a required setting in neither place, and range checks after the merge', async () => {
     await expect(serveArgs({ config: writeConfig({ cluster: 'c.json', 'node-id': 0 }) })).rejects.toMatchObject({
       message: '--data-dir is required (on the command line or in the --config file)',
