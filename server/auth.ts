@@ -87,12 +87,16 @@ export class AdminDisabledError extends Error {
 export class ReadAuth {
   private readonly digest: Buffer | undefined
 
-  /** Throws RO_BAD_OPTION for a token that could never authenticate (checkToken). */
+  /**
+   * Throws RO_BAD_OPTION for a token that could never authenticate (checkToken). `what`
+   * names the token in errors: the same rule guards /metrics with the metrics token.
+   */
   constructor(
     token: string | undefined,
     private readonly admin?: AdminAuth,
+    private readonly what = 'read token',
   ) {
-    this.digest = token === undefined || token === '' ? undefined : sha256(checkToken('the read token', token))
+    this.digest = token === undefined || token === '' ? undefined : sha256(checkToken(`the ${what}`, token))
   }
 
   get enabled(): boolean {
@@ -111,7 +115,7 @@ export class ReadAuth {
     const given = bearerOf(req)
     const ok = this.matches(given ?? '') && given !== undefined
     if (ok || (given !== undefined && this.admin?.matches(given))) return
-    throw new StoreError('RO_UNAUTHORIZED', 'missing or wrong read token')
+    throw new StoreError('RO_UNAUTHORIZED', `missing or wrong ${this.what}`)
   }
 }
 

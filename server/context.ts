@@ -60,6 +60,11 @@ export interface AppContext extends ReadContext {
   readonly address: () => { host: string; port: number }
   /** Serving event loops of the node, for /status. */
   readonly workers?: () => WorkersStatus
+  /**
+   * /metrics with a metrics token (`--metrics-token`): that token or the admin token. Absent
+   * or without a token: /metrics is open, as Prometheus scrapes it by default.
+   */
+  readonly metricsAuth?: ReadAuth
   /** The node's metrics as one text (a supervisor sums its workers'); default: this process's registry. */
   readonly renderMetrics?: () => Promise<{ contentType: string; body: string }>
 }

@@ -4,6 +4,7 @@ import { readerOpener } from '../swapper/open-version'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import { createFetchRunner, SourceAccess, type FetchRunner } from './fetch-route'
 import { Jobs } from './jobs'
+import { registerOperationsMetrics } from './ops-metrics'
 import { NodeLearning } from './learned-nodes'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
@@ -56,6 +57,7 @@ export function createControlServices(
   log: Logger,
 ): ControlServices {
   const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  registerOperationsMetrics(metrics.registry, { dataDir: dd, jobs })
   const sources = new SourceAccess(opts.allowedSources)
   const fetch = createFetchRunner({
     nodeId: opts.nodeId,

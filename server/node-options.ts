@@ -34,6 +34,8 @@ export interface NodeOptions {
   readonly adminToken?: string
   /** Read token: HTTP reads need it as a bearer token, RESP connections with AUTH. Off when unset. */
   readonly readToken?: string
+  /** /metrics needs this bearer token (or the admin token). Unset: /metrics is open. */
+  readonly metricsToken?: string
   /**
    * The RESP (Redis protocol) listener, on `bind` like HTTP, in every serving loop (each
    * worker of a multi-process node listens on the shared port). It starts when `resp.port`
@@ -163,6 +165,7 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   // Checked here, before anything starts (and before a supervisor forks workers that would fail).
   if (resp) normalizeRespOptions(resp)
   if (opts.readToken !== undefined && opts.readToken !== '') checkToken('the read token', opts.readToken)
+  if (opts.metricsToken !== undefined && opts.metricsToken !== '') checkToken('the metrics token', opts.metricsToken)
   return {
     cluster,
     host,

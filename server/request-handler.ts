@@ -143,8 +143,16 @@ function dispatch(
   // the read token itself; supervisors only ever see forwarded control routes.
   if (route.access === 'read') ctx.readAuth.check(req)
   if (route.scope === 'read') return route.handle(ctx, req, res, match.params)
-  if (control.kind === 'local') return route.handle(control.ctx, req, res, match.params)
+  if (control.kind === 'local') {
+    if (route.access === 'metrics') control.ctx.metricsAuth?.check(req)
+    return route.handle(control.ctx, req, res, match.params)
+  }
   throw new RangeError(`control route ${route.path} outside the control paths`)
+}
+
+function realmOf(url: string): string {
+  if (url.startsWith('/admin')) return 'admin'
+  return url === '/metrics' || url.startsWith('/metrics?') ? 'metrics' : 'read'
 }
 
 /** `/admin/stores/<s>/dump/...`: the streams a read token may open too (routes/stream-dump.ts). */
@@ -184,7 +192,7 @@ function fail(
     return
   }
   const headers: Record<string, string> = {}
-  if (status === 401) headers['WWW-Authenticate'] = `Bearer realm="${req.url?.startsWith('/admin') ? 'rostore-admin' : 'rostore-read'}"`
+  if (status === 401) headers['WWW-Authenticate'] = `Bearer realm="rostore-${realmOf(req.url ?? '')}"`
   // The request body may still be arriving (413, early 401): do not keep the connection.
   if (!req.complete) headers['Connection'] = 'close'
   sendJson(res, status, body, headers)

@@ -36,6 +36,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     dataDir: dd,
     auth,
     readAuth,
+    metricsAuth: new ReadAuth(opts.metricsToken, auth, 'metrics token'),
     metrics,
     ...control,
     log,

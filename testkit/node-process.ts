@@ -72,6 +72,8 @@ export interface NodeProcessOptions {
   readonly extraArgs?: readonly string[]
   /** Default 20 s. */
   readonly readyTimeoutMs?: number
+  /** `serve --config <file>` instead of --cluster/--node-id/--data-dir (those are then ignored). */
+  readonly configFile?: string
 }
 
 export interface ExitInfo {
@@ -148,7 +150,10 @@ export class NodeProcess {
   private waiters: { pred: (e: Record<string, unknown>) => boolean; resolve: (e: Record<string, unknown>) => void }[] = []
 
   private constructor(readonly opts: NodeProcessOptions) {
-    const args = [cliPath(), 'serve', '--cluster', opts.clusterFile, '--node-id', String(opts.nodeId), '--data-dir', opts.dataDir]
+    const args =
+      opts.configFile !== undefined
+        ? [cliPath(), 'serve', '--config', opts.configFile]
+        : [cliPath(), 'serve', '--cluster', opts.clusterFile, '--node-id', String(opts.nodeId), '--data-dir', opts.dataDir]
     if (opts.keepVersions !== undefined) args.push('--keep-versions', String(opts.keepVersions))
     if (opts.port !== undefined) args.push('--port', String(opts.port))
     if (opts.bind !== undefined) args.push('--bind', opts.bind)

@@ -5,7 +5,10 @@
  * run. Plain JavaScript (it runs before the TypeScript build).
  *
  * - Debian packages: nginx (the static file server fetches pull from), redis-server and
- *   redis-tools (redis-cli and real Redis clients against the RESP port). Installed with
+ *   redis-tools (redis-cli and real Redis clients against the RESP port), prometheus
+ *   (prometheus and promtool: the shipped rules, a real server scraping a cluster) and
+ *   python3-redis (redis-py, for the system python3, against the RESP port), systemd
+ *   (systemd-analyze verify of the shipped unit). Installed with
  *   apt-get when running as root; the distribution's own services are kept from starting
  *   (policy-rc.d), since tests start their own instances on free ports.
  * - The native addon (native/, built by `npm ci`): when it is missing because the C
@@ -26,10 +29,16 @@ const DEBIAN = [
   { command: 'nginx', paths: ['/usr/sbin/nginx'], pkg: 'nginx' },
   { command: 'redis-server', paths: ['/usr/bin/redis-server'], pkg: 'redis-server' },
   { command: 'redis-cli', paths: ['/usr/bin/redis-cli'], pkg: 'redis-tools' },
+  { command: 'prometheus', paths: ['/usr/bin/prometheus'], pkg: 'prometheus' },
+  { command: 'promtool', paths: ['/usr/bin/promtool'], pkg: 'prometheus' },
+  { command: 'systemd-analyze', paths: ['/usr/bin/systemd-analyze'], pkg: 'systemd' },
+  // A Python module, not a command: redis-py for the system python3 (/usr/bin/python3).
+  { command: null, paths: ['/usr/lib/python3/dist-packages/redis/__init__.py'], pkg: 'python3-redis' },
 ]
 
 function has(command, paths) {
   if (paths.some((p) => existsSync(p))) return true
+  if (command === null) return false
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
 }
 
@@ -44,7 +53,7 @@ function run(cmd, args, env = {}) {
 }
 
 function ensureDebian() {
-  const missing = DEBIAN.filter((d) => !has(d.command, d.paths)).map((d) => d.pkg)
+  const missing = [...new Set(DEBIAN.filter((d) => !has(d.command, d.paths)).map((d) => d.pkg))]
   if (missing.length === 0) return
   const command = `apt-get update && apt-get install -y ${missing.join(' ')}`
   const root = typeof process.getuid === 'function' && process.getuid() === 0

@@ -8,7 +8,8 @@ import { sendJson } from '../http-util'
 import { controlRoute, readRoute } from './route'
 
 /**
- * Routes about the node itself: health, status, metrics (public), and the admin status.
+ * Routes about the node itself: health, status, metrics (public; metrics behind its own
+ * token when one is configured), and the admin status.
  * The public ones show no paths, process ids or error texts (those name files of the data
  * directory): an unauthenticated caller learns what a client needs and no more. The admin
  * status adds them.
@@ -16,7 +17,7 @@ import { controlRoute, readRoute } from './route'
 export const NODE_INFO_ROUTES = [
   readRoute({ path: '/health', methods: ['GET', 'HEAD'], access: 'public', op: 'health', handle: (ctx, _req, res) => health(ctx, res) }),
   controlRoute({ path: '/status', methods: ['GET'], access: 'public', op: 'status', handle: (ctx, _req, res) => status(ctx, res) }),
-  controlRoute({ path: '/metrics', methods: ['GET'], access: 'public', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
+  controlRoute({ path: '/metrics', methods: ['GET'], access: 'metrics', op: 'metrics', handle: (ctx, _req, res) => metrics(ctx, res) }),
   controlRoute({
     path: '/admin/status',
     methods: ['GET'],

@@ -18,8 +18,11 @@ export type Route = ReadRoute | ControlRoute
 interface RouteBase {
   readonly path: string
   readonly methods: readonly string[]
-  /** public: anyone; read: the read token when one is configured; admin: the admin token. */
-  readonly access: 'public' | 'read' | 'admin'
+  /**
+   * public: anyone; read: the read token when one is configured; admin: the admin token;
+   * metrics: the metrics token when one is configured (control routes only).
+   */
+  readonly access: 'public' | 'read' | 'admin' | 'metrics'
   /** The `op` label of the request metrics. */
   readonly op: string
 }

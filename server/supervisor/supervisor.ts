@@ -64,6 +64,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     dataDir: dd,
     auth,
     readAuth,
+    metricsAuth: new ReadAuth(opts.metricsToken, auth, 'metrics token'),
     metrics,
     ...services,
     log,

@@ -57,6 +57,9 @@ describe('npm pack, installed into a fresh project', () => {
     expect(readdirSync(join(pkg, 'lib'))).not.toEqual(expect.arrayContaining(['test']))
     for (const d of ['test', 'bench', 'testkit']) expect(readdirSync(join(pkg, 'lib'))).not.toContain(d)
     for (const f of ['index.d.ts', 'build.d.ts', 'server.d.ts']) expect(readdirSync(join(pkg, 'lib'))).toContain(f)
+    // What operators install beside the node (docs/DEPLOY.md).
+    for (const f of ['systemd/rostore.service', 'prometheus/rostore-rules.yml', 'grafana/rostore.json'])
+      expect(readdirSync(join(pkg, 'deploy', f, '..'))).toContain(f.split('/')[1])
   })
 
   test('every entry imports by name from ESM and from CommonJS', () => {
