@@ -5,7 +5,8 @@
  * run. Plain JavaScript (it runs before the TypeScript build).
  *
  * - Debian packages: nginx (the static file server fetches pull from), redis-server and
- *   redis-tools (redis-cli and real Redis clients against the RESP port). Installed with
+ *   redis-tools (redis-cli and real Redis clients against the RESP port), chromium (the
+ *   console's browser tests). Installed with
  *   apt-get when running as root; the distribution's own services are kept from starting
  *   (policy-rc.d), since tests start their own instances on free ports.
  * - The native addon (native/, built by `npm ci`): when it is missing because the C
@@ -26,6 +27,8 @@ const DEBIAN = [
   { command: 'nginx', paths: ['/usr/sbin/nginx'], pkg: 'nginx' },
   { command: 'redis-server', paths: ['/usr/bin/redis-server'], pkg: 'redis-server' },
   { command: 'redis-cli', paths: ['/usr/bin/redis-cli'], pkg: 'redis-tools' },
+  // The console's browser tests drive a real headless Chromium (puppeteer-core).
+  { command: 'chromium', paths: ['/usr/bin/chromium'], pkg: 'chromium' },
 ]
 
 function has(command, paths) {

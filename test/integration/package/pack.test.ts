@@ -57,6 +57,8 @@ describe('npm pack, installed into a fresh project', () => {
     expect(readdirSync(join(pkg, 'lib'))).not.toEqual(expect.arrayContaining(['test']))
     for (const d of ['test', 'bench', 'testkit']) expect(readdirSync(join(pkg, 'lib'))).not.toContain(d)
     for (const f of ['index.d.ts', 'build.d.ts', 'server.d.ts']) expect(readdirSync(join(pkg, 'lib'))).toContain(f)
+    // The console's page, script and style ship as they are: no build step for users.
+    expect(readdirSync(join(pkg, 'ui')).sort()).toEqual(['console.css', 'console.js', 'index.html'])
   })
 
   test('every entry imports by name from ESM and from CommonJS', () => {

@@ -1,0 +1,310 @@
+// The rostore console: polls its own node's GET /ui/cluster.json and draws it. Plain DOM,
+// no framework, no build step. Every value from the server goes in through textContent
+// (never innerHTML), and every request goes to the node the page came from.
+'use strict'
+;(() => {
+  const POLL_MS = 1500
+  const MAX_EVENTS = 25
+  const TOKEN_KEY = 'rostore-read-token'
+  const $ = (id) => document.getElementById(id)
+  let timer
+  let polling = false
+
+  /** An element with a class, data attributes and children (strings become text nodes). */
+  function el(tag, opts, ...children) {
+    const e = document.createElement(tag)
+    if (opts && opts.cls) e.className = opts.cls
+    if (opts && opts.data) for (const [k, v] of Object.entries(opts.data)) e.dataset[k] = String(v)
+    if (opts && opts.title) e.title = opts.title
+    for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c instanceof Node ? c : String(c))
+    return e
+  }
+
+  function bytes(n) {
+    if (typeof n !== 'number' || !isFinite(n)) return '–'
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
+    let i = 0
+    while (Math.abs(n) >= 1024 && i < units.length - 1) {
+      n /= 1024
+      i++
+    }
+    return `${n >= 100 || i === 0 ? Math.round(n) : n.toFixed(1)} ${units[i]}`
+  }
+
+  function seconds(s) {
+    if (typeof s !== 'number' || !isFinite(s)) return '–'
+    if (s < 90) return `${Math.round(s)} s`
+    if (s < 5400) return `${Math.round(s / 60)} min`
+    if (s < 172800) return `${Math.round(s / 3600)} h`
+    return `${Math.round(s / 86400)} d`
+  }
+
+  function rate(n) {
+    return typeof n === 'number' && isFinite(n) ? `${n >= 100 ? Math.round(n) : n.toFixed(1)}/s` : '–'
+  }
+
+  function clock(iso) {
+    const d = new Date(iso)
+    return isNaN(d.getTime()) ? '?' : d.toLocaleTimeString([], { hour12: false })
+  }
+
+  function versions(list) {
+    return Array.isArray(list) && list.length > 0 ? list.map((v) => `v${v}`).join(' ') : '–'
+  }
+
+  /** Partition numbers, shortened to ranges: 0-3 7 9-10. */
+  function ranges(list) {
+    if (!Array.isArray(list) || list.length === 0) return '–'
+    const out = []
+    let start = list[0]
+    let prev = list[0]
+    for (const p of list.slice(1).concat([NaN])) {
+      if (p === prev + 1) {
+        prev = p
+        continue
+      }
+      out.push(start === prev ? `${start}` : `${start}-${prev}`)
+      start = prev = p
+    }
+    return out.join(' ')
+  }
+
+  function setStatus(state, text) {
+    document.body.dataset.status = state
+    $('status').textContent = text
+    $('status').className = `status ${state}`
+  }
+
+  // ---- nodes ----
+  function nodeCard(n) {
+    const v = n.view
+    const up = n.up && v
+    const card = el(
+      'article',
+      { cls: `card ${up ? 'up' : 'down'}`, data: { nodeId: n.id, state: up ? 'up' : 'down' } },
+      el('h3', null, `node ${n.id}`, el('span', { cls: `badge ${up ? 'ok' : 'bad'}` }, up ? 'up' : 'down')),
+      el('p', { cls: 'addr' }, `${n.host}:${n.port}`),
+    )
+    if (!up) {
+      card.append(el('p', { cls: 'error' }, n.error || 'no answer'))
+      return card
+    }
+    const modes = [...new Set(v.stores.map((s) => s.accessMode).filter(Boolean))]
+    const disk = v.disk ? `${bytes(v.disk.freeBytes)} free of ${bytes(v.disk.totalBytes)}` : '–'
+    const low = v.disk && v.disk.totalBytes > 0 && v.disk.freeBytes / v.disk.totalBytes < 0.1
+    const dl = el('dl')
+    const row = (k, val, cls) => dl.append(el('dt', null, k), el('dd', cls ? { cls } : null, val))
+    row('workers', `${v.workers.serving}/${v.workers.configured}${v.workers.restarts ? ` · ${v.workers.restarts} restarts` : ''}`)
+    row('access', modes.length ? modes.join(', ') : '–')
+    row('disk', disk, low ? 'warn' : null)
+    row('memory', `${bytes(v.rssBytes)} RSS`)
+    row('reads', rate(v.readsPerSec))
+    row('up for', seconds(v.uptimeSeconds))
+    if (v.shuttingDown) row('state', 'shutting down', 'warn')
+    card.append(dl)
+    return card
+  }
+
+  // ---- operations ----
+  function jobRows(nodes) {
+    const rows = []
+    for (const n of nodes) {
+      if (!n.view) continue
+      for (const j of n.view.jobs) rows.push({ node: n.id, job: j })
+    }
+    rows.sort(
+      (a, b) => (a.job.state === 'running' ? 0 : 1) - (b.job.state === 'running' ? 0 : 1) || b.job.createdAt.localeCompare(a.job.createdAt),
+    )
+    if (rows.length === 0) return [el('p', { cls: 'muted' }, 'no push, rollback or repair running')]
+    return rows.slice(0, 24).map(({ node, job }) => {
+      const p = job.progress
+      const pct =
+        p && p.bytesTotal > 0 ? Math.min(100, Math.floor((100 * p.bytesDone) / p.bytesTotal)) : job.state === 'succeeded' ? 100 : 0
+      const bar = el('progress', null)
+      bar.max = 100
+      bar.value = pct
+      const detail = p
+        ? `${bytes(p.bytesDone)} of ${bytes(p.bytesTotal)} · ${p.rateBytesPerSec ? `${bytes(p.rateBytesPerSec)}/s` : '–'}${
+            job.state === 'running' ? ` · ETA ${seconds(p.etaSeconds)}` : ''
+          }`
+        : ''
+      return el(
+        'div',
+        { cls: `job ${job.state}`, data: { node, kind: job.kind, store: job.store, state: job.state, percent: pct } },
+        el('span', { cls: 'job-title' }, `node ${node} · ${job.kind} ${job.store}`),
+        bar,
+        el('span', { cls: 'job-pct' }, `${pct}%`),
+        el('span', { cls: 'job-detail' }, `${job.state}${job.errorCode ? ` (${job.errorCode})` : ''} ${detail}`),
+      )
+    })
+  }
+
+  // ---- stores ----
+  function storeBlocks(nodes) {
+    const names = new Set()
+    for (const n of nodes) if (n.view) for (const s of n.view.stores) names.add(s.store)
+    if (names.size === 0) return [el('p', { cls: 'muted' }, 'no stores yet')]
+    return [...names].sort().map((name) => storeBlock(name, nodes))
+  }
+
+  function storeBlock(name, nodes) {
+    const per = nodes.map((n) => ({ n, s: n.view ? n.view.stores.find((x) => x.store === name) : undefined }))
+    const layout = (per.find((p) => p.s && p.s.layout) || {}).s
+    const lay = layout ? layout.layout : null
+    const inLayout = (id) => !lay || lay.nodes.some((x) => x.id === id)
+    const lives = new Set(per.filter((p) => p.s && p.s.live !== null && inLayout(p.n.id)).map((p) => p.s.live))
+    const mixed = lives.size > 1
+    const newest = Math.max(0, ...lives)
+    const head = el(
+      'h3',
+      null,
+      name,
+      mixed
+        ? el(
+            'span',
+            { cls: 'badge bad', data: { mixed: 'true' } },
+            `mixed versions: ${[...lives]
+              .sort((a, b) => a - b)
+              .map((v) => `v${v}`)
+              .join(', ')}`,
+          )
+        : el('span', { cls: 'badge ok' }, lives.size ? `v${newest} on every node up` : 'no live version'),
+    )
+    const table = el('table')
+    table.append(
+      el(
+        'thead',
+        null,
+        el(
+          'tr',
+          null,
+          ...['node', 'live', 'state', 'backups', 'newer', 'records', 'size', 'reads', 'partitions held'].map((h) => el('th', null, h)),
+        ),
+      ),
+    )
+    const body = el('tbody')
+    for (const { n, s } of per) {
+      const held = lay ? lay.nodes.find((x) => x.id === n.id) : undefined
+      if (!s && !held) continue
+      const problems = []
+      if (!n.view) problems.push('down')
+      else if (!s) problems.push('missing')
+      else {
+        if (s.stale) problems.push('stale')
+        if (s.behind !== null) problems.push(`behind: should serve v${s.behind}`)
+        if (mixed && s.live !== newest) problems.push('old version')
+        if (s.corruptReads > 0) problems.push(`${s.corruptReads} corrupt reads`)
+      }
+      const tr = el('tr', {
+        cls: problems.length ? 'problem' : '',
+        data: { node: n.id, store: name, live: s && s.live !== null ? s.live : '' },
+      })
+      const cells = [
+        `node ${n.id}`,
+        s && s.live !== null ? `v${s.live}` : '–',
+        problems.length ? problems.join(', ') : 'ok',
+        s ? versions(s.backups) : '–',
+        s ? versions(s.newer) : '–',
+        s && s.records !== null ? s.records.toLocaleString() : '–',
+        s ? bytes(s.sizeBytes) : '–',
+        s ? rate(s.readsPerSec) : '–',
+        held ? `${ranges(held.holds)}${held.masters.length ? ` (master ${ranges(held.masters)})` : ''}` : '–',
+      ]
+      cells.forEach((c, i) => tr.append(el('td', { cls: i === 2 && problems.length ? 'warn' : null }, c)))
+      body.append(tr)
+    }
+    table.append(body)
+    const note = lay
+      ? el('p', { cls: 'muted' }, `${lay.partitions} partitions, each on ${lay.replication} node${lay.replication === 1 ? '' : 's'}`)
+      : null
+    return el('div', { cls: `store${mixed ? ' mixed' : ''}`, data: { store: name } }, head, note, el('div', { cls: 'scroll' }, table))
+  }
+
+  // ---- events ----
+  function eventItems(nodes) {
+    const all = []
+    for (const n of nodes) if (n.view) for (const e of n.view.events) all.push({ node: n.id, e })
+    all.sort((a, b) => b.e.at.localeCompare(a.e.at) || b.e.seq - a.e.seq)
+    if (all.length === 0) return [el('li', { cls: 'muted' }, 'nothing yet')]
+    return all
+      .slice(0, 40)
+      .map(({ node, e }) =>
+        el(
+          'li',
+          { cls: e.level, data: { kind: e.kind, node } },
+          el('time', { title: e.at }, clock(e.at)),
+          el('span', { cls: 'ev-node' }, `node ${node}`),
+          e.store ? el('span', { cls: 'ev-store' }, e.store) : null,
+          el('span', { cls: 'ev-text' }, e.text),
+          e.count > 1 ? el('span', { cls: 'ev-count' }, `×${e.count}`) : null,
+        ),
+      )
+  }
+
+  function render(view) {
+    const up = view.nodes.filter((n) => n.up).length
+    $('summary').textContent =
+      `cluster ${view.cluster} · ${up} of ${view.nodes.length} nodes up · as seen by node ${view.self} at ${clock(view.at)}`
+    $('nodes').replaceChildren(...view.nodes.map(nodeCard))
+    $('jobs').replaceChildren(...jobRows(view.nodes))
+    $('stores').replaceChildren(...storeBlocks(view.nodes))
+    $('events').replaceChildren(...eventItems(view.nodes))
+    $('main').hidden = false
+  }
+
+  function askToken(refused) {
+    $('token-form').hidden = false
+    $('token-error').hidden = !refused
+    $('main').hidden = true
+    setStatus(refused ? 'refused' : 'token', refused ? 'refused' : 'read token needed')
+    $('summary').textContent = 'this node wants its read token'
+    $('token').focus()
+  }
+
+  async function poll() {
+    if (polling) return
+    polling = true
+    const token = sessionStorage.getItem(TOKEN_KEY)
+    try {
+      const res = await fetch('/ui/cluster.json', {
+        headers: token ? { Authorization: `Bearer ${token}` } : {},
+        cache: 'no-store',
+        credentials: 'omit',
+        redirect: 'error',
+      })
+      if (res.status === 401 || res.status === 403) {
+        sessionStorage.removeItem(TOKEN_KEY)
+        askToken(token !== null)
+        return
+      }
+      if (!res.ok) throw new Error(`the node answered ${res.status}`)
+      render(await res.json())
+      $('token-form').hidden = true
+      setStatus('ok', 'live')
+    } catch (err) {
+      setStatus('error', `no answer from this node (${err && err.message ? err.message : 'error'}); retrying`)
+    } finally {
+      polling = false
+      schedule()
+    }
+  }
+
+  function schedule() {
+    clearTimeout(timer)
+    // A page waiting for its token does not poll.
+    if (!$('token-form').hidden) return
+    timer = setTimeout(poll, POLL_MS)
+  }
+
+  $('token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault()
+    const value = $('token').value.trim()
+    if (!value) return
+    sessionStorage.setItem(TOKEN_KEY, value)
+    $('token').value = ''
+    $('token-form').hidden = true
+    void poll()
+  })
+
+  void poll()
+})()
