@@ -115,8 +115,17 @@
     rows.sort(
       (a, b) => (a.job.state === 'running' ? 0 : 1) - (b.job.state === 'running' ? 0 : 1) || b.job.createdAt.localeCompare(a.job.createdAt),
     )
-    if (rows.length === 0) return [el('p', { cls: 'muted' }, 'no push, rollback or repair running')]
-    return rows.slice(0, 24).map(({ node, job }) => {
+    // Every running job; of the finished ones, the newest of each node, kind and store.
+    const seen = new Set()
+    const shown = rows.filter(({ node, job }) => {
+      if (job.state === 'running') return true
+      const key = `${node}/${job.kind}/${job.store}`
+      if (seen.has(key)) return false
+      seen.add(key)
+      return true
+    })
+    if (shown.length === 0) return [el('p', { cls: 'muted' }, 'no push, rollback or repair in the last minutes')]
+    return shown.slice(0, 24).map(({ node, job }) => {
       const p = job.progress
       const pct =
         p && p.bytesTotal > 0 ? Math.min(100, Math.floor((100 * p.bytesDone) / p.bytesTotal)) : job.state === 'succeeded' ? 100 : 0
@@ -152,9 +161,12 @@
     const layout = (per.find((p) => p.s && p.s.layout) || {}).s
     const lay = layout ? layout.layout : null
     const inLayout = (id) => !lay || lay.nodes.some((x) => x.id === id)
-    const lives = new Set(per.filter((p) => p.s && p.s.live !== null && inLayout(p.n.id)).map((p) => p.s.live))
+    const counts = new Map()
+    for (const p of per) if (p.s && p.s.live !== null && inLayout(p.n.id)) counts.set(p.s.live, (counts.get(p.s.live) || 0) + 1)
+    const lives = new Set(counts.keys())
     const mixed = lives.size > 1
-    const newest = Math.max(0, ...lives)
+    // The version most nodes serve (the newer one on a tie): the others are the odd ones out.
+    const newest = [...counts].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([v]) => v)[0] || 0
     const head = el(
       'h3',
       null,
@@ -192,7 +204,7 @@
       else {
         if (s.stale) problems.push('stale')
         if (s.behind !== null) problems.push(`behind: should serve v${s.behind}`)
-        if (mixed && s.live !== newest) problems.push('old version')
+        if (mixed && s.live !== newest) problems.push(`v${s.live}, most nodes serve v${newest}`)
         if (s.corruptReads > 0) problems.push(`${s.corruptReads} corrupt reads`)
       }
       const tr = el('tr', {
@@ -227,7 +239,7 @@
     all.sort((a, b) => b.e.at.localeCompare(a.e.at) || b.e.seq - a.e.seq)
     if (all.length === 0) return [el('li', { cls: 'muted' }, 'nothing yet')]
     return all
-      .slice(0, 40)
+      .slice(0, MAX_EVENTS)
       .map(({ node, e }) =>
         el(
           'li',

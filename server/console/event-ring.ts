@@ -90,14 +90,15 @@ export class EventRing {
     )
   }
 
-  add(level: EventLevel, kind: string, store: unknown, text: string, at = new Date()): void {
+  /** Adds `times` occurrences of an event (folded into the newest line when that is the same event). */
+  add(level: EventLevel, kind: string, store: unknown, text: string, at = new Date(), times = 1): void {
     const name = typeof store === 'string' && isSafeName(store) ? store : null
     const last = this.items[this.items.length - 1]
     if (last && last.kind === kind && last.store === name && last.text === text) {
-      this.items[this.items.length - 1] = { ...last, at: at.toISOString(), count: last.count + 1 }
+      this.items[this.items.length - 1] = { ...last, at: at.toISOString(), count: last.count + times }
       return
     }
-    this.items.push({ seq: ++this.seq, at: at.toISOString(), level, kind, store: name, text, count: 1 })
+    this.items.push({ seq: ++this.seq, at: at.toISOString(), level, kind, store: name, text, count: times })
     if (this.items.length > this.capacity) this.items.splice(0, this.items.length - this.capacity)
   }
 

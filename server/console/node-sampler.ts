@@ -92,8 +92,7 @@ export class NodeSampler {
   /** The counters start at 0 with the node: the first look reports what was refused since then. */
   private noteRefused(value: number, now: number, events: EventRing): void {
     if (value > this.refused) {
-      const n = value - this.refused
-      events.add('warn', 'refused', undefined, `${n} request${n === 1 ? '' : 's'} refused (missing or wrong token)`, new Date(now))
+      events.add('warn', 'refused', undefined, 'request refused: missing or wrong token', new Date(now), value - this.refused)
     }
     this.refused = value
   }
@@ -103,14 +102,8 @@ export class NodeSampler {
     const prev = this.corrupt.get(store) ?? 0
     this.corrupt.set(store, count)
     if (count <= prev) return
-    const n = count - prev
     const when = new Date(at)
-    events.add(
-      'error',
-      'corrupt-read',
-      store,
-      `${n} corrupt read${n === 1 ? '' : 's'} (${code})`,
-      Number.isNaN(when.getTime()) ? new Date() : when,
-    )
+    const text = `corrupt read (${code}): clients read other replicas`
+    events.add('error', 'corrupt-read', store, text, Number.isNaN(when.getTime()) ? new Date() : when, count - prev)
   }
 }

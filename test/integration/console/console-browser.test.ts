@@ -6,6 +6,7 @@ import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { pushStore, type PushResult } from '../../../client/push'
 import { rollbackCluster } from '../../../client/rollback'
+import { StoreClient } from '../../../client/store-client'
 import { launchChromium, recordRequests, screenshot, SCREENSHOT_DIR } from '../../../testkit/browser'
 import { writeInput } from '../../../testkit/input-files'
 import { Nginx } from '../../../testkit/nginx'
@@ -134,6 +135,12 @@ test('the read token is asked for, a wrong one is refused, the right one opens e
 test('a throttled push shows per-node fetch progress that moves, then the new version everywhere', async () => {
   const throttle = Math.max(16 * 1024, Math.floor(v2NodeBytes / 6))
   const pushed: Promise<PushResult> = pushStore({ cluster, store: 'st', from: `${nginx.url}/v2`, adminToken, readToken, throttle })
+  // Reads while the push fetches, so the nodes' read rates show on the page (a bounded loop).
+  const client = await StoreClient.connect({ cluster, store: 'st', readToken, timeoutMs: 5000 })
+  const keys = Array.from({ length: 300 }, (_, i) => `key-${i}`)
+  const reads = (async () => {
+    for (let i = 0; i < 40; i++) expect((await client.getMany(keys)).filter((v) => v !== undefined).length).toBe(300)
+  })()
   const running = `[...document.querySelectorAll('.job[data-kind="fetch"][data-state="running"]')]`
   await waitDom(`${running}.length === 3`)
   const first = await page.evaluate(`${running}.map((j) => Number(j.dataset.percent))`)
@@ -142,7 +149,10 @@ test('a throttled push shows per-node fetch progress that moves, then the new ve
     `${running}.some((j) => Number(j.dataset.percent) > ${Math.min(...(first as number[]))} && Number(j.dataset.percent) > 0)`,
     15_000,
   )
+  await waitDom(`[...document.querySelectorAll('#nodes [data-state="up"] dd')].some((d) => /^[1-9][0-9.]*\\/s$/.test(d.textContent))`)
   await screenshot(page, 'console-push')
+  await reads
+  client.close()
   expect((await pushed).status).toBe('live')
   await waitDom(liveEverywhere(2))
   await waitDom(`${running}.length === 0`)
@@ -155,6 +165,16 @@ test('a rollback shows in the events of every node', async () => {
   const texts = await page.$$eval('#events li[data-kind="rollback"] .ev-text', (els) => els.map((e) => e.textContent))
   expect(texts).toEqual(['rolled back to v1 (was v2)', 'rolled back to v1 (was v2)', 'rolled back to v1 (was v2)'])
   await screenshot(page, 'console-rollback')
+})
+
+test('a node swapped alone shows the store as mixed, its row marked, until it is back', async () => {
+  expect((await nodes[0]!.admin('POST', '/stores/st/swap', { version: 2 })).status).toBe(200)
+  await waitDom(`document.querySelector('.store[data-store="st"] [data-mixed="true"]') !== null`)
+  const marked = await page.$$eval('tr.problem[data-store="st"]', (rows) => rows.map((r) => r.getAttribute('data-node')))
+  expect(marked).toEqual(['0'])
+  await screenshot(page, 'console-mixed')
+  expect((await nodes[0]!.admin('POST', '/stores/st/swap', { version: 1 })).status).toBe(200)
+  await waitDom(`${liveEverywhere(1)} && document.querySelector('[data-mixed="true"]') === null`)
 })
 
 test('a killed node shows as down within 10 s, and up again when restarted (phone screen)', async () => {

@@ -16,21 +16,21 @@ describe('EventRing', () => {
     log.info('installed', { store: 'users', version: 4, records: 10, path: '/secret/dir' })
     log.info('listening', { dataDir: '/secret/dir' })
     log.warn('repair-failed', { store: '../etc', version: 'x', error: 'ENOENT /secret/dir/file' })
-    ring.add('warn', 'refused', undefined, '1 request refused')
-    ring.add('warn', 'refused', undefined, '1 request refused')
+    ring.add('warn', 'refused', undefined, 'request refused')
+    ring.add('warn', 'refused', undefined, 'request refused', new Date(), 2)
     expect(lines).toEqual(['installed', 'listening', 'repair-failed'])
     const events = ring.recent(10)
     expect(events.map((e) => [e.kind, e.store, e.text, e.count])).toEqual([
       ['installed', 'users', 'v4 verified and installed', 1],
       ['repair-failed', null, 'repair to a version failed, retrying', 1],
-      ['refused', null, '1 request refused', 2],
+      ['refused', null, 'request refused', 3],
     ])
     expect(JSON.stringify(events)).not.toContain('secret')
     ring.swapped({ store: 'users', kind: 'rollback', from: 5, to: 4, changed: true, elapsedMs: 3, flipMs: 1 })
     ring.swapped({ store: 'users', kind: 'swap', from: 4, to: 4, changed: false, elapsedMs: 0, flipMs: 0 })
     expect(ring.recent(10).map((e) => e.text)).toEqual([
       'repair to a version failed, retrying',
-      '1 request refused',
+      'request refused',
       'rolled back to v4 (was v5)',
     ])
   })
@@ -60,9 +60,9 @@ describe('NodeSampler', () => {
     expect(r.total).toBe(30)
     s.noteCorrupt('a', 2, 'RO_CORRUPT', '2026-01-01T00:00:00.000Z', ring)
     s.noteCorrupt('a', 2, 'RO_CORRUPT', '2026-01-01T00:00:00.000Z', ring)
-    expect(ring.recent(5).map((e) => [e.kind, e.store, e.text])).toEqual([
-      ['refused', null, '3 requests refused (missing or wrong token)'],
-      ['corrupt-read', 'a', '2 corrupt reads (RO_CORRUPT)'],
+    expect(ring.recent(5).map((e) => [e.kind, e.store, e.text, e.count])).toEqual([
+      ['refused', null, 'request refused: missing or wrong token', 3],
+      ['corrupt-read', 'a', 'corrupt read (RO_CORRUPT): clients read other replicas', 2],
     ])
   })
 })
@@ -135,7 +135,7 @@ describe('console routes (in-process node with a read token)', () => {
     const c = await get('/ui/cluster.json', { authorization: 'Bearer console-unit-admin-token-0123' })
     expect(json<{ nodes: { id: number; up: boolean }[] }>(c).nodes).toMatchObject([{ id: 0, up: true }])
     // The two refused requests above are an event of the node.
-    const again = json<{ events: { kind: string; text: string }[] }>(await get('/ui/node.json', { authorization: `Bearer ${readToken}` }))
-    expect(again.events.filter((e) => e.kind === 'refused').map((e) => e.text)).toEqual(['2 requests refused (missing or wrong token)'])
+    const again = json<{ events: { kind: string; count: number }[] }>(await get('/ui/node.json', { authorization: `Bearer ${readToken}` }))
+    expect(again.events.filter((e) => e.kind === 'refused').map((e) => e.count)).toEqual([2])
   })
 })
