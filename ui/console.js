@@ -312,6 +312,12 @@
     ev.preventDefault()
     const value = $('token').value.trim()
     if (!value) return
+    // A token the node could never accept (checkToken's rule) is refused here: it cannot even travel in a header.
+    if (!/^[\x21-\x7e]{1,4096}$/.test(value)) {
+      $('token').value = ''
+      askToken(true)
+      return
+    }
     sessionStorage.setItem(TOKEN_KEY, value)
     $('token').value = ''
     $('token-form').hidden = true

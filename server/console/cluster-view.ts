@@ -24,8 +24,8 @@ export interface ClusterView {
   readonly nodes: readonly ClusterNodeView[]
 }
 
-/** A peer's answer larger than this is refused: a node view is a few kilobytes. */
-export const MAX_PEER_ANSWER_BYTES = 1 << 20
+/** A peer's answer larger than this is refused: a node view is kilobytes (64 stores of 1024 partitions stay under it). */
+export const MAX_PEER_ANSWER_BYTES = 4 << 20
 
 /**
  * `GET /ui/cluster.json`: this node's view and every peer's `GET /ui/node.json`, asked in
