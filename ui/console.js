@@ -140,7 +140,11 @@
       return el(
         'div',
         { cls: `job ${job.state}`, data: { node, kind: job.kind, store: job.store, state: job.state, percent: pct } },
-        el('span', { cls: 'job-title' }, `node ${node} · ${job.kind} ${job.store}`),
+        el(
+          'span',
+          { cls: 'job-title' },
+          `node ${node} · ${job.kind} ${job.store}${typeof job.version === 'number' ? ` → v${job.version}` : ''}`,
+        ),
         bar,
         el('span', { cls: 'job-pct' }, `${pct}%`),
         el('span', { cls: 'job-detail' }, `${job.state}${job.errorCode ? ` (${job.errorCode})` : ''} ${detail}`),

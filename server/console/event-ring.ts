@@ -24,7 +24,7 @@ type Fields = Readonly<Record<string, unknown>>
 /** Log events the console shows, and how each reads; fields are checked, messages and paths never copied. */
 /** A text of undefined: not worth a line (a peer check that went well). */
 const FROM_LOG: Readonly<Record<string, { level: EventLevel; text: (f: Fields) => string | undefined }>> = {
-  'job-started': { level: 'info', text: (f) => `${word(f['kind'])} started` },
+  'job-started': { level: 'info', text: (f) => `${word(f['kind'])}${of(f['version'])} started` },
   installed: { level: 'info', text: (f) => `${v(f['version'])} verified and installed` },
   'push-record': { level: 'info', text: (f) => `push of ${v(f['version'])} recorded${missed(f['missed'])}` },
   'version-deleted': { level: 'info', text: (f) => `${v(f['version'])} deleted` },
@@ -82,12 +82,8 @@ export class EventRing {
 
   jobFinished(j: JobView): void {
     const failed = j.state === 'failed'
-    this.add(
-      failed ? 'error' : 'info',
-      'job-finished',
-      j.store,
-      `${word(j.kind)} ${j.state}${failed && j.error ? ` (${j.error.code})` : ''}`,
-    )
+    const code = failed && j.error ? ` (${j.error.code})` : ''
+    this.add(failed ? 'error' : 'info', 'job-finished', j.store, `${word(j.kind)}${of(j.version)} ${j.state}${code}`)
   }
 
   /** Adds `times` occurrences of an event (folded into the newest line when that is the same event). */
@@ -110,6 +106,11 @@ export class EventRing {
 
 function v(x: unknown): string {
   return typeof x === 'number' && Number.isSafeInteger(x) ? `v${x}` : 'a version'
+}
+
+/** " of v<N>" for a known version, else nothing. */
+function of(x: unknown): string {
+  return typeof x === 'number' && Number.isSafeInteger(x) ? ` of v${x}` : ''
 }
 
 function num(x: unknown): string {

@@ -62,6 +62,8 @@ export interface JobSummary {
   readonly id: string
   readonly kind: string
   readonly store: string
+  /** The version the job brings in, when it was known at its start. */
+  readonly version: number | null
   readonly state: string
   readonly createdAt: string
   readonly finishedAt: string | null
@@ -172,6 +174,7 @@ function jobSummaries(jobs: readonly JobView[], now: number): JobSummary[] {
     id: j.id.slice(0, 8),
     kind: j.kind,
     store: j.store,
+    version: j.version ?? null,
     state: j.state,
     createdAt: j.createdAt,
     finishedAt: j.finishedAt ?? null,

@@ -144,6 +144,11 @@ test('a throttled push shows per-node fetch progress that moves, then the new ve
   const running = `[...document.querySelectorAll('.job[data-kind="fetch"][data-state="running"]')]`
   await waitDom(`${running}.length === 3`)
   const first = await page.evaluate(`${running}.map((j) => Number(j.dataset.percent))`)
+  expect(await page.evaluate(`${running}.map((j) => j.querySelector('.job-title').textContent.endsWith('fetch st → v2'))`)).toEqual([
+    true,
+    true,
+    true,
+  ])
   // Some node's bar moves past where it was (bounded: the fetch ends in a few seconds).
   await waitDom(
     `${running}.some((j) => Number(j.dataset.percent) > ${Math.min(...(first as number[]))} && Number(j.dataset.percent) > 0)`,
