@@ -24,6 +24,8 @@ let nginx: Nginx
 let browser: Browser
 let page: Page
 let requests: string[] = []
+/** Script errors and console errors of the page (a CSP violation is one). */
+const pageErrors: string[] = []
 /** Bytes of the biggest node directory of v2: the throttled push takes a few seconds at a sixth of it per second. */
 let v2NodeBytes = 0
 
@@ -88,6 +90,11 @@ beforeAll(async () => {
   page = await browser.newPage()
   await page.setViewport({ width: 1280, height: 900 })
   requests = recordRequests(page)
+  page.on('pageerror', (err) => void pageErrors.push(String(err)))
+  page.on('console', (m) => {
+    // The 401s the token test provokes are logged by the browser; they are expected.
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) pageErrors.push(m.text())
+  })
 })
 
 afterAll(async () => {
@@ -193,7 +200,8 @@ test('a killed node shows as down within 10 s, and up again when restarted (phon
   await page.setViewport({ width: 1280, height: 900 })
 })
 
-test('every request the page made went to the node it was loaded from', () => {
+test('every request the page made went to the node it was loaded from, and nothing failed in the page', () => {
+  expect(pageErrors).toEqual([])
   expect(requests.length).toBeGreaterThan(5)
   const foreign = requests.filter((u) => new URL(u).origin !== origin())
   expect(foreign).toEqual([])
