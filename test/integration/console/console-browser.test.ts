@@ -179,12 +179,18 @@ test('a rollback shows in the events of every node', async () => {
   await screenshot(page, 'console-rollback')
 })
 
-test('a node swapped alone shows the store as mixed, its row marked, until it is back', async () => {
+test('a node swapped alone shows the store as mixed, its row marked, until it is back; a stale node is marked', async () => {
   expect((await nodes[0]!.admin('POST', '/stores/st/swap', { version: 2 })).status).toBe(200)
   await waitDom(`document.querySelector('.store[data-store="st"] [data-mixed="true"]') !== null`)
   const marked = await page.$$eval('tr.problem[data-store="st"]', (rows) => rows.map((r) => r.getAttribute('data-node')))
   expect(marked).toEqual(['0'])
   await screenshot(page, 'console-mixed')
+  // A stale mark (its reason is free text: the console shows only that there is one).
+  expect((await nodes[1]!.admin('PUT', '/stores/st/stale', { reason: 'operator note <b>x</b>' })).status).toBe(200)
+  const row1 = `document.querySelector('tr[data-store="st"][data-node="1"]')`
+  await waitDom(`${row1}.classList.contains('problem') && ${row1}.textContent.includes('stale')`)
+  expect(await page.evaluate(`document.body.textContent.includes('operator note')`)).toBe(false)
+  expect((await nodes[1]!.admin('DELETE', '/stores/st/stale')).status).toBe(200)
   expect((await nodes[0]!.admin('POST', '/stores/st/swap', { version: 1 })).status).toBe(200)
   await waitDom(`${liveEverywhere(1)} && document.querySelector('[data-mixed="true"]') === null`)
 })
