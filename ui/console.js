@@ -259,8 +259,9 @@
 
   function render(view) {
     const up = view.nodes.filter((n) => n.up).length
+    const more = view.notShown > 0 ? ` (${view.notShown} more not shown)` : ''
     $('summary').textContent =
-      `cluster ${view.cluster} · ${up} of ${view.nodes.length} nodes up · as seen by node ${view.self} at ${clock(view.at)}`
+      `cluster ${view.cluster} · ${up} of ${view.nodes.length} nodes up${more} · as seen by node ${view.self} at ${clock(view.at)}`
     $('nodes').replaceChildren(...view.nodes.map(nodeCard))
     $('jobs').replaceChildren(...jobRows(view.nodes))
     $('stores').replaceChildren(...storeBlocks(view.nodes))

@@ -22,7 +22,12 @@ export interface ClusterView {
   /** The node that answered (the page's origin). */
   readonly self: number
   readonly nodes: readonly ClusterNodeView[]
+  /** Nodes past MAX_CONSOLE_NODES, neither asked nor listed. */
+  readonly notShown: number
 }
+
+/** Nodes one view asks: far above the clusters this serves, and it bounds the fan-out and the answer. */
+export const MAX_CONSOLE_NODES = 256
 
 /** A peer's answer larger than this is refused: a node view is kilobytes (64 stores of 1024 partitions stay under it). */
 export const MAX_PEER_ANSWER_BYTES = 4 << 20
@@ -33,8 +38,9 @@ export const MAX_PEER_ANSWER_BYTES = 4 << 20
  * costs at most the timeout.
  */
 export async function clusterView(ctx: AppContext, con: ConsoleServices): Promise<ClusterView> {
+  const all = ctx.cluster.nodes
   const nodes = await Promise.all(
-    ctx.cluster.nodes.map(async (n): Promise<ClusterNodeView> => {
+    all.slice(0, MAX_CONSOLE_NODES).map(async (n): Promise<ClusterNodeView> => {
       if (n.id === ctx.nodeId) {
         const { host, port } = ctx.address()
         return { id: n.id, host: n.host || host, port: n.port || port, up: true, error: null, view: await nodeView(ctx, con) }
@@ -47,7 +53,13 @@ export async function clusterView(ctx: AppContext, con: ConsoleServices): Promis
       }
     }),
   )
-  return { at: new Date().toISOString(), cluster: ctx.cluster.name, self: ctx.nodeId, nodes }
+  return {
+    at: new Date().toISOString(),
+    cluster: ctx.cluster.name,
+    self: ctx.nodeId,
+    nodes,
+    notShown: Math.max(0, all.length - MAX_CONSOLE_NODES),
+  }
 }
 
 class PeerAnswerError extends Error {
