@@ -34,7 +34,7 @@ export interface ControlServices {
 }
 
 /** The data directory's options, the same for both kinds of node. */
-export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: NodeMetrics, log: Logger, events?: EventRing): DataDirOptions {
+export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: NodeMetrics, log: Logger, events: EventRing): DataDirOptions {
   return {
     dir: opts.dataDir,
     nodeId: opts.nodeId,
@@ -48,7 +48,7 @@ export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: Nod
     hooks: {
       onSwap: (r) => {
         metrics.onSwap(r)
-        events?.swapped(r)
+        events.swapped(r)
       },
       onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
     },
