@@ -78,15 +78,16 @@
   // ---- nodes ----
   function nodeCard(n) {
     const v = n.view
-    const up = n.up && v
+    // Up without a view: the node answered but showed nothing (refused our token, an older rostore).
+    const state = n.up ? (v ? 'up' : 'no-view') : 'down'
     const card = el(
       'article',
-      { cls: `card ${up ? 'up' : 'down'}`, data: { nodeId: n.id, state: up ? 'up' : 'down' } },
-      el('h3', null, `node ${n.id}`, el('span', { cls: `badge ${up ? 'ok' : 'bad'}` }, up ? 'up' : 'down')),
+      { cls: `card ${state}`, data: { nodeId: n.id, state } },
+      el('h3', null, `node ${n.id}`, el('span', { cls: `badge ${n.up ? 'ok' : 'bad'}` }, n.up ? 'up' : 'down')),
       el('p', { cls: 'addr' }, `${n.host}:${n.port}`),
     )
-    if (!up) {
-      card.append(el('p', { cls: 'error' }, n.error || 'no answer'))
+    if (!v) {
+      card.append(el('p', { cls: n.up ? 'warn' : 'error' }, n.error || 'no answer'))
       return card
     }
     const modes = [...new Set(v.stores.map((s) => s.accessMode).filter(Boolean))]
@@ -203,7 +204,7 @@
       const held = lay ? lay.nodes.find((x) => x.id === n.id) : undefined
       if (!s && !held) continue
       const problems = []
-      if (!n.view) problems.push('down')
+      if (!n.view) problems.push(n.up ? `no view: ${n.error || '?'}` : 'down')
       else if (!s) problems.push('missing')
       else {
         if (s.stale) problems.push('stale')

@@ -10,8 +10,13 @@ export interface ClusterNodeView {
   readonly id: number
   readonly host: string
   readonly port: number
+  /** The node answered HTTP (with its view, or a refusal, or no console at all). */
   readonly up: boolean
-  /** Why the node did not answer: timeout, unreachable, refused (our token), or bad answer. */
+  /**
+   * Why there is no view: timeout, unreachable or bad answer (the node is down, or not a
+   * rostore node), refused (it did not take our token), no console (an older rostore),
+   * shutting down.
+   */
   readonly error: string | null
   readonly view: NodeView | null
 }
@@ -49,7 +54,8 @@ export async function clusterView(ctx: AppContext, con: ConsoleServices): Promis
       try {
         return { ...base, up: true, error: null, view: await askNodeView(n, con) }
       } catch (err) {
-        return { ...base, up: false, error: err instanceof PeerAnswerError ? err.reason : 'unreachable', view: null }
+        const reason = err instanceof PeerAnswerError ? err.reason : 'unreachable'
+        return { ...base, up: ANSWERED.has(reason), error: reason, view: null }
       }
     }),
   )
@@ -61,6 +67,9 @@ export async function clusterView(ctx: AppContext, con: ConsoleServices): Promis
     notShown: Math.max(0, all.length - MAX_CONSOLE_NODES),
   }
 }
+
+/** Reasons that come with an HTTP answer: the node is up, it just shows no view. */
+const ANSWERED = new Set(['refused', 'no console', 'shutting down'])
 
 class PeerAnswerError extends Error {
   constructor(readonly reason: string) {
@@ -94,6 +103,7 @@ function askNodeView(node: ClusterNode, con: ConsoleServices): Promise<NodeView>
         res.on('error', reject)
         res.on('end', () => {
           if (res.statusCode === 401 || res.statusCode === 403) return reject(new PeerAnswerError('refused'))
+          if (res.statusCode === 404) return reject(new PeerAnswerError('no console'))
           if (res.statusCode !== 200) return reject(new PeerAnswerError(res.statusCode === 503 ? 'shutting down' : 'bad answer'))
           try {
             resolve(checkView(node.id, JSON.parse(Buffer.concat(parts).toString('utf8'))))

@@ -1,4 +1,7 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { freePort } from '../../../common/net'
 import { EventRing } from '../../../server/console/event-ring'
 import { NodeSampler, sumCounters } from '../../../server/console/node-sampler'
 import { nullLogger, type Logger } from '../../../server/log'
@@ -137,5 +140,56 @@ describe('console routes (in-process node with a read token)', () => {
     // The two refused requests above are an event of the node.
     const again = json<{ events: { kind: string; count: number }[] }>(await get('/ui/node.json', { authorization: `Bearer ${readToken}` }))
     expect(again.events.filter((e) => e.kind === 'refused').map((e) => e.count)).toEqual([2])
+  })
+})
+
+describe('cluster view of peers that show no view', () => {
+  const tmp = makeTmp('rostore-console-peers-')
+  let node: RunningNode
+  let older: Server
+  const readToken = 'console-peers-read-token-0123'
+
+  beforeAll(async () => {
+    // Node 1 stands for a rostore without a console (a rolling upgrade): it answers 404.
+    older = createServer((_req, res) => res.writeHead(404).end())
+    await new Promise<void>((resolve) => older.listen(0, '127.0.0.1', resolve))
+    const olderPort = (older.address() as AddressInfo).port
+    const closed = await freePort()
+    node = await startNode({
+      cluster: {
+        name: 'peers',
+        nodes: [
+          { id: 0, host: '127.0.0.1', port: 1, partitions: [0] },
+          { id: 1, host: '127.0.0.1', port: olderPort, partitions: [1] },
+          { id: 2, host: '127.0.0.1', port: closed, partitions: [2] },
+        ],
+      },
+      nodeId: 0,
+      dataDir: join(tmp.dir, 'data'),
+      readToken,
+      bind: '127.0.0.1',
+      port: 0,
+      log: nullLogger,
+      defaultMetrics: false,
+      peerCheckTimeoutMs: 500,
+      peerCheckGraceMs: 0,
+    })
+  })
+
+  afterAll(async () => {
+    await node?.close()
+    older?.close()
+    tmp.cleanup()
+  })
+
+  test('a peer without a console is up with no view; a closed port is down', async () => {
+    const r = await request(`${node.url}/ui/cluster.json`, { headers: { authorization: `Bearer ${readToken}` } })
+    const v = json<{ nodes: { id: number; up: boolean; error: string | null; view: unknown }[]; notShown: number }>(r)
+    expect(v.nodes.map((n) => [n.id, n.up, n.error, n.view === null])).toEqual([
+      [0, true, null, false],
+      [1, true, 'no console', true],
+      [2, false, 'unreachable', true],
+    ])
+    expect(v.notShown).toBe(0)
   })
 })
