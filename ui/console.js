@@ -4,6 +4,7 @@
 'use strict'
 ;(() => {
   const POLL_MS = 1500
+  const HIDDEN_POLL_MS = 15000
   const MAX_EVENTS = 25
   const TOKEN_KEY = 'rostore-read-token'
   const $ = (id) => document.getElementById(id)
@@ -311,8 +312,13 @@
     clearTimeout(timer)
     // A page waiting for its token does not poll.
     if (!$('token-form').hidden) return
-    timer = setTimeout(poll, POLL_MS)
+    // A tab in the background asks rarely: an open console left behind costs the cluster little.
+    timer = setTimeout(poll, document.hidden ? HIDDEN_POLL_MS : POLL_MS)
   }
+
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden && $('token-form').hidden) void poll()
+  })
 
   $('token-form').addEventListener('submit', (ev) => {
     ev.preventDefault()
