@@ -5,6 +5,7 @@ import type { DataDir } from '../swapper/data-dir'
 import type { ServedStores } from '../swapper/served-store'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import type { AdminAuth, ReadAuth } from './auth'
+import type { ConsoleServices } from './console/console-services'
 import type { TokenBucket } from '../fetcher/token-bucket'
 import type { FetchRunner, SourceAccess } from './fetch-route'
 import type { Jobs } from './jobs'
@@ -65,6 +66,8 @@ export interface AppContext extends ReadContext {
    * or without a token: /metrics is open, as Prometheus scrapes it by default.
    */
   readonly metricsAuth?: ReadAuth
+  /** The console's events, samples and peer access (routes/console.ts); absent: its views answer 404. */
+  readonly console?: ConsoleServices
   /** The node's metrics as one text (a supervisor sums its workers'); default: this process's registry. */
   readonly renderMetrics?: () => Promise<{ contentType: string; body: string }>
 }

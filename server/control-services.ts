@@ -2,6 +2,8 @@ import { TokenBucket } from '../fetcher/token-bucket'
 import type { DataDir, DataDirOptions } from '../swapper/data-dir'
 import { readerOpener } from '../swapper/open-version'
 import type { ServingMirror } from '../swapper/serving-mirror'
+import { ConsoleServices } from './console/console-services'
+import type { EventRing } from './console/event-ring'
 import { createFetchRunner, SourceAccess, type FetchRunner } from './fetch-route'
 import { Jobs } from './jobs'
 import { registerOperationsMetrics } from './ops-metrics'
@@ -28,10 +30,12 @@ export interface ControlServices {
   readonly streamBucket?: TokenBucket
   /** Nodes learned at run time (`POST /admin/cluster/nodes`), kept in the data directory. */
   readonly nodeLearning: NodeLearning
+  /** The console's events, samples and peer access. */
+  readonly console: ConsoleServices
 }
 
 /** The data directory's options, the same for both kinds of node. */
-export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: NodeMetrics, log: Logger): DataDirOptions {
+export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: NodeMetrics, log: Logger, events: EventRing): DataDirOptions {
   return {
     dir: opts.dataDir,
     nodeId: opts.nodeId,
@@ -43,7 +47,10 @@ export function dataDirOptions(opts: NodeOptions, setup: NodeSetup, metrics: Nod
     // A node of a cluster asks its peers whether it missed a push before it serves (peer-check.ts).
     holdForPeers: setup.cluster.nodes.length > 1,
     hooks: {
-      onSwap: (r) => metrics.onSwap(r),
+      onSwap: (r) => {
+        metrics.onSwap(r)
+        events.swapped(r)
+      },
       onVersionsDeleted: (store, versions) => metrics.versionsDeleted.inc({ store }, versions.length),
     },
   }
@@ -55,8 +62,15 @@ export function createControlServices(
   dd: DataDir<ServingMirror>,
   metrics: NodeMetrics,
   log: Logger,
+  events: EventRing,
 ): ControlServices {
-  const jobs = new Jobs({ log, onFinish: (j) => metrics.jobs.inc({ kind: j.kind, state: j.state }) })
+  const jobs = new Jobs({
+    log,
+    onFinish: (j) => {
+      metrics.jobs.inc({ kind: j.kind, state: j.state })
+      events.jobFinished(j)
+    },
+  })
   registerOperationsMetrics(metrics.registry, { dataDir: dd, jobs })
   const sources = new SourceAccess(opts.allowedSources)
   const fetch = createFetchRunner({
@@ -66,6 +80,8 @@ export function createControlServices(
     registry: metrics.registry,
     stallTimeoutMs: opts.fetchStallTimeoutMs,
   })
+  // A node serving TLS asks its peers over HTTPS.
+  const peerTls = opts.peerTls ?? (opts.tls === undefined ? undefined : {})
   const peers = new PeerCheck({
     nodeId: opts.nodeId,
     cluster: setup.cluster,
@@ -74,8 +90,7 @@ export function createControlServices(
     fetch,
     adminToken: opts.adminToken,
     log,
-    // A node serving TLS asks its peers over HTTPS.
-    peerTls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    peerTls,
     timeoutMs: opts.peerCheckTimeoutMs,
     graceMs: opts.peerCheckGraceMs,
     selfRepair: opts.selfRepair,
@@ -88,6 +103,12 @@ export function createControlServices(
     pushLocks: new PushLocks(),
     storeCreation: new StoreCreation(dd),
     nodeLearning: new NodeLearning(setup.cluster, opts.dataDir),
+    // The peers accept the read token, or the admin token where they take no read token.
+    console: new ConsoleServices(events, { token: nonEmpty(opts.readToken) ?? nonEmpty(opts.adminToken), tls: peerTls }),
     ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),
   }
+}
+
+function nonEmpty(token: string | undefined): string | undefined {
+  return token === undefined || token === '' ? undefined : token
 }

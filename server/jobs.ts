@@ -9,6 +9,8 @@ export interface JobView {
   readonly id: string
   readonly kind: string
   readonly store: string
+  /** The version the job brings in, when known as it starts (a fetch naming one, a repair). */
+  readonly version?: number
   readonly state: JobState
   readonly createdAt: string
   readonly finishedAt?: string
@@ -53,14 +55,14 @@ export class Jobs {
     this.onFinish = opts.onFinish ?? (() => undefined)
   }
 
-  start(kind: string, store: string, run: (ctx: JobContext) => Promise<unknown>): JobView {
+  start(kind: string, store: string, run: (ctx: JobContext) => Promise<unknown>, version?: number): JobView {
     if (this.running().length >= this.maxRunning) {
       throw new StoreError('RO_CONFLICT', `${this.maxRunning} jobs are running already; try again later`)
     }
     const id = randomUUID()
     const controller = new AbortController()
     const job: Job = {
-      view: { id, kind, store, state: 'running', createdAt: new Date().toISOString() },
+      view: { id, kind, store, ...(version === undefined ? {} : { version }), state: 'running', createdAt: new Date().toISOString() },
       controller,
       done: Promise.resolve(),
     }
@@ -71,7 +73,7 @@ export class Jobs {
       },
     }
     this.jobs.set(id, job)
-    this.log.info('job-started', { job: id, kind, store })
+    this.log.info('job-started', { job: id, kind, store, ...(version === undefined ? {} : { version }) })
     // run() starts synchronously, so a cancel right after start() is seen by its first check.
     ;(job as { done: Promise<void> }).done = new Promise<unknown>((resolve) => resolve(run(ctx))).then(
       (result) => this.finish(job, controller.signal.aborted ? 'cancelled' : 'succeeded', { result }),

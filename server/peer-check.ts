@@ -208,12 +208,17 @@ export class PeerCheck {
     set('running')
     this.o.log.info('repair-started', { store, version, fetch: !have })
     try {
-      const job = this.o.jobs.start('repair', store, async ({ signal, progress }) => {
-        const fetched = have ? undefined : await fetch!({ sv, source: record.source!, version, signal, onProgress: progress })
-        // A newer push may have come while this one fetched: swap only to what is still wanted.
-        if (sv.behind !== version) return { ...fetched, swapped: false }
-        return { ...fetched, swapped: true, swap: await sv.swap(version) }
-      })
+      const job = this.o.jobs.start(
+        'repair',
+        store,
+        async ({ signal, progress }) => {
+          const fetched = have ? undefined : await fetch!({ sv, source: record.source!, version, signal, onProgress: progress })
+          // A newer push may have come while this one fetched: swap only to what is still wanted.
+          if (sv.behind !== version) return { ...fetched, swapped: false }
+          return { ...fetched, swapped: true, swap: await sv.swap(version) }
+        },
+        version,
+      )
       const done = await this.o.jobs.wait(job.id)
       if (done.state !== 'succeeded') {
         throw new StoreError(isErrorCode(done.error?.code) ? done.error.code : 'RO_FETCH_FAILED', done.error?.message ?? done.state)

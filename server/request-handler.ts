@@ -4,6 +4,7 @@ import { AdminDisabledError, checkAdminOrRead } from './auth'
 import type { ControlTarget, ReadContext } from './context'
 import { badRequest, errorResponse, MAX_URL_BYTES, publicErrorResponse, sendJson } from './http-util'
 import { UNKNOWN_STORE } from './metrics'
+import { isConsoleViewPath } from './routes/console'
 import { findRoutes, noRoute } from './routes/route'
 import { ROUTES } from './routes/table'
 
@@ -76,9 +77,13 @@ function metricStore(known: (store: string) => boolean, store: string): string {
   return store === '' ? '' : known(store) ? store : UNKNOWN_STORE
 }
 
-/** Paths of the control routes: admin (any, so even unknown ones are authenticated there), status, metrics. */
+/** Paths of the control routes: admin (any, so even unknown ones are authenticated there), status, metrics, the console's views. */
 function isControlPath(segments: readonly string[]): boolean {
-  return segments[0] === 'admin' || (segments.length === 1 && (segments[0] === 'status' || segments[0] === 'metrics'))
+  return (
+    segments[0] === 'admin' ||
+    (segments.length === 1 && (segments[0] === 'status' || segments[0] === 'metrics')) ||
+    isConsoleViewPath(segments)
+  )
 }
 
 function dispatch(

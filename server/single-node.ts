@@ -12,19 +12,21 @@ import { createRequestHandler } from './request-handler'
 import { loadTlsFiles, reloadTls } from './tls'
 import type { RespServer } from './resp/resp-context'
 import { createControlServices, dataDirOptions } from './control-services'
+import { EventRing } from './console/event-ring'
 
 /** A node in one process: the versions, the admin API and the reads share one event loop. */
 export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
-  const log = opts.log ?? createLogger()
+  const events = new EventRing()
+  const log = events.tap(opts.log ?? createLogger())
   const auth = new AdminAuth(opts.adminToken)
   const readAuth = new ReadAuth(opts.readToken, auth)
   warnAboutAuth(auth, opts.adminToken, log)
 
   let dataDir: DataDir | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
-  dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log))
+  dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log, events))
   const dd = dataDir
-  const control = createControlServices(opts, setup, dd, metrics, log)
+  const control = createControlServices(opts, setup, dd, metrics, log, events)
   const { jobs, peers } = control
 
   let shuttingDown = false

@@ -6,9 +6,10 @@
  *
  * - Debian packages: nginx (the static file server fetches pull from), redis-server and
  *   redis-tools (redis-cli and real Redis clients against the RESP port), prometheus
- *   (prometheus and promtool: the shipped rules, a real server scraping a cluster) and
+ *   (prometheus and promtool: the shipped rules, a real server scraping a cluster),
  *   python3-redis (redis-py, for the system python3, against the RESP port), systemd
- *   (systemd-analyze verify of the shipped unit). Installed with
+ *   (systemd-analyze verify of the shipped unit) and chromium (the console's browser
+ *   tests). Installed with
  *   apt-get when running as root; the distribution's own services are kept from starting
  *   (policy-rc.d), since tests start their own instances on free ports.
  * - The native addon (native/, built by `npm ci`): when it is missing because the C
@@ -34,6 +35,8 @@ const DEBIAN = [
   { command: 'systemd-analyze', paths: ['/usr/bin/systemd-analyze'], pkg: 'systemd' },
   // A Python module, not a command: redis-py for the system python3 (/usr/bin/python3).
   { command: null, paths: ['/usr/lib/python3/dist-packages/redis/__init__.py'], pkg: 'python3-redis' },
+  // The console's browser tests drive a real headless Chromium (puppeteer-core).
+  { command: 'chromium', paths: ['/usr/bin/chromium'], pkg: 'chromium' },
 ]
 
 function has(command, paths) {

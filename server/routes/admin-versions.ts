@@ -116,15 +116,20 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
     throw new StoreError('RO_CONFLICT', `store ${store} already has version ${version}`)
   }
   const runner = ctx.fetch
-  const job = ctx.jobs.start('fetch', store, async ({ signal, progress }) => {
-    // Validate before the store exists: a refused source creates nothing.
-    await ctx.sources.checkFetchSource(source, signal)
-    return ctx.storeCreation.use(store, async (sv) => {
-      const fetched = await runner({ sv, source, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
-      if (!swapAfter) return fetched
-      return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
-    })
-  })
+  const job = ctx.jobs.start(
+    'fetch',
+    store,
+    async ({ signal, progress }) => {
+      // Validate before the store exists: a refused source creates nothing.
+      await ctx.sources.checkFetchSource(source, signal)
+      return ctx.storeCreation.use(store, async (sv) => {
+        const fetched = await runner({ sv, source, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
+        if (!swapAfter) return fetched
+        return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
+      })
+    },
+    version,
+  )
   sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
 }
 

@@ -2,6 +2,7 @@ import { ADMIN_CONTROL_ROUTES } from './admin-control'
 import { ADMIN_NODE_ROUTES } from './admin-nodes'
 import { ADMIN_PEER_ROUTES } from './admin-peers'
 import { ADMIN_VERSION_ROUTES } from './admin-versions'
+import { CONSOLE_ROUTES } from './console'
 import { NODE_INFO_ROUTES } from './node-info'
 import { READ_ROUTES } from './reads'
 import { STREAM_ROUTES } from './stream-dump'
@@ -16,4 +17,5 @@ export const ROUTES: readonly Route[] = [
   ...ADMIN_PEER_ROUTES,
   ...ADMIN_NODE_ROUTES,
   ...STREAM_ROUTES,
+  ...CONSOLE_ROUTES,
 ]

@@ -21,6 +21,7 @@ import { FanoutMirror } from './fanout-mirror'
 import { WorkerPool } from './worker-pool'
 import { acceptHandOff } from './stream-handoff'
 import { createControlServices, dataDirOptions } from '../control-services'
+import { EventRing } from '../console/event-ring'
 
 /** A supervisor serves no reads itself: its workers do. */
 const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
@@ -33,7 +34,8 @@ const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
  * (FanoutMirror). A worker that dies is restarted from a snapshot of the serving state.
  */
 export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
-  const log = opts.log ?? createLogger()
+  const events = new EventRing()
+  const log = events.tap(opts.log ?? createLogger())
   const auth = new AdminAuth(opts.adminToken)
   const readAuth = new ReadAuth(opts.readToken, auth)
   warnAboutAuth(auth, opts.adminToken, log)
@@ -42,7 +44,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   const mirrors = new Map<string, FanoutMirror>()
   let dataDir: DataDir<FanoutMirror> | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
-  dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log), (store) => {
+  dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log, events), (store) => {
     // The supervisor opens a version only to check it and closes it at once: the same checks
     // (index scan and checksum, verifyIndex being on), without warming pages (madvise, mapping
     // the cached data pages) for a reader that serves nothing; each worker warms its own.
@@ -52,7 +54,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     return m
   })
   const dd = dataDir
-  const services = createControlServices(opts, setup, dd, metrics, log)
+  const services = createControlServices(opts, setup, dd, metrics, log, events)
   const { jobs, peers } = services
 
   let shuttingDown = false

@@ -106,6 +106,17 @@ test('public routes and public errors disclose no path, pid or internal error te
     corrupt++
   }
   expect(corrupt).toBe(1)
+  // The console's views (public here: no read token) tell of all this, without the texts.
+  for (const path of ['/ui/node.json', '/ui/cluster.json']) {
+    const r = await node.request(path)
+    expect(r.status).toBe(200)
+    expectNothingDisclosed(path, r)
+  }
+  const events = json<{ events: { kind: string; store: string | null }[] }>(await node.request('/ui/node.json')).events
+  expect(events.filter((e) => e.kind === 'corrupt-read' || e.kind === 'open-live-failed').map((e) => [e.kind, e.store])).toEqual([
+    ['open-live-failed', 'broken'],
+    ['corrupt-read', 'damaged'],
+  ])
   // Admin routes without the token: 401, and just as quiet.
   const unauth = await node.request('/admin/status')
   expect(unauth.status).toBe(401)

@@ -60,6 +60,8 @@ describe('npm pack, installed into a fresh project', () => {
     // What operators install beside the node (docs/DEPLOY.md).
     for (const f of ['systemd/rostore.service', 'prometheus/rostore-rules.yml', 'grafana/rostore.json'])
       expect(readdirSync(join(pkg, 'deploy', f, '..'))).toContain(f.split('/')[1])
+    // The console's page, script and style ship as they are: no build step for users.
+    expect(readdirSync(join(pkg, 'ui')).sort()).toEqual(['console.css', 'console.js', 'index.html'])
   })
 
   test('every entry imports by name from ESM and from CommonJS', () => {
