@@ -15,7 +15,7 @@ export const ERROR_CODES = [
   'RO_NOT_FOUND', // a named store, version or job does not exist
   'RO_CONFLICT', // the operation conflicts with another one in progress or with state
   'RO_FETCH_FAILED', // a fetch gave up after its retries
-  'RO_NO_SPACE', // not enough free disk space for a fetch
+  'RO_NO_SPACE', // not enough free disk space for a fetch, or a full disk under a swap or rollback
   'RO_ABORTED', // the operation was cancelled
   'RO_UNAUTHORIZED', // missing or wrong token
   'RO_FORBIDDEN', // the operation is disabled on this node (admin without a configured token)
