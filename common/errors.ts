@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'RO_NOT_SERVING', // this node does not serve the store, or the key, in its live version: ask the nodes of the live layout
   'RO_PUSH_FAILED', // a cluster push did not go live
   'RO_INTERNAL', // an unexpected failure (a bug): the node's log has the details
+  'RO_BUSY', // the node's budget for buffered request bytes is spent: retry later, or ask another replica
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -33,6 +33,7 @@ interface ServeArgs {
   'max-connections'?: number
   'max-response-bytes'?: number
   'send-timeout-ms'?: number
+  'max-buffered-request-bytes'?: number
   'self-repair': boolean
   'peer-check-timeout-ms'?: number
   'peer-check-grace-ms'?: number
@@ -114,6 +115,11 @@ export function builder(y: Argv): Argv<ServeArgs> {
     .option('send-timeout-ms', {
       ...integerOption('send-timeout-ms'),
       describe: 'cut a read response that sends nothing for this long (default 30000)',
+    })
+    .option('max-buffered-request-bytes', {
+      ...integerOption('max-buffered-request-bytes'),
+      describe:
+        'request bytes each serving process holds at once for unfinished requests (multi-get bodies, RESP commands); past it they get RO_BUSY (default 67108864)',
     })
     .option('self-repair', {
       type: 'boolean',
@@ -250,6 +256,7 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       maxConnections: argv['max-connections'],
       maxResponseBytes: argv['max-response-bytes'],
       sendTimeoutMs: argv['send-timeout-ms'],
+      maxBufferedRequestBytes: argv['max-buffered-request-bytes'],
       selfRepair: argv['self-repair'],
       peerCheckTimeoutMs: argv['peer-check-timeout-ms'],
       peerCheckGraceMs: argv['peer-check-grace-ms'],

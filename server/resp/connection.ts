@@ -6,6 +6,7 @@ import { RespWriter } from '../../formats/wire/resp-writer'
 import { directSend, type ReplySend } from './direct-send'
 import type { NormalizedRespOptions } from './resp-context'
 import type { RespStats } from './resp-stats'
+import { BUDGET_FREE_BYTES } from '../request-budget'
 
 /** A reply given later (a forwarded read), or replies queued behind one. */
 export interface Deferred {
@@ -26,6 +27,9 @@ export interface ConnectionHost {
 
 /** Deferred replies in flight per connection before it stops reading commands. */
 const MAX_DEFERRED = 512
+
+/** Sent to a connection refused because the serving process's request budget is spent. */
+const BUSY_REPLY = "RO_BUSY the node's buffers for requests are full; try again later"
 
 /**
  * One client connection: reads bytes, runs every complete command they hold, and sends
@@ -61,6 +65,8 @@ export class RespConnection {
   private paused = false
   private flushScheduled = false
   private sendTimer: NodeJS.Timeout | undefined
+  /** Bytes the parser holds, as charged to the request budget. */
+  private charged = 0
   /** Sends the shared writer's replies: past the stream machinery when it can (direct-send.ts). */
   private readonly send: ReplySend
   private readonly fullLimits: RespRequestLimits
@@ -107,7 +113,11 @@ export class RespConnection {
     this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
     socket.setNoDelay(true)
     this.send = (borrowedReads ? directSend(socket) : undefined) ?? ((bytes) => void socket.write(bytes))
-    if (!borrowedReads) socket.on('data', (chunk: Buffer) => this.onData(chunk))
+    if (!borrowedReads)
+      socket.on('data', (chunk: Buffer) => {
+        this.onData(chunk)
+        this.account()
+      })
     socket.on('drain', () => this.onDrain())
     // 'close' follows every error; the error itself is the client's business.
     socket.on('error', () => undefined)
@@ -181,6 +191,29 @@ export class RespConnection {
   receive(bytes: Buffer): void {
     this.onData(bytes)
     this.parser.detach()
+    this.account()
+  }
+
+  /**
+   * Charges the bytes of unfinished commands the parser holds to the request budget (bytes,
+   * not buffer capacity: pages never written are never resident). A connection whose held
+   * bytes grow past what the budget has left, beyond one read's worth, is refused and closed:
+   * the command it was sending is the new work the node cannot take now.
+   */
+  private account(): void {
+    this.parser.trim()
+    const held = this.parser.buffered
+    if (held === this.charged) return
+    const ok = this.host.stats.requestBudget.move(this.charged, held)
+    this.charged = held
+    if (ok || held <= BUDGET_FREE_BYTES || this.closing) return
+    this.host.stats.busyRefusals++
+    this.parser.discard()
+    this.host.stats.requestBudget.give(this.charged)
+    this.charged = 0
+    this.out().error(BUSY_REPLY)
+    this.closing = true
+    this.run()
   }
 
   private onData(chunk: Buffer): void {
@@ -292,6 +325,9 @@ export class RespConnection {
     this.sendTimer = undefined
     this.closing = true
     this.queue.length = 0
+    this.parser.discard()
+    this.host.stats.requestBudget.give(this.charged)
+    this.charged = 0
     this.host.closed(this)
   }
 }

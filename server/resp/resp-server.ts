@@ -41,7 +41,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
   readonly table = new CommandTable(COMMANDS)
   /** calls[] index of unknown and refused commands. */
   private readonly otherIndex = COMMANDS.length
-  readonly stats = new RespStats(COMMANDS.length + 1)
+  readonly stats: RespStats
   readonly keys: KeySpace
   readonly reads: KeyReads
   readonly startedAt = Date.now()
@@ -60,6 +60,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
     readonly opts: NormalizedRespOptions,
     routes: StoreRoutes,
   ) {
+    this.stats = new RespStats(COMMANDS.length + 1, ctx.requestBudget)
     this.keys = new KeySpace(ctx.stores, opts.defaultStore)
     this.forwarder = new Forwarder({
       cluster: ctx.cluster,
