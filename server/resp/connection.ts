@@ -1,35 +1,11 @@
 import type { Socket } from 'node:net'
 import { errorMessage } from '../../common/errors'
-import { UNAUTHENTICATED_REQUEST_LIMITS, type RespProto, type RespRequestLimits } from '../../formats/wire/resp'
+import { unauthenticatedLimits, type RespProto, type RespRequestLimits } from '../../formats/wire/resp'
 import { RespRequestParser } from '../../formats/wire/resp-request'
 import { RespWriter } from '../../formats/wire/resp-writer'
 import { directSend, type ReplySend } from './direct-send'
-import type { NormalizedRespOptions } from './resp-context'
-import type { RespStats } from './resp-stats'
 import { BUDGET_FREE_BYTES } from '../request-budget'
-
-/** A reply given later (a forwarded read), or replies queued behind one. */
-export interface Deferred {
-  readonly w: RespWriter
-  ready: boolean
-}
-
-/** What a connection needs of its listener. */
-export interface ConnectionHost {
-  /** Shared by all connections: replies of one read event, sent with one write. */
-  readonly writer: RespWriter
-  readonly opts: NormalizedRespOptions
-  readonly stats: RespStats
-  /** Runs the command now in `conn.parser`. Never throws. */
-  dispatch(conn: RespConnection): void
-  closed(conn: RespConnection): void
-}
-
-/** Deferred replies in flight per connection before it stops reading commands. */
-const MAX_DEFERRED = 512
-
-/** Sent to a connection refused because the serving process's request budget is spent. */
-const BUSY_REPLY = "RO_BUSY the node's buffers for requests are full; try again later"
+import { BUSY_REPLY, cutAfterLastReply, MAX_DEFERRED, TURN_ARGS, type ConnectionHost, type Deferred } from './connection-host'
 
 /**
  * One client connection: reads bytes, runs every complete command they hold, and sends
@@ -65,6 +41,10 @@ export class RespConnection {
   private paused = false
   private flushScheduled = false
   private sendTimer: NodeJS.Timeout | undefined
+  /** Arguments of the commands run since the connection last yielded (TURN_ARGS). */
+  private spent = 0
+  /** Over its turn's share: runs no command and reads nothing until `nextTurn`. */
+  private yielded = false
   /** Bytes the parser holds, as charged to the request budget. */
   private charged = 0
   /** Sends the shared writer's replies: past the stream machinery when it can (direct-send.ts). */
@@ -100,14 +80,7 @@ export class RespConnection {
   ) {
     this.parser = new RespRequestParser(host.opts.requestLimits)
     this.fullLimits = this.parser.currentLimits
-    // Never looser than what the node allows an authenticated client.
-    const l = this.fullLimits
-    this.unauthLimits = {
-      maxArgs: Math.min(l.maxArgs, UNAUTHENTICATED_REQUEST_LIMITS.maxArgs),
-      maxBulkBytes: Math.min(l.maxBulkBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxBulkBytes),
-      maxInlineBytes: Math.min(l.maxInlineBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxInlineBytes),
-      maxCommandBytes: Math.min(l.maxCommandBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxCommandBytes),
-    }
+    this.unauthLimits = unauthenticatedLimits(this.fullLimits)
     this.authed = !authRequired
     this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`
     this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
@@ -169,7 +142,7 @@ export class RespConnection {
   /** Ends the connection once the replies queued so far are sent (QUIT). */
   closeAfterReplies(): void {
     this.closing = true
-    if (!this.running && this.queue.length === 0) this.socket.end()
+    if (!this.running && this.queue.length === 0) this.end()
   }
 
   /**
@@ -216,6 +189,14 @@ export class RespConnection {
     this.run()
   }
 
+  /** The next turn after a yield: a fresh share, the commands waiting run, reading resumes. */
+  private readonly nextTurn = (): void => {
+    this.yielded = false
+    this.spent = 0
+    this.run()
+    this.account()
+  }
+
   private onData(chunk: Buffer): void {
     this.host.stats.netInputBytes += chunk.length
     if (this.closing) return
@@ -240,7 +221,7 @@ export class RespConnection {
     try {
       for (;;) {
         let full = false
-        while (!this.closing) {
+        while (!this.closing && !this.yielded) {
           if (this.blocked()) {
             full = true
             break
@@ -259,6 +240,10 @@ export class RespConnection {
             break
           }
           this.host.dispatch(this)
+          if ((this.spent += this.parser.argc) >= TURN_ARGS) {
+            this.yielded = true
+            setImmediate(this.nextTurn)
+          }
         }
         this.flush()
         if (!full || this.blocked()) break
@@ -267,10 +252,26 @@ export class RespConnection {
       this.running = false
     }
     if ((this.closing || (this.draining && this.parserEmpty)) && this.queue.length === 0) {
-      this.socket.end()
+      this.end()
       return
     }
     this.updateReading()
+  }
+
+  /**
+   * Ends the connection once its replies are out. Its reads go on (and are dropped) so the
+   * client's close is seen: a socket left paused never learns of it and would hold a
+   * stopping node until its drain timeout. At shutdown, a client that keeps its side open
+   * is cut shortly after its last reply, and one that stopped reading after the send timeout.
+   */
+  private end(): void {
+    if (this.socket.writableEnded) return
+    this.closing = true
+    this.socket.end()
+    this.socket.resume()
+    if (!this.draining) return
+    cutAfterLastReply(this.socket)
+    if (!this.socket.writableFinished) this.armSendTimer()
   }
 
   /** Too many replies waiting: read no more commands until they move. */
@@ -301,7 +302,7 @@ export class RespConnection {
 
   private updateReading(): void {
     const outputStuck = this.socket.writableLength > this.host.opts.outputHighWaterBytes
-    const stop = outputStuck || this.blocked()
+    const stop = outputStuck || this.yielded || this.blocked()
     if (stop && !this.paused) {
       this.paused = true
       this.socket.pause()
@@ -309,15 +310,18 @@ export class RespConnection {
       this.paused = false
       this.socket.resume()
     }
-    if (outputStuck && !this.sendTimer) {
-      this.sendTimer = setTimeout(() => {
-        this.host.stats.sendTimeouts++
-        this.socket.destroy()
-      }, this.host.opts.sendTimeoutMs)
-    } else if (!outputStuck && this.sendTimer) {
+    if (outputStuck) this.armSendTimer()
+    else if (this.sendTimer) {
       clearTimeout(this.sendTimer)
       this.sendTimer = undefined
     }
+  }
+
+  private armSendTimer(): void {
+    this.sendTimer ??= setTimeout(() => {
+      this.host.stats.sendTimeouts++
+      this.socket.destroy()
+    }, this.host.opts.sendTimeoutMs)
   }
 
   private onClose(): void {
