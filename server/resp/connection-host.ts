@@ -35,15 +35,15 @@ export const TURN_ARGS = 4096
 /** Sent to a connection refused because the serving process's request budget is spent. */
 export const BUSY_REPLY = "RO_BUSY the node's buffers for requests are full; try again later"
 
-/** After a drained connection has sent its last reply, how long the client gets to close its side. */
-const DRAIN_LINGER_MS = 1000
+/** After an ended connection has sent its last reply, how long the client gets to close its side. */
+const LINGER_MS = 1000
 
 /**
- * At shutdown, after its last reply: a client that keeps its side of the connection open
- * (or never reads the end) is cut DRAIN_LINGER_MS after the last byte went out.
+ * After the last reply of a connection the node ended: a client that keeps its side open is
+ * cut LINGER_MS after the last byte went out (a stopping node does not wait for it).
  */
 export function cutAfterLastReply(socket: Socket): void {
-  const linger = (): void => void setTimeout(() => socket.destroy(), DRAIN_LINGER_MS).unref()
+  const linger = (): void => void setTimeout(() => socket.destroy(), LINGER_MS).unref()
   if (socket.writableFinished) linger()
   else socket.once('finish', linger)
 }

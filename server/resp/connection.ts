@@ -259,17 +259,17 @@ export class RespConnection {
   }
 
   /**
-   * Ends the connection once its replies are out. Its reads go on (and are dropped) so the
-   * client's close is seen: a socket left paused never learns of it and would hold a
-   * stopping node until its drain timeout. At shutdown, a client that keeps its side open
-   * is cut shortly after its last reply, and one that stopped reading after the send timeout.
+   * Ends the connection once its replies are out (shutdown, QUIT, a protocol error, a
+   * refusal). Its reads go on (and are dropped) so the client's close is seen: a socket left
+   * paused never learns of it and would hold a stopping node until its drain timeout. A
+   * client that keeps its side open is cut shortly after its last reply, one that stopped
+   * reading after the send timeout.
    */
   private end(): void {
     if (this.socket.writableEnded) return
     this.closing = true
     this.socket.end()
     this.socket.resume()
-    if (!this.draining) return
     cutAfterLastReply(this.socket)
     if (!this.socket.writableFinished) this.armSendTimer()
   }
