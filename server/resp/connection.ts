@@ -266,7 +266,11 @@ export class RespConnection {
    * reading after the send timeout.
    */
   private end(): void {
-    if (this.socket.writableEnded) return
+    if (this.socket.writableEnded) {
+      // Called again after a 'drain': replies still leaving get a new send timeout.
+      if (!this.socket.writableFinished) this.armSendTimer()
+      return
+    }
     this.closing = true
     this.socket.end()
     this.socket.resume()
