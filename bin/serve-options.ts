@@ -84,6 +84,12 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
     kind: 'integer',
     describe: 'largest read response body; multi-gets stop there and clients ask again (default 67108864)',
   },
+  {
+    name: 'max-buffered-request-bytes',
+    kind: 'integer',
+    describe:
+      'request bytes each serving process holds at once for unfinished requests (multi-get bodies, RESP commands); past it they get RO_BUSY (default 67108864)',
+  },
   { name: 'send-timeout-ms', kind: 'integer', describe: 'cut a read response that sends nothing for this long (default 30000)' },
   {
     name: 'self-repair',

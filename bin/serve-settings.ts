@@ -30,6 +30,7 @@ export interface ServeArgs {
   'fetch-stall-timeout-ms'?: number
   'max-connections'?: number
   'max-response-bytes'?: number
+  'max-buffered-request-bytes'?: number
   'send-timeout-ms'?: number
   'self-repair': boolean
   'peer-check-timeout-ms'?: number
@@ -137,6 +138,7 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
     ...(argv['peer-ca-file'] === undefined ? {} : { peerTls: { ca: await readCaFile(argv['peer-ca-file']) } }),
     maxConnections: argv['max-connections'],
     maxResponseBytes: argv['max-response-bytes'],
+    maxBufferedRequestBytes: argv['max-buffered-request-bytes'],
     sendTimeoutMs: argv['send-timeout-ms'],
     selfRepair: argv['self-repair'],
     peerCheckTimeoutMs: argv['peer-check-timeout-ms'],

@@ -150,7 +150,8 @@ export function errorFromResponse(endpoint: string, res: HttpResponse): StoreErr
     // not JSON: keep the status line
   }
   if (res.status === 401) code = 'RO_UNAUTHORIZED'
-  // Any 5xx means "this node cannot answer now": callers fail over on RO_UNAVAILABLE.
-  if (res.status >= 500) code = 'RO_UNAVAILABLE'
+  // Any 5xx means "this node cannot answer now": callers fail over on RO_UNAVAILABLE. A full
+  // disk (507, admin calls only) keeps its code: the operator has something to free.
+  if (res.status >= 500 && code !== 'RO_NO_SPACE') code = 'RO_UNAVAILABLE'
   return new StoreError(code, `${endpoint}: ${message}`)
 }

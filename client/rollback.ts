@@ -1,4 +1,4 @@
-import { StoreError, errorMessage } from '../common/errors'
+import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import { clusterLayout, type Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import { writePushRecords } from './push-records'
@@ -72,7 +72,7 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
       const ok = [...done].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
       await onEveryNode(ok, (id) => admin.node(id).swap(o.store, states.get(id)!.live!))
       throw new StoreError(
-        'RO_CONFLICT',
+        failureCode(failed.map(([, r]) => (r as PromiseRejectedResult).reason)),
         `rollback failed on ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}; the other nodes were swapped back`,
       )
     }
@@ -88,4 +88,14 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
   } finally {
     admin.close()
   }
+}
+
+/**
+ * The code of a rollback that failed on some nodes: a full disk or a storage error on a node
+ * is said as such (the operator has something to fix there); anything else stays a conflict.
+ */
+function failureCode(reasons: readonly unknown[]): 'RO_NO_SPACE' | 'RO_IO' | 'RO_CONFLICT' {
+  if (reasons.some((r) => isStoreError(r, 'RO_NO_SPACE'))) return 'RO_NO_SPACE'
+  if (reasons.some((r) => isStoreError(r, 'RO_IO'))) return 'RO_IO'
+  return 'RO_CONFLICT'
 }

@@ -15,7 +15,7 @@ export const ERROR_CODES = [
   'RO_NOT_FOUND', // a named store, version or job does not exist
   'RO_CONFLICT', // the operation conflicts with another one in progress or with state
   'RO_FETCH_FAILED', // a fetch gave up after its retries
-  'RO_NO_SPACE', // not enough free disk space for a fetch
+  'RO_NO_SPACE', // not enough free disk space for a fetch, or a full disk under a swap or rollback
   'RO_ABORTED', // the operation was cancelled
   'RO_UNAUTHORIZED', // missing or wrong token
   'RO_FORBIDDEN', // the operation is disabled on this node (admin without a configured token)
@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'RO_NOT_SERVING', // this node does not serve the store, or the key, in its live version: ask the nodes of the live layout
   'RO_PUSH_FAILED', // a cluster push did not go live
   'RO_INTERNAL', // an unexpected failure (a bug): the node's log has the details
+  'RO_BUSY', // the node's budget for buffered request bytes is spent: retry later, or ask another replica
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -15,6 +15,7 @@ import type { NodeMetrics } from './metrics'
 import type { PeerCheck } from './peer-check'
 import type { PushLocks } from './push-lock'
 import type { ReadLimits } from './read-limits'
+import type { RequestBudget } from './request-budget'
 import type { StoreCreation } from './store-creation'
 
 /** What the read routes use: the stores as served in this process. Every serving loop has one. */
@@ -31,6 +32,8 @@ export interface ReadContext {
   readonly shuttingDown: () => boolean
   /** Bounds of read responses (read-limits.ts); defaults when absent. */
   readonly readLimits?: ReadLimits
+  /** Request bytes this serving process holds for unfinished requests, HTTP and RESP together; absent: unbounded. */
+  readonly requestBudget?: RequestBudget
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
 import { redactCredentials } from '../common/redact'
+import { BUDGET_FREE_BYTES, type RequestBudget } from './request-budget'
 
 /** Request-target bound: a 65535-byte key percent-encoded is under 200 KiB. */
 export const MAX_URL_BYTES = 1 << 20
@@ -29,6 +30,7 @@ const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   RO_NOT_SERVING: 421,
   RO_PUSH_FAILED: 502,
   RO_INTERNAL: 500,
+  RO_BUSY: 503,
 }
 
 export function httpStatusFor(code: ErrorCode): number {
@@ -138,6 +140,7 @@ const REQUEST_CODES: ReadonlySet<string> = new Set([
 
 const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {
   RO_UNAVAILABLE: 'the store cannot be read on this node now (stale, no live version, or shutting down); ask another replica',
+  RO_BUSY: "the node's buffers for request bodies are full; try again later or ask another replica",
   RO_CORRUPT: "the store's files on this node failed a check; ask another replica",
   RO_CHECKSUM_MISMATCH: "the store's files on this node failed a check; ask another replica",
   RO_BAD_FORMAT: "the store's files on this node are of an unknown format; ask another replica",
@@ -146,14 +149,36 @@ const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {
   RO_CONFLICT: 'the request conflicts with the state of this node',
 }
 
+/** Where a body's bytes are charged: the serving process's budget, until `res` closes. */
+export interface BodyHold {
+  readonly budget: RequestBudget
+  readonly res: ServerResponse
+  /** Counts a body refused for a spent budget. */
+  readonly onBusy?: () => void
+}
+
 /**
  * Read a request body of at most `limit` bytes; RO_TOO_LARGE beyond (checked against
- * Content-Length first, so an oversized upload is refused before it is read).
+ * Content-Length first, so an oversized upload is refused before it is read). With `hold`,
+ * a body over 64 KiB takes its bytes from the budget (a declared length at once, a chunked
+ * body as it arrives) and gives them back when the response closes; RO_BUSY (503) when the
+ * budget cannot take them. Smaller bodies, most multi-gets, are not charged: they are
+ * bounded by the connections a process takes, and are served while the budget is spent.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, hold?: BodyHold): Promise<Buffer> {
   const declared = req.headers['content-length']
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(new StoreError('RO_TOO_LARGE', `the body has ${declared} bytes, more than the limit of ${limit}`))
+  }
+  let charged = 0
+  const busy = (): StoreError => {
+    hold?.onBusy?.()
+    return new StoreError('RO_BUSY', "the node's buffers for request bodies are full; try again later")
+  }
+  if (hold && declared !== undefined && Number(declared) > BUDGET_FREE_BYTES) {
+    const n = Number(declared)
+    if (!hold.budget.take(n)) return Promise.reject(busy())
+    charged = n
   }
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = []
@@ -166,6 +191,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       req.off('end', onEnd)
       req.off('error', onError)
       req.off('close', onClose)
+      if (hold && charged > 0) {
+        const n = charged
+        if (err) hold.budget.give(n)
+        else if (hold.res.closed) hold.budget.give(n)
+        else hold.res.once('close', () => hold.budget.give(n))
+      }
       if (err) reject(err)
       else resolve(body as Buffer)
     }
@@ -175,6 +206,15 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         req.pause()
         finish(new StoreError('RO_TOO_LARGE', `the body is larger than the limit of ${limit} bytes`))
         return
+      }
+      if (hold && size > charged && size > BUDGET_FREE_BYTES) {
+        // A chunked body (no declared length) is charged as it arrives.
+        if (!hold.budget.take(size - charged)) {
+          req.pause()
+          finish(busy())
+          return
+        }
+        charged = size
       }
       parts.push(chunk)
     }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { RequestBudget } from './request-budget'
 import type { ResidencyStats } from '../formats/store/store-reader-api'
 import type { SwapResult } from '../swapper/events'
 import type { DataDir } from '../swapper/data-dir'
@@ -23,6 +24,7 @@ export class NodeMetrics {
   readonly versionsDeleted: Counter<'store'>
   readonly jobs: Counter<'kind' | 'state'>
   readonly connectionsDropped: Counter
+  readonly busyBodies: Counter
 
   constructor(dataDir: () => DataDir<ServingMirror> | undefined, defaults = true) {
     const registers = [this.registry]
@@ -78,6 +80,11 @@ export class NodeMetrics {
       help: 'Connections closed on arrival because --max-connections were open',
       registers,
     })
+    this.busyBodies = new Counter({
+      name: 'rostore_busy_bodies_total',
+      help: 'Request bodies refused (503 RO_BUSY) because the request budget of the serving process was spent',
+      registers,
+    })
     new Gauge({
       name: 'rostore_store_live_version',
       help: 'Live version of each store (0 when none)',
@@ -119,6 +126,17 @@ export class NodeMetrics {
       },
     })
     this.residencyGauges(dataDir, registers)
+  }
+  /** The request bytes `budget` holds, read when scraped (one gauge per serving process; a supervisor sums them). */
+  watchRequestBudget(budget: RequestBudget): void {
+    new Gauge({
+      name: 'rostore_buffered_request_bytes',
+      help: 'Request bytes held for requests not whole yet (multi-get bodies, RESP commands cut across reads)',
+      registers: [this.registry],
+      collect() {
+        this.set(budget.held)
+      },
+    })
   }
 
   /**

@@ -82,6 +82,8 @@ export interface NodeOptions {
   readonly maxResponseBytes?: number
   /** A read response that sends nothing for this long (the client stopped reading) is cut. Default 30 s. */
   readonly sendTimeoutMs?: number
+  /** Request bytes held at once per serving process for requests not whole yet (read-limits.ts). Default 64 MiB. */
+  readonly maxBufferedRequestBytes?: number
   /**
    * A node that missed a push (it was down) fetches the version from the push's source and
    * swaps to it by itself; without, it refuses reads of that store until a push. Default true.
@@ -157,7 +159,11 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   if (!PRELOADS.includes(preload)) {
     throw new StoreError('RO_BAD_OPTION', `--preload must be one of ${PRELOADS.join(', ')}, got ${String(preload)}`)
   }
-  const limits = readLimits({ maxResponseBytes: opts.maxResponseBytes, sendTimeoutMs: opts.sendTimeoutMs })
+  const limits = readLimits({
+    maxResponseBytes: opts.maxResponseBytes,
+    sendTimeoutMs: opts.sendTimeoutMs,
+    maxBufferedRequestBytes: opts.maxBufferedRequestBytes,
+  })
   const host = opts.bind ?? me.host
   const respPort = opts.resp?.port ?? me.respPort
   // A node that serves HTTPS serves RESP over TLS too, with the same certificate.

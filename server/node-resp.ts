@@ -23,6 +23,7 @@ export async function startLoopResp(
       readAuth: ctx.readAuth,
       readToken: readToken === '' ? undefined : readToken,
       registry: ctx.metrics.registry,
+      requestBudget: ctx.requestBudget,
     },
     resp,
   )

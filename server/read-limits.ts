@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { StoreError } from '../common/errors'
+import { DEFAULT_REQUEST_BUDGET_BYTES } from './request-budget'
 
 /**
  * Bounds on what one read response may cost the node. A request of a
@@ -27,9 +28,20 @@ export interface ReadLimits {
    * the connection is closed and the request's reader lease released. Default 30 s.
    */
   readonly sendTimeoutMs: number
+  /**
+   * Request bytes a serving process holds at once for requests not whole yet: multi-get
+   * bodies being received and RESP commands cut across reads (request-budget.ts). Past it, a
+   * new body gets 503 `RO_BUSY` with `Retry-After`, a RESP command `-RO_BUSY`. Default 64 MiB.
+   */
+  readonly maxBufferedRequestBytes: number
 }
 
-export const DEFAULT_READ_LIMITS: ReadLimits = { windowBytes: 1 << 20, maxResponseBytes: 64 << 20, sendTimeoutMs: 30_000 }
+export const DEFAULT_READ_LIMITS: ReadLimits = {
+  windowBytes: 1 << 20,
+  maxResponseBytes: 64 << 20,
+  sendTimeoutMs: 30_000,
+  maxBufferedRequestBytes: DEFAULT_REQUEST_BUDGET_BYTES,
+}
 
 /** Defaults filled in; RO_BAD_OPTION for a value out of range (as given on the command line). */
 export function readLimits(opts: Partial<ReadLimits> = {}): ReadLimits {
@@ -41,6 +53,7 @@ export function readLimits(opts: Partial<ReadLimits> = {}): ReadLimits {
   check('--max-response-bytes', out.maxResponseBytes, 1024)
   check('--send-timeout-ms', out.sendTimeoutMs, 100)
   check('read window bytes', out.windowBytes, 4096)
+  check('--max-buffered-request-bytes', out.maxBufferedRequestBytes, 1 << 20)
   return out
 }
 

@@ -7,6 +7,7 @@ import { UNKNOWN_STORE } from './metrics'
 import { isConsoleViewPath } from './routes/console'
 import { findRoutes, noRoute } from './routes/route'
 import { ROUTES } from './routes/table'
+import { BUSY_RETRY_AFTER_S } from './request-budget'
 
 /** What the metrics learn about a request as it is routed. */
 interface RequestInfo {
@@ -200,5 +201,6 @@ function fail(
   if (status === 401) headers['WWW-Authenticate'] = `Bearer realm="rostore-${realmOf(req.url ?? '')}"`
   // The request body may still be arriving (413, early 401): do not keep the connection.
   if (!req.complete) headers['Connection'] = 'close'
+  if (code === 'RO_BUSY') headers['Retry-After'] = String(BUSY_RETRY_AFTER_S)
   sendJson(res, status, body, headers)
 }

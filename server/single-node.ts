@@ -9,6 +9,7 @@ import type { RunningNode } from './running-node'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { respLogFields, startLoopResp } from './node-resp'
 import { createRequestHandler } from './request-handler'
+import { RequestBudget } from './request-budget'
 import { loadTlsFiles, reloadTls } from './tls'
 import type { RespServer } from './resp/resp-context'
 import { createControlServices, dataDirOptions } from './control-services'
@@ -31,6 +32,8 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }
+  const budget = new RequestBudget(setup.readLimits.maxBufferedRequestBytes)
+  metrics.watchRequestBudget(budget)
   const ctx = {
     nodeId: opts.nodeId,
     cluster: setup.cluster,
@@ -47,6 +50,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     keepVersions: setup.keepVersions,
     preload: setup.preload,
     readLimits: setup.readLimits,
+    requestBudget: budget,
     shuttingDown: () => shuttingDown,
     address: () => bound,
   }

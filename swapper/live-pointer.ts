@@ -35,9 +35,13 @@ async function writeInOneJob(native: NativeFunctions, dir: string, name: string,
     await native.writeFileDurably(dir, tmpName('file'), name, bytes, stopAfter)
   } catch (err) {
     const e = err as NodeJS.ErrnoException
-    throw new StoreError('RO_IO', `cannot write ${join(dir, name)}: ${e.syscall ?? 'write'}: ${e.message} (${e.code ?? 'unknown'})`, {
-      cause: err,
-    })
+    throw new StoreError(
+      writeErrorCode(err),
+      `cannot write ${join(dir, name)}: ${e.syscall ?? 'write'}: ${e.message} (${e.code ?? 'unknown'})`,
+      {
+        cause: err,
+      },
+    )
   }
   crashPoint('pointer:temp-written')
   crashPoint('pointer:renamed')
@@ -57,10 +61,16 @@ async function writeStepByStep(dir: string, name: string, content: string | Uint
     await rename(tmp, join(dir, name))
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => undefined)
-    throw new StoreError('RO_IO', `cannot write ${join(dir, name)}: ${(err as Error).message}`, { cause: err })
+    throw new StoreError(writeErrorCode(err), `cannot write ${join(dir, name)}: ${(err as Error).message}`, { cause: err })
   }
   crashPoint('pointer:renamed')
   await fsyncDir(dir)
+}
+
+/** A full disk (or quota) is RO_NO_SPACE, so an operator sees what to free; anything else RO_IO. */
+function writeErrorCode(err: unknown): 'RO_NO_SPACE' | 'RO_IO' {
+  const code = (err as NodeJS.ErrnoException).code
+  return code === 'ENOSPC' || code === 'EDQUOT' ? 'RO_NO_SPACE' : 'RO_IO'
 }
 
 export async function writeLivePointer(storeDir: string, version: number): Promise<void> {

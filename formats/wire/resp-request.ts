@@ -77,6 +77,27 @@ export class RespRequestParser {
     return this.end - this.cmdStart
   }
 
+  /** Lets a large buffer of the parser's go once nothing is retained in it (a large command is done). */
+  trim(): void {
+    if (this.cmdStart === this.end && this.owned !== undefined && this.owned.length > KEEP_OWNED) {
+      if (this.input === this.owned) {
+        this.input = this.args = EMPTY
+        this.pos = this.end = this.cmdStart = this.scanFrom = 0
+      }
+      this.owned = undefined
+    }
+  }
+
+  /** Drops everything held, the command being read included (a connection refused and closing). */
+  discard(): void {
+    this.input = this.args = EMPTY
+    this.owned = undefined
+    this.inline = undefined
+    this.pos = this.end = this.cmdStart = this.scanFrom = 0
+    this.want = this.bulk = -1
+    this.argc = 0
+  }
+
   push(chunk: Buffer): void {
     if (chunk.length === 0) return
     if (this.cmdStart === this.end) {

@@ -49,6 +49,17 @@ export const UNAUTHENTICATED_REQUEST_LIMITS: RespRequestLimits = {
   maxCommandBytes: 64 << 10,
 }
 
+/** The limits before AUTH where a node allows an authenticated client `full`: never looser than those. */
+export function unauthenticatedLimits(full: RespRequestLimits): RespRequestLimits {
+  const u = UNAUTHENTICATED_REQUEST_LIMITS
+  return {
+    maxArgs: Math.min(full.maxArgs, u.maxArgs),
+    maxBulkBytes: Math.min(full.maxBulkBytes, u.maxBulkBytes),
+    maxInlineBytes: Math.min(full.maxInlineBytes, u.maxInlineBytes),
+    maxCommandBytes: Math.min(full.maxCommandBytes, u.maxCommandBytes),
+  }
+}
+
 /** Bounds on replies a client accepts from a server it talks to. */
 export interface RespReplyLimits {
   /** Bytes of one bulk string. Default 512 MiB (Redis's own bound). */

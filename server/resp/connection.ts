@@ -1,31 +1,11 @@
 import type { Socket } from 'node:net'
 import { errorMessage } from '../../common/errors'
-import { UNAUTHENTICATED_REQUEST_LIMITS, type RespProto, type RespRequestLimits } from '../../formats/wire/resp'
+import { unauthenticatedLimits, type RespProto, type RespRequestLimits } from '../../formats/wire/resp'
 import { RespRequestParser } from '../../formats/wire/resp-request'
 import { RespWriter } from '../../formats/wire/resp-writer'
 import { directSend, type ReplySend } from './direct-send'
-import type { NormalizedRespOptions } from './resp-context'
-import type { RespStats } from './resp-stats'
-
-/** A reply given later (a forwarded read), or replies queued behind one. */
-export interface Deferred {
-  readonly w: RespWriter
-  ready: boolean
-}
-
-/** What a connection needs of its listener. */
-export interface ConnectionHost {
-  /** Shared by all connections: replies of one read event, sent with one write. */
-  readonly writer: RespWriter
-  readonly opts: NormalizedRespOptions
-  readonly stats: RespStats
-  /** Runs the command now in `conn.parser`. Never throws. */
-  dispatch(conn: RespConnection): void
-  closed(conn: RespConnection): void
-}
-
-/** Deferred replies in flight per connection before it stops reading commands. */
-const MAX_DEFERRED = 512
+import { BUDGET_FREE_BYTES } from '../request-budget'
+import { BUSY_REPLY, cutAfterLastReply, MAX_DEFERRED, TURN_ARGS, type ConnectionHost, type Deferred } from './connection-host'
 
 /**
  * One client connection: reads bytes, runs every complete command they hold, and sends
@@ -61,6 +41,12 @@ export class RespConnection {
   private paused = false
   private flushScheduled = false
   private sendTimer: NodeJS.Timeout | undefined
+  /** Arguments of the commands run since the connection last yielded (TURN_ARGS). */
+  private spent = 0
+  /** Over its turn's share: runs no command and reads nothing until `nextTurn`. */
+  private yielded = false
+  /** Bytes the parser holds, as charged to the request budget. */
+  private charged = 0
   /** Sends the shared writer's replies: past the stream machinery when it can (direct-send.ts). */
   private readonly send: ReplySend
   private readonly fullLimits: RespRequestLimits
@@ -84,7 +70,7 @@ export class RespConnection {
   constructor(
     readonly id: number,
     readonly socket: Socket,
-    private readonly host: ConnectionHost,
+    private readonly host: ConnectionHost<RespConnection>,
     authRequired: boolean,
     /**
      * The socket reads into a buffer it reuses and hands each read to receive()
@@ -94,20 +80,17 @@ export class RespConnection {
   ) {
     this.parser = new RespRequestParser(host.opts.requestLimits)
     this.fullLimits = this.parser.currentLimits
-    // Never looser than what the node allows an authenticated client.
-    const l = this.fullLimits
-    this.unauthLimits = {
-      maxArgs: Math.min(l.maxArgs, UNAUTHENTICATED_REQUEST_LIMITS.maxArgs),
-      maxBulkBytes: Math.min(l.maxBulkBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxBulkBytes),
-      maxInlineBytes: Math.min(l.maxInlineBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxInlineBytes),
-      maxCommandBytes: Math.min(l.maxCommandBytes, UNAUTHENTICATED_REQUEST_LIMITS.maxCommandBytes),
-    }
+    this.unauthLimits = unauthenticatedLimits(this.fullLimits)
     this.authed = !authRequired
     this.remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`
     this.local = `${socket.localAddress ?? '?'}:${socket.localPort ?? 0}`
     socket.setNoDelay(true)
     this.send = (borrowedReads ? directSend(socket) : undefined) ?? ((bytes) => void socket.write(bytes))
-    if (!borrowedReads) socket.on('data', (chunk: Buffer) => this.onData(chunk))
+    if (!borrowedReads)
+      socket.on('data', (chunk: Buffer) => {
+        this.onData(chunk)
+        this.account()
+      })
     socket.on('drain', () => this.onDrain())
     // 'close' follows every error; the error itself is the client's business.
     socket.on('error', () => undefined)
@@ -117,7 +100,7 @@ export class RespConnection {
   /**
    * The listener's idle sweep: closes the connection when it sent nothing for `idleMs` and
    * has no reply waiting or leaving. A sweep rather than socket.setTimeout, which re-arms a
-   * timer on every read and write (~0.3 µs per request of a GET load).
+   * timer on every read and write, which costs a GET load measurably.
    */
   closeIfIdle(now: number, idleMs: number): void {
     if (now - this.lastActiveAt < idleMs || this.queue.length > 0 || this.paused || this.socket.writableLength > 0) return
@@ -159,7 +142,7 @@ export class RespConnection {
   /** Ends the connection once the replies queued so far are sent (QUIT). */
   closeAfterReplies(): void {
     this.closing = true
-    if (!this.running && this.queue.length === 0) this.socket.end()
+    if (!this.running && this.queue.length === 0) this.end()
   }
 
   /**
@@ -181,6 +164,37 @@ export class RespConnection {
   receive(bytes: Buffer): void {
     this.onData(bytes)
     this.parser.detach()
+    this.account()
+  }
+
+  /**
+   * Charges the bytes of unfinished commands the parser holds to the request budget (bytes,
+   * not buffer capacity: pages never written are never resident). A connection whose held
+   * bytes grow past what the budget has left, beyond one read's worth, is refused and closed:
+   * the command it was sending is the new work the node cannot take now.
+   */
+  private account(): void {
+    this.parser.trim()
+    const held = this.parser.buffered
+    if (held === this.charged) return
+    const ok = this.host.stats.requestBudget.move(this.charged, held)
+    this.charged = held
+    if (ok || held <= BUDGET_FREE_BYTES || this.closing) return
+    this.host.stats.busyRefusals++
+    this.parser.discard()
+    this.host.stats.requestBudget.give(this.charged)
+    this.charged = 0
+    this.out().error(BUSY_REPLY)
+    this.closing = true
+    this.run()
+  }
+
+  /** The next turn after a yield: a fresh share, the commands waiting run, reading resumes. */
+  private readonly nextTurn = (): void => {
+    this.yielded = false
+    this.spent = 0
+    this.run()
+    this.account()
   }
 
   private onData(chunk: Buffer): void {
@@ -207,7 +221,7 @@ export class RespConnection {
     try {
       for (;;) {
         let full = false
-        while (!this.closing) {
+        while (!this.closing && !this.yielded) {
           if (this.blocked()) {
             full = true
             break
@@ -226,6 +240,10 @@ export class RespConnection {
             break
           }
           this.host.dispatch(this)
+          if ((this.spent += this.parser.argc) >= TURN_ARGS) {
+            this.yielded = true
+            setImmediate(this.nextTurn)
+          }
         }
         this.flush()
         if (!full || this.blocked()) break
@@ -234,10 +252,30 @@ export class RespConnection {
       this.running = false
     }
     if ((this.closing || (this.draining && this.parserEmpty)) && this.queue.length === 0) {
-      this.socket.end()
+      this.end()
       return
     }
     this.updateReading()
+  }
+
+  /**
+   * Ends the connection once its replies are out (shutdown, QUIT, a protocol error, a
+   * refusal). Its reads go on (and are dropped) so the client's close is seen: a socket left
+   * paused never learns of it and would hold a stopping node until its drain timeout. A
+   * client that keeps its side open is cut shortly after its last reply, one that stopped
+   * reading after the send timeout.
+   */
+  private end(): void {
+    if (this.socket.writableEnded) {
+      // Called again after a 'drain': replies still leaving get a new send timeout.
+      if (!this.socket.writableFinished) this.armSendTimer()
+      return
+    }
+    this.closing = true
+    this.socket.end()
+    this.socket.resume()
+    cutAfterLastReply(this.socket)
+    if (!this.socket.writableFinished) this.armSendTimer()
   }
 
   /** Too many replies waiting: read no more commands until they move. */
@@ -268,7 +306,7 @@ export class RespConnection {
 
   private updateReading(): void {
     const outputStuck = this.socket.writableLength > this.host.opts.outputHighWaterBytes
-    const stop = outputStuck || this.blocked()
+    const stop = outputStuck || this.yielded || this.blocked()
     if (stop && !this.paused) {
       this.paused = true
       this.socket.pause()
@@ -276,15 +314,18 @@ export class RespConnection {
       this.paused = false
       this.socket.resume()
     }
-    if (outputStuck && !this.sendTimer) {
-      this.sendTimer = setTimeout(() => {
-        this.host.stats.sendTimeouts++
-        this.socket.destroy()
-      }, this.host.opts.sendTimeoutMs)
-    } else if (!outputStuck && this.sendTimer) {
+    if (outputStuck) this.armSendTimer()
+    else if (this.sendTimer) {
       clearTimeout(this.sendTimer)
       this.sendTimer = undefined
     }
+  }
+
+  private armSendTimer(): void {
+    this.sendTimer ??= setTimeout(() => {
+      this.host.stats.sendTimeouts++
+      this.socket.destroy()
+    }, this.host.opts.sendTimeoutMs)
   }
 
   private onClose(): void {
@@ -292,6 +333,9 @@ export class RespConnection {
     this.sendTimer = undefined
     this.closing = true
     this.queue.length = 0
+    this.parser.discard()
+    this.host.stats.requestBudget.give(this.charged)
+    this.charged = 0
     this.host.closed(this)
   }
 }

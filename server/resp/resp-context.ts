@@ -9,6 +9,7 @@ import type { Logger } from '../log'
 import type { ServedStores } from '../../swapper/served-store'
 import type { RespStats } from './resp-stats'
 import type { DrainOptions } from '../drain-options'
+import type { RequestBudget } from '../request-budget'
 
 /**
  * Everything the RESP listener takes from the node, and nothing more: it never sees the
@@ -32,6 +33,11 @@ export interface RespContext {
   readonly readToken?: string
   /** The node's metrics registry; the listener adds its `rostore_resp_*` metrics to it. */
   readonly registry?: Registry
+  /**
+   * Request bytes the serving process holds for unfinished requests, shared with its HTTP
+   * side (request-budget.ts); default: a budget of 64 MiB of the listener's own.
+   */
+  readonly requestBudget?: RequestBudget
 }
 
 /** Options of one listener; defaults in the comments. Normalized once in startRespServer. */

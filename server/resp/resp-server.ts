@@ -7,7 +7,8 @@ import { RespWriter } from '../../formats/wire/resp-writer'
 import { argBytes, CommandTable, quoteArg, wrongArity, type RespService } from './command-table'
 import { COMMANDS, WRITE_COMMANDS } from './commands'
 import { closeListener, type DrainOptions } from '../http-listener'
-import { RespConnection, type ConnectionHost } from './connection'
+import { RespConnection } from './connection'
+import type { ConnectionHost } from './connection-host'
 import { Forwarder } from './forwarder'
 import { KeyReads } from './key-reads'
 import { KeySpace } from './key-space'
@@ -34,14 +35,14 @@ export async function startRespServer(ctx: RespContext, options: RespServerOptio
   return listener
 }
 
-class Listener implements RespServer, RespService, ConnectionHost {
+class Listener implements RespServer, RespService, ConnectionHost<RespConnection> {
   readonly writer = new RespWriter(64 << 10)
   /** Where every plain-TCP connection's reads land, one at a time (read-buffer-socket.ts). */
   private readonly readBuffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES)
   readonly table = new CommandTable(COMMANDS)
   /** calls[] index of unknown and refused commands. */
   private readonly otherIndex = COMMANDS.length
-  readonly stats = new RespStats(COMMANDS.length + 1)
+  readonly stats: RespStats
   readonly keys: KeySpace
   readonly reads: KeyReads
   readonly startedAt = Date.now()
@@ -60,6 +61,7 @@ class Listener implements RespServer, RespService, ConnectionHost {
     readonly opts: NormalizedRespOptions,
     routes: StoreRoutes,
   ) {
+    this.stats = new RespStats(COMMANDS.length + 1, ctx.requestBudget)
     this.keys = new KeySpace(ctx.stores, opts.defaultStore)
     this.forwarder = new Forwarder({
       cluster: ctx.cluster,

@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
+import { DEFAULT_REQUEST_BUDGET_BYTES, RequestBudget } from '../request-budget'
 
 /** Key counts of one store: answered here, by another node, or here for another node. */
 export interface StoreKeyStats {
@@ -36,12 +37,18 @@ export class RespStats {
   /** Connections closed because they stopped reading their replies (send timeout). */
   sendTimeouts = 0
   idleTimeouts = 0
+  /** Connections refused (-RO_BUSY) and closed because the request budget was spent. */
+  busyRefusals = 0
   netInputBytes = 0
   readonly stores = new Map<string, StoreKeyStats>()
   /** Calls per command, by the command table's index. */
   readonly calls: Float64Array
 
-  constructor(commandCount: number) {
+  constructor(
+    commandCount: number,
+    /** Request bytes held for commands not whole yet, against the serving process's budget. */
+    readonly requestBudget = new RequestBudget(DEFAULT_REQUEST_BUDGET_BYTES),
+  ) {
     this.calls = new Float64Array(commandCount)
   }
 
@@ -115,6 +122,11 @@ export function registerRespMetrics(registry: Registry, stats: RespStats, comman
       () => stats.forwardFailures,
     ],
     ['rostore_resp_send_timeouts_total', 'RESP connections closed because the client stopped reading', () => stats.sendTimeouts],
+    [
+      'rostore_resp_busy_refusals_total',
+      'RESP connections refused (-RO_BUSY) and closed because the request budget of the process was spent',
+      () => stats.busyRefusals,
+    ],
   ]
   for (const [name, help, read] of simple) {
     new Counter({

@@ -213,7 +213,11 @@ class KeyTooLong extends HttpStatusError {
 async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const sv = servedStore(ctx, store)
   checkServable(sv)
-  const body = await readBody(req, MAX_MULTIGET_BODY_BYTES)
+  const body = await readBody(
+    req,
+    MAX_MULTIGET_BODY_BYTES,
+    ctx.requestBudget && { budget: ctx.requestBudget, res, onBusy: () => ctx.metrics.busyBodies.inc() },
+  )
   const keys = decodeKeys(body)
   checkServable(sv)
   const lease = sv.live.acquire(() => res.destroy())

@@ -14,6 +14,7 @@ import { closeListener, createHttpServer, drainHttpServer, listen } from '../htt
 import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
 import { createRequestHandler, type RequestHandler } from '../request-handler'
+import { RequestBudget } from '../request-budget'
 import { AdminAuth, ReadAuth } from '../auth'
 import { startLoopResp } from '../node-resp'
 import type { RespServer } from '../resp/resp-context'
@@ -89,6 +90,7 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
   metrics = m
   // One object for every reader of the cluster in this worker, so learned nodes reach them all.
   book = new AddressBook(cfg.cluster)
+  const budget = new RequestBudget(cfg.readLimits.maxBufferedRequestBytes)
   const ctx: ReadContext = {
     nodeId: cfg.nodeId,
     cluster: book,
@@ -100,7 +102,10 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
     accessLog: cfg.accessLog,
     shuttingDown: () => shuttingDown,
     readLimits: cfg.readLimits,
+    // Each serving process has its own: the budget bounds what one process can be made to hold.
+    requestBudget: budget,
   }
+  m.watchRequestBudget(budget)
   handler = createRequestHandler(ctx, { kind: 'forward', forward: createControlProxy(cfg.controlSocket, log) })
   server = createHttpServer(handler, cfg.timeouts, cfg.tls, {
     maxConnections: cfg.maxConnections,

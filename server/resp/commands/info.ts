@@ -116,6 +116,8 @@ function section(s: RespService, sec: Section): string[] {
         `rostore_auth_failures:${st.authFailures}`,
         `rostore_send_timeouts:${st.sendTimeouts}`,
         `rostore_idle_timeouts:${st.idleTimeouts}`,
+        `rostore_busy_refusals:${st.busyRefusals}`,
+        `rostore_buffered_request_bytes:${st.requestBudget.held}`,
       ]
     case 'replication':
       return ['role:master', 'connected_slaves:0']
