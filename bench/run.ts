@@ -39,6 +39,7 @@ const ALL = [
   'soak',
   'objstore',
   'cold',
+  'hardening',
   'memory',
   'hadoop',
   'ray',
@@ -268,11 +269,21 @@ async function main(): Promise<void> {
   // --update: rerun only the --only sections (after a change to a hot path) and keep the
   // other sections of the last run, which must have the same mode and size.
   const sections: Section[] = []
+  // An update keeps the machine table of the run it updates (most sections are that run's)
+  // and adds a row naming what was rerun, when, on which kernel (one row per update).
+  let keptMachine: string[][] | undefined
   if (argv.includes('--update')) {
-    const saved = JSON.parse(readFileSync(savedFile(args.out), 'utf8')) as { args: Args; sections: Section[] }
+    const saved = JSON.parse(readFileSync(savedFile(args.out), 'utf8')) as { args: Args; sections: Section[]; machine?: string[][] }
     if (saved.args.quick !== args.quick || saved.args.records !== args.records)
       throw new Error('--update: the last run had another mode or size; run the whole suite')
     sections.push(...saved.sections)
+    keptMachine = saved.machine
+  }
+  const machineNow = (): string[][] => {
+    if (!keptMachine) return machineRows(args, startLoad, started, false)
+    const kernel = machineFacts().kernel
+    const rerun = `${args.only.join(', ')} on ${started.toISOString()} (kernel ${kernel}, load ${startLoad[0]?.toFixed(2)} at the start)`
+    return [...keptMachine, ['rerun with --update', rerun]]
   }
   log(`mode ${args.quick ? 'quick' : 'full'}, ${label(args.records)} records per shape, ${args.runs} runs; writing ${args.out}`)
   for (let i = 0; i < plan.length; i++) {
@@ -299,7 +310,7 @@ async function main(): Promise<void> {
     log(`=== ${p.title}: ${secs.toFixed(0)} s`)
     // Written after every section, so a long run leaves its results so far.
     const pending = plan.slice(i + 1).map((x) => x.id)
-    const machine = machineRows(args, startLoad, started, false)
+    const machine = machineNow()
     writeFileSync(args.out, render(args, sections, pending, machine))
     writeFileSync(
       savedFile(args.out),

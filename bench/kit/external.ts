@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore' | 'cold'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -77,6 +77,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick'] : []),
     timeoutSec: (ctx) => (ctx.quick ? 1200 : 3600),
     goals: coldGoals,
+  },
+  {
+    id: 'hardening',
+    file: 'serve/hardening-bench.js',
+    title: '4h. Hardening: memory held by clients that never finish, cost of the index check on misses',
+    args: (ctx) => (ctx.quick ? ['--quick'] : []),
+    timeoutSec: () => 900,
+    goals: () => [],
   },
   {
     id: 'hadoop',
