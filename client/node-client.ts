@@ -38,6 +38,8 @@ export interface RemoteVersion {
 
 export interface RemoteJob {
   readonly id: string
+  readonly kind?: string
+  readonly store?: string
   readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled'
   readonly progress?: {
     readonly bytesDone?: number
@@ -56,6 +58,13 @@ export interface RemotePushRecord {
   readonly source?: string
   readonly seq: number
   readonly at: string
+}
+
+/** A node's push lease on a store (GET /admin/stores/<store>/lock). */
+export interface RemoteLease {
+  readonly owner: string
+  readonly expiresAt: string
+  readonly expiresInMs: number
 }
 
 export interface NodeClientOptions {
@@ -153,8 +162,12 @@ export class NodeClient implements NodeReads {
     return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
   }
 
-  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number }): Promise<RemoteJob> {
+  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number; lease?: string }): Promise<RemoteJob> {
     return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/fetch`, body, true)
+  }
+
+  async jobs(): Promise<RemoteJob[]> {
+    return (await this.json<{ jobs: RemoteJob[] }>('GET', '/admin/jobs', undefined, true)).jobs
   }
 
   async job(id: string): Promise<RemoteJob> {
@@ -203,6 +216,30 @@ export class NodeClient implements NodeReads {
 
   async unlock(store: string, owner: string): Promise<void> {
     await this.json('DELETE', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner }, true)
+  }
+
+  /** Extends a lease `owner` still holds; RO_CONFLICT when it was lost (broken, taken, node restarted). */
+  async renewLock(store: string, owner: string, ttlMs: number): Promise<void> {
+    await this.json('POST', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner, ttlMs, renew: true }, true)
+  }
+
+  /** The push lease on the store, if one is live. */
+  async lockInfo(store: string): Promise<RemoteLease | undefined> {
+    const r = await this.json<{ locked: boolean } & Partial<RemoteLease>>(
+      'GET',
+      `/admin/stores/${encodeURIComponent(store)}/lock`,
+      undefined,
+      true,
+    )
+    return r.locked && r.owner !== undefined && r.expiresAt !== undefined
+      ? { owner: r.owner, expiresAt: r.expiresAt, expiresInMs: r.expiresInMs ?? 0 }
+      : undefined
+  }
+
+  /** Drops the push lease whoever holds it (an operator's break); the owner it had, if live. */
+  async breakLock(store: string): Promise<string | null> {
+    const r = await this.json<{ broken: string | null }>('DELETE', `/admin/stores/${encodeURIComponent(store)}/lock`, { break: true }, true)
+    return r.broken
   }
 
   close(): void {

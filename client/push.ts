@@ -3,7 +3,8 @@ import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import { redactCredentials } from '../common/redact'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import { holdsVersion, waitForJob } from './push-jobs'
+import { fetchOnNode, holdsVersion } from './push-jobs'
+import { PushLease } from './push-lease'
 import { handAddresses } from './push-addresses'
 import { writePushRecords } from './push-records'
 import { normalizeSource, readBuildManifests } from './source-manifests'
@@ -26,6 +27,8 @@ export interface PushOptions {
   /** Push even when the version is older than a node's live version. */
   readonly force?: boolean
   readonly pollMs?: number
+  /** The push lease on every node, renewed while the push runs; default 15 s (a dead push frees the store this fast). */
+  readonly leaseMs?: number
   readonly onEvent?: (e: PushEvent) => void
 }
 
@@ -67,9 +70,9 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
   const from = normalizeSource(o.from)
   const allowFailed = o.allowFailedNodes ?? 0
   const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
-  const owner = `push-${randomUUID()}`
   const timeoutMs = o.timeoutMs ?? 3_600_000
-  const locked: number[] = []
+  const lease = new PushLease(admin, o.store, `push-${randomUUID()}`, o.leaseMs)
+  const locked = lease.held
   try {
     emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${redactCredentials(from)}` })
     const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
@@ -89,8 +92,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const down = new Map<number, string>()
     for (const id of admin.ids.sort((a, b) => a - b)) {
       try {
-        await admin.node(id).lock(o.store, owner, timeoutMs + 120_000)
-        locked.push(id)
+        await lease.take(id)
       } catch (err) {
         if (isStoreError(err, 'RO_CONFLICT'))
           throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
@@ -155,11 +157,15 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const fetched = await onEveryNode(targets, async (id): Promise<number | undefined> => {
       try {
         if (hadBefore(id)) return undefined
-        const job = await admin
-          .node(id)
-          .startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
-        const done = await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
-        return done.progress?.bytesDone
+        const done = await fetchOnNode(admin, id, {
+          store: o.store,
+          body: { source: from, version, lease: lease.owner, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) },
+          deadline,
+          pollMs: o.pollMs ?? 250,
+          emit,
+          signal: giveUp.signal,
+        })
+        return done?.progress?.bytesDone
       } catch (err) {
         // The node may have got the version meanwhile by itself (self-repair of a node that
         // missed the last push fetches the same version): then it is ready for the swap.
@@ -194,7 +200,8 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       return failed(version, o.cluster, fetchFailures, 'fetch failed', cleaned)
     }
 
-    // Swap: all or nothing among the nodes that fetched.
+    // Swap: all or nothing among the nodes that fetched, and only while the push holds the store.
+    lease.assertHeld('the swap')
     const swapTargets = targets.filter((id) => !fetchFailures.has(id))
     emit({ type: 'step', message: `swapping version ${version} live on ${swapTargets.length} nodes` })
     const t1 = Date.now()
@@ -285,14 +292,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       plan,
     }
   } finally {
-    await Promise.all(
-      locked.map((id) =>
-        admin
-          .node(id)
-          .unlock(o.store, owner)
-          .catch(() => undefined),
-      ),
-    )
+    await lease.release()
     admin.close()
   }
 

@@ -1,13 +1,15 @@
 import { errorMessage } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import type { RemoteVersion } from './node-client'
+import type { RemoteLease, RemoteVersion } from './node-client'
 
 export interface NodeVersions {
   readonly nodeId: number
   readonly endpoint: string
   readonly live: number | null
   readonly versions: readonly RemoteVersion[]
+  /** The push lease on the store, when a push holds it (or held it and its process died). */
+  readonly lock?: RemoteLease
   readonly error?: string
 }
 
@@ -15,11 +17,15 @@ export interface NodeVersions {
 export async function clusterVersions(cluster: Cluster, store: string, adminToken: string | undefined): Promise<NodeVersions[]> {
   const admin = new ClusterAdmin(cluster, adminToken)
   try {
-    const listed = await onEveryNode(admin.ids, (id) => admin.node(id).versions(store))
+    const listed = await onEveryNode(admin.ids, async (id) => {
+      const node = admin.node(id)
+      const [v, lock] = await Promise.all([node.versions(store), node.lockInfo(store)])
+      return { ...v, ...(lock ? { lock } : {}) }
+    })
     return [...listed].map(([id, r]) => {
       const endpoint = admin.node(id).endpoint
       return r.status === 'fulfilled'
-        ? { nodeId: id, endpoint, live: r.value.live, versions: r.value.versions }
+        ? { nodeId: id, endpoint, ...r.value }
         : { nodeId: id, endpoint, live: null, versions: [], error: errorMessage(r.reason) }
     })
   } finally {

@@ -29,6 +29,11 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     }
     if (!n.error && n.versions.length === 0) rows.push([String(n.nodeId), '-', 'no versions', '', '', ''])
   }
+  const locks = nodes.flatMap((n) =>
+    n.lock
+      ? [`node ${n.nodeId}: locked by ${n.lock.owner} until ${n.lock.expiresAt} (${Math.ceil(n.lock.expiresInMs / 1000)} s left)`]
+      : [],
+  )
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
   process.stdout.write(
     rows
@@ -38,6 +43,8 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
           .join('  ')
           .trimEnd(),
       )
-      .join('\n') + '\n',
+      .join('\n') +
+      '\n' +
+      locks.map((l) => `${l}\n`).join(''),
   )
 }
