@@ -4,6 +4,9 @@ import type { NodeAddress } from '../cluster/address-book'
 import type { ClusterNode } from '../cluster/cluster'
 import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
+import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
+
+export type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
 export interface RemoteStoreInfo {
@@ -58,13 +61,6 @@ export interface RemotePushRecord {
   readonly source?: string
   readonly seq: number
   readonly at: string
-}
-
-/** A node's push lease on a store (GET /admin/stores/<store>/lock). */
-export interface RemoteLease {
-  readonly owner: string
-  readonly expiresAt: string
-  readonly expiresInMs: number
 }
 
 export interface NodeClientOptions {
@@ -240,6 +236,21 @@ export class NodeClient implements NodeReads {
   async breakLock(store: string): Promise<string | null> {
     const r = await this.json<{ broken: string | null }>('DELETE', `/admin/stores/${encodeURIComponent(store)}/lock`, { break: true }, true)
     return r.broken
+  }
+
+  /** Tells the node it holds the push's version, verified, and waits for the decision. */
+  async prepare(store: string, p: RemotePrepared): Promise<void> {
+    await this.json('POST', `/admin/stores/${encodeURIComponent(store)}/prepare`, p, true)
+  }
+
+  /** Writes the node's vote if it has none (and the outcome, when known); answers what the node holds. */
+  async vote(store: string, pushId: string, body: { vote: Outcome; version: number; outcome?: Outcome }): Promise<RemoteVote> {
+    return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/decisions/${encodeURIComponent(pushId)}`, body, true)
+  }
+
+  /** The prepared push of the store, whether its pusher is gone, and the last decisions. */
+  async decisions(store: string): Promise<RemoteDecisions> {
+    return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/decision`, undefined, true)
   }
 
   close(): void {

@@ -1,7 +1,7 @@
 import { errorMessage } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import type { RemoteLease, RemoteVersion } from './node-client'
+import type { RemoteDecisions, RemoteLease, RemoteVersion } from './node-client'
 
 export interface NodeVersions {
   readonly nodeId: number
@@ -10,6 +10,8 @@ export interface NodeVersions {
   readonly versions: readonly RemoteVersion[]
   /** The push lease on the store, when a push holds it (or held it and its process died). */
   readonly lock?: RemoteLease
+  /** The push (or rollback) the node prepared and waits to see decided, and its last decisions. */
+  readonly decisions?: RemoteDecisions
   readonly error?: string
 }
 
@@ -19,8 +21,12 @@ export async function clusterVersions(cluster: Cluster, store: string, adminToke
   try {
     const listed = await onEveryNode(admin.ids, async (id) => {
       const node = admin.node(id)
-      const [v, lock] = await Promise.all([node.versions(store), node.lockInfo(store)])
-      return { ...v, ...(lock ? { lock } : {}) }
+      const [v, lock, decisions] = await Promise.all([
+        node.versions(store),
+        node.lockInfo(store),
+        node.decisions(store).catch(() => undefined),
+      ])
+      return { ...v, ...(lock ? { lock } : {}), ...(decisions ? { decisions } : {}) }
     })
     return [...listed].map(([id, r]) => {
       const endpoint = admin.node(id).endpoint

@@ -29,6 +29,22 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     }
     if (!n.error && n.versions.length === 0) rows.push([String(n.nodeId), '-', 'no versions', '', '', ''])
   }
+  const pushes = nodes.flatMap((n) => {
+    const d = n.decisions
+    if (!d) return []
+    const p = d.prepared
+    const last = d.decisions[d.decisions.length - 1]
+    const lines: string[] = []
+    if (p)
+      lines.push(
+        `node ${n.nodeId}: ${p.kind} ${p.pushId} of version ${p.version} prepared, ${d.abandoned ? 'abandoned by its pusher: the nodes are deciding it' : 'in progress'}`,
+      )
+    if (last)
+      lines.push(
+        `node ${n.nodeId}: last decision: ${last.pushId} version ${last.version}: ${last.outcome ?? `voted ${last.vote ?? 'nothing'}, undecided`}`,
+      )
+    return lines
+  })
   const locks = nodes.flatMap((n) =>
     n.lock
       ? [`node ${n.nodeId}: locked by ${n.lock.owner} until ${n.lock.expiresAt} (${Math.ceil(n.lock.expiresInMs / 1000)} s left)`]
@@ -45,6 +61,6 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
       )
       .join('\n') +
       '\n' +
-      locks.map((l) => `${l}\n`).join(''),
+      [...locks, ...pushes].map((l) => `${l}\n`).join(''),
   )
 }
