@@ -33,6 +33,8 @@ export interface VoteView {
 export class PushDecisions {
   private readonly states = new Map<string, DecisionState>()
   private readonly queues = new Map<string, SerialQueue>()
+  /** Versions fetched under a push lease and not prepared yet (memory only: a restart keeps them as backups). */
+  private readonly fetchedUnder = new Map<string, { store: string; lease: string; version: number }>()
 
   constructor(private readonly o: { dataDir: DataDir<ServingMirror>; log: Logger }) {}
 
@@ -144,6 +146,32 @@ export class PushDecisions {
     }
     await this.save(store, { ...st, prepared: undefined })
     this.o.log.info('push-decided', { store, pushId: e.pushId, version: p.version, outcome: e.outcome })
+  }
+
+  /** A fetch under `lease` brought `version`: it is removed if the lease ends and the push never used it. */
+  noteFetched(store: string, lease: string, version: number): void {
+    this.fetchedUnder.set(`${store}\0${version}`, { store, lease, version })
+  }
+
+  /**
+   * Removes the versions that pushes whose process died fetched and never prepared, once
+   * no push holds the store: the push's files would otherwise stay on disk for good.
+   */
+  async dropUnused(holder: (store: string) => string | undefined): Promise<void> {
+    for (const [k, f] of this.fetchedUnder) {
+      const owner = holder(f.store)
+      if (owner === f.lease) continue
+      if (owner !== undefined) continue
+      this.fetchedUnder.delete(k)
+      const sv = this.o.dataDir.get(f.store)
+      const st = await this.state(f.store).catch(() => undefined)
+      if (!sv || !st || st.prepared || sv.liveVersion === f.version || !sv.versions().includes(f.version)) continue
+      if (st.decisions.some((d) => d.version === f.version && d.outcome === 'commit')) continue
+      await this.queue(f.store)
+        .run(() => sv.deleteVersion(f.version))
+        .catch(() => undefined)
+      this.o.log.info('unused-fetch-removed', { store: f.store, version: f.version, lease: f.lease })
+    }
   }
 
   private async state(store: string): Promise<DecisionState> {

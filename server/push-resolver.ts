@@ -52,6 +52,7 @@ export class PushResolver {
   }
 
   private tick(): void {
+    void this.o.decisions.dropUnused((store) => this.o.locks.holder(store))
     for (const sv of this.o.decisions.loadedStores()) {
       const p = this.o.decisions.prepared(sv)
       if (!p || this.o.locks.holder(sv) === p.pushId || this.busy.has(sv) || Date.now() < (this.nextAt.get(sv) ?? 0)) continue

@@ -129,7 +129,10 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
     const watch = lease === undefined ? undefined : watchLease(ctx, store, lease)
     const signal = watch === undefined ? jc.signal : AbortSignal.any([jc.signal, watch.signal])
     try {
-      return await fetchVersion(signal, progress)
+      const fetched = await fetchVersion(signal, progress)
+      const v = (fetched as { version?: unknown }).version
+      if (lease !== undefined && typeof v === 'number') ctx.decisions?.noteFetched(store, lease, v)
+      return fetched
     } finally {
       watch?.stop()
     }
