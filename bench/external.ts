@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore' | 'cold'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'chaos' | 'hadoop' | 'ray' | 'objstore' | 'cold'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -61,6 +61,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick'] : []),
     timeoutSec: (ctx) => (ctx.quick ? 600 : 2 * 3600),
     goals: soakGoals,
+  },
+  {
+    id: 'chaos',
+    file: 'chaos-bench.js',
+    title: '4h. Push chaos: pushes and rollbacks under random faults (Jepsen-style)',
+    args: (ctx) => (ctx.quick ? ['--quick', '--seed', String(ctx.seed)] : ['--seed', String(ctx.seed)]),
+    timeoutSec: (ctx) => (ctx.quick ? 900 : 3 * 3600),
+    goals: chaosGoals,
   },
   {
     id: 'objstore',
@@ -270,6 +278,15 @@ export function soakGoals(md: string | undefined, reason?: string): GoalRow[] {
   const text = 'Push soak: RssAnon, heap and open files flat after warm-up (issue 19)'
   if (!r) return [goal('push-soak', text, 'flat', `not run: ${reason ?? 'no table'}`, undefined)]
   return [goal('push-soak', text, r[1] ?? 'flat', r[2] ?? '', r[3] === 'met')]
+}
+
+/** The goal row chaos-bench prints (bench/chaos-bench.ts). */
+export function chaosGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const t = md ? parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^push chaos/.test(r[0] ?? ''))) : undefined
+  const r = t?.rows.find((row) => /^push chaos/.test(row[0] ?? ''))
+  const text = 'Push chaos: one version, decided, converged within 30 s, nothing staged left'
+  if (!r) return [goal('push-chaos', text, '0 violations', `not run: ${reason ?? 'no table'}`, undefined)]
+  return [goal('push-chaos', text, r[1] ?? '0 violations', r[2] ?? '', r[3] === 'met')]
 }
 
 /** The goal rows dump-bench prints (bench/dump-bench.ts). */
