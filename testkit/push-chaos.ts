@@ -152,7 +152,7 @@ export async function runChaos(o: {
           proxy.set('pass')
         }
       })()
-      const finished = await Promise.race([exited, sleep(120_000).then(() => false)])
+      const finished = await within(exited, 120_000)
       if (!finished) {
         violations.push(`${what}: the CLI did not finish in 120 s`)
         await cli.kill9()
@@ -249,4 +249,14 @@ async function heldEverywhere(admin: ClusterAdmin, v: number): Promise<boolean> 
     ),
   )
   return held.every(Boolean)
+}
+
+/** `p`'s value, or false after `ms` (the timer is cleared either way, so nothing outlives the run). */
+async function within(p: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([p, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
 }
