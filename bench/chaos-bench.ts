@@ -31,13 +31,13 @@ async function main(): Promise<void> {
     const lines = [
       `Seed ${seed} (replay: \`node dist/bench/chaos-bench.js --runs ${runs} --seed ${seed}\`), ${((Date.now() - t0) / 1000).toFixed(0)} s.`,
       '',
-      '| operations | pushes | rollbacks | faults | went live | kept old | checked multi-gets | failed reads | older reads in a swap | slowest convergence | unused fetches left | violations |',
+      '| operations | pushes | rollbacks | faults | went live | kept old (of them without a fault) | checked multi-gets | failed reads | older reads in a swap | slowest convergence | unused fetches left | violations |',
       '|---|---|---|---|---|---|---|---|---|---|---|---|',
       `| ${r.pushes + r.rollbacks} | ${r.pushes} | ${r.rollbacks} | ${Object.entries(r.faults)
         .map(([k, v]) => `${k} ${v}`)
         .join(
           ', ',
-        )} | ${r.committed} | ${r.kept} | ${r.reads} | ${r.readErrors} | ${r.regressionsDuringSwaps} | ${r.slowestConvergeMs} ms | ${r.unusedVersionsLeft} | ${r.violations.length} |`,
+        )} | ${r.committed} | ${r.kept} (${r.keptWithoutFault}) | ${r.reads} | ${r.readErrors} | ${r.regressionsDuringSwaps} | ${r.slowestConvergeMs} ms | ${r.unusedVersionsLeft} | ${r.violations.length} |`,
       '',
       '| goal | target | measured | status |',
       '|---|---|---|---|',

@@ -36,6 +36,8 @@ export interface ChaosReport {
   /** Operations whose new version went live everywhere / that left the old one. */
   readonly committed: number
   readonly kept: number
+  /** Of those kept, operations with no fault injected (a liveness figure: they should go live). */
+  readonly keptWithoutFault: number
   readonly reads: number
   readonly readErrors: number
   readonly regressionsDuringSwaps: number
@@ -102,6 +104,7 @@ export async function runChaos(o: {
     faults: {} as Record<string, number>,
     committed: 0,
     kept: 0,
+    keptWithoutFault: 0,
     slowestConvergeMs: 0,
     unusedVersionsLeft: 0,
   }
@@ -174,7 +177,10 @@ export async function runChaos(o: {
       if (live === target && live !== before) {
         report.committed++
         if (!isRollback) history.push(target)
-      } else report.kept++
+      } else {
+        report.kept++
+        if (fault === 'none') report.keptWithoutFault++
+      }
       for (let id = 0; id < 3; id++) {
         const d = await admin.node(id).decisions(STORE)
         const commitOf = d.decisions.some((e) => e.version === target && e.outcome === 'commit')

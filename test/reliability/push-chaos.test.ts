@@ -18,7 +18,7 @@ test(`${RUNS} pushes and rollbacks with faults: one version, decided, converged,
   const r = await runChaos({ dir: tmp.dir, seed, runs: RUNS, log: (m) => process.stderr.write(`push-chaos: ${m}\n`) })
   reportFigures(
     'push-chaos',
-    `push-chaos (seed ${seed}, replay with ROSTORE_FAULT_SEED=${seed}): ${r.pushes} pushes, ${r.rollbacks} rollbacks, faults ${JSON.stringify(r.faults)}; ${r.committed} went live, ${r.kept} kept the old version; ${r.reads} checked multi-gets (${r.readErrors} failed reads), ${r.regressionsDuringSwaps} older reads during swaps; slowest convergence ${r.slowestConvergeMs} ms; unused fetched versions left ${r.unusedVersionsLeft}; violations ${r.violations.length}`,
+    `push-chaos (seed ${seed}, replay with ROSTORE_FAULT_SEED=${seed}): ${r.pushes} pushes, ${r.rollbacks} rollbacks, faults ${JSON.stringify(r.faults)}; ${r.committed} went live, ${r.kept} kept the old version (${r.keptWithoutFault} without a fault); ${r.reads} checked multi-gets (${r.readErrors} failed reads), ${r.regressionsDuringSwaps} older reads during swaps; slowest convergence ${r.slowestConvergeMs} ms; unused fetched versions left ${r.unusedVersionsLeft}; violations ${r.violations.length}`,
     { ...r },
   )
   expect({ seed, violations: r.violations }).toEqual({ seed, violations: [] })
