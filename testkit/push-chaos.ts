@@ -121,8 +121,11 @@ export async function runChaos(o: {
     await reader.start()
     for (let run = 0; run < o.runs; run++) {
       const before = live
+      // Every choice is drawn each run in the same order, so a seed replays the same
+      // choices (what they meet still depends on timing: which pushes went live).
+      const wantRollback = rand() < 0.25
       const rollbackTo = history.filter((v) => v < live).at(-1)
-      const isRollback = rollbackTo !== undefined && rand() < 0.25 && (await heldEverywhere(admin, rollbackTo))
+      const isRollback = wantRollback && rollbackTo !== undefined && (await heldEverywhere(admin, rollbackTo))
       const target = isRollback ? rollbackTo : next++
       if (!isRollback) await build(target)
       const fault = pick(rand, CHAOS_FAULTS)
