@@ -52,7 +52,9 @@ export class PushResolver {
   }
 
   private tick(): void {
-    void this.o.decisions.dropUnused((store) => this.o.locks.holder(store))
+    this.o.decisions
+      .dropUnused((store) => this.o.locks.holder(store))
+      .catch((err: unknown) => this.o.log.warn('unused-fetch-removal-failed', { error: errorMessage(err) }))
     for (const sv of this.o.decisions.loadedStores()) {
       const p = this.o.decisions.prepared(sv)
       if (!p || this.o.locks.holder(sv) === p.pushId || this.busy.has(sv) || Date.now() < (this.nextAt.get(sv) ?? 0)) continue
