@@ -14,7 +14,7 @@ export class ChaosReader {
   watchRegressions = true
   reads = 0
   readErrors = 0
-  /** Within a push, a read older than one this reader already got (the swap window). */
+  /** Outside a rollback, a read older than one this reader already got (a violation too). */
   regressions = 0
   readonly violations: string[] = []
   private lastSeen = 0
@@ -84,7 +84,10 @@ export class ChaosReader {
     const v = [...versions][0]
     if (v === undefined) return
     if (!allowed.has(v)) this.violation(`read version ${v}, allowed ${[...allowed].join(', ')}`)
-    if (this.watchRegressions && v < this.lastSeen) this.regressions++
+    if (this.watchRegressions && v < this.lastSeen) {
+      this.regressions++
+      this.violation(`read version ${v} after having read ${this.lastSeen}`)
+    }
     this.lastSeen = Math.max(this.lastSeen, v)
   }
 

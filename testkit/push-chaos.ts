@@ -17,6 +17,7 @@ import { leftoversOf, pick, randomInt, seededRandom, sleep, waitUntil } from './
  * real `rostore` CLI processes, one fault per operation at a seeded random moment (kill -9
  * of the CLI, kill -9 and restart of a node, node 0's link cut or stalled through a proxy,
  * or none), continuous checked reads (chaos-reader.ts), and after each operation a checker:
+ * a client that read a version never reads an older one (but across a rollback);
  * the nodes converge on one version without operator action, within 30 s, and it is the
  * old or the new one; a new version live was decided commit on every node, an old one was
  * not; nothing staged is left. The same seed replays the same choices.
