@@ -4,6 +4,9 @@ import type { NodeAddress } from '../cluster/address-book'
 import type { ClusterNode } from '../cluster/cluster'
 import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
+import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
+
+export type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
 export interface RemoteStoreInfo {
@@ -38,6 +41,8 @@ export interface RemoteVersion {
 
 export interface RemoteJob {
   readonly id: string
+  readonly kind?: string
+  readonly store?: string
   readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled'
   readonly progress?: {
     readonly bytesDone?: number
@@ -153,8 +158,12 @@ export class NodeClient implements NodeReads {
     return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
   }
 
-  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number }): Promise<RemoteJob> {
+  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number; lease?: string }): Promise<RemoteJob> {
     return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/fetch`, body, true)
+  }
+
+  async jobs(): Promise<RemoteJob[]> {
+    return (await this.json<{ jobs: RemoteJob[] }>('GET', '/admin/jobs', undefined, true)).jobs
   }
 
   async job(id: string): Promise<RemoteJob> {
@@ -203,6 +212,45 @@ export class NodeClient implements NodeReads {
 
   async unlock(store: string, owner: string): Promise<void> {
     await this.json('DELETE', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner }, true)
+  }
+
+  /** Extends a lease `owner` still holds; RO_CONFLICT when it was lost (broken, taken, node restarted). */
+  async renewLock(store: string, owner: string, ttlMs: number): Promise<void> {
+    await this.json('POST', `/admin/stores/${encodeURIComponent(store)}/lock`, { owner, ttlMs, renew: true }, true)
+  }
+
+  /** The push lease on the store, if one is live. */
+  async lockInfo(store: string): Promise<RemoteLease | undefined> {
+    const r = await this.json<{ locked: boolean } & Partial<RemoteLease>>(
+      'GET',
+      `/admin/stores/${encodeURIComponent(store)}/lock`,
+      undefined,
+      true,
+    )
+    return r.locked && r.owner !== undefined && r.expiresAt !== undefined
+      ? { owner: r.owner, expiresAt: r.expiresAt, expiresInMs: r.expiresInMs ?? 0 }
+      : undefined
+  }
+
+  /** Drops the push lease whoever holds it (an operator's break); the owner it had, if live. */
+  async breakLock(store: string): Promise<string | null> {
+    const r = await this.json<{ broken: string | null }>('DELETE', `/admin/stores/${encodeURIComponent(store)}/lock`, { break: true }, true)
+    return r.broken
+  }
+
+  /** Tells the node it holds the push's version, verified, and waits for the decision. */
+  async prepare(store: string, p: RemotePrepared): Promise<void> {
+    await this.json('POST', `/admin/stores/${encodeURIComponent(store)}/prepare`, p, true)
+  }
+
+  /** Writes the node's vote if it has none (and the outcome, when known); answers what the node holds. */
+  async vote(store: string, pushId: string, body: { vote: Outcome; version: number; outcome?: Outcome }): Promise<RemoteVote> {
+    return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/decisions/${encodeURIComponent(pushId)}`, body, true)
+  }
+
+  /** The prepared push of the store, whether its pusher is gone, and the last decisions. */
+  async decisions(store: string): Promise<RemoteDecisions> {
+    return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/decision`, undefined, true)
   }
 
   close(): void {

@@ -14,6 +14,35 @@ export async function holdsVersion(admin: ClusterAdmin, id: number, store: strin
   }
 }
 
+/**
+ * Fetches the push's version on one node. A fetch of the store already running there (the
+ * job of a push whose process died) is waited for first: if it brings this version, the
+ * node fetches nothing again. Returns the finished job, or undefined when the node had
+ * the version from that earlier fetch.
+ */
+export async function fetchOnNode(
+  admin: ClusterAdmin,
+  id: number,
+  o: {
+    store: string
+    body: { source: string; version: number; maxBytesPerSec?: number; lease?: string }
+    deadline: number
+    pollMs: number
+    emit: (e: PushEvent) => void
+    signal: AbortSignal
+  },
+): Promise<RemoteJob | undefined> {
+  const node = admin.node(id)
+  const running = (await node.jobs()).filter((j) => j.kind === 'fetch' && j.store === o.store && j.state === 'running')
+  for (const j of running) {
+    o.emit({ type: 'step', message: `node ${id} is still fetching ${o.store} for an earlier push; waiting for it` })
+    await waitForJob(admin, id, j, o.deadline, o.pollMs, o.emit, o.signal).catch(() => undefined)
+  }
+  if (running.length > 0 && (await holdsVersion(admin, id, o.store, o.body.version))) return undefined
+  const job = await node.startFetch(o.store, o.body)
+  return waitForJob(admin, id, job, o.deadline, o.pollMs, o.emit, o.signal)
+}
+
 /** Polls a node's fetch job until it ends; past the deadline, cancels it. */
 export async function waitForJob(
   admin: ClusterAdmin,

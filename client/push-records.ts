@@ -29,13 +29,8 @@ export interface PushRecordPlan {
  * current time in ms: the newest push wins wherever records meet. Returns the nodes that
  * could not be given the record (reported, not fatal: the others have it).
  */
-export async function writePushRecords(admin: ClusterAdmin, plan: PushRecordPlan): Promise<Map<number, string>> {
-  const held = await onEveryNode(plan.nodes, (id) => admin.node(id).pushRecords())
-  let seq = Date.now()
-  for (const r of held.values()) {
-    const have = r.status === 'fulfilled' ? r.value.stores[plan.store]?.record?.seq : undefined
-    if (have !== undefined && have >= seq) seq = have + 1
-  }
+export async function writePushRecords(admin: ClusterAdmin, plan: PushRecordPlan, seqGiven?: number): Promise<Map<number, string>> {
+  const seq = seqGiven ?? (await nextSeq(admin, plan.nodes, plan.store))
   const record: RemotePushRecord = {
     version: plan.version,
     missed: [...plan.missed],
@@ -53,4 +48,15 @@ export async function writePushRecords(admin: ClusterAdmin, plan: PushRecordPlan
     }
   }
   return failures
+}
+
+/** One more than the highest record seq the nodes hold of the store, and at least the current time in ms. */
+export async function nextSeq(admin: ClusterAdmin, ids: readonly number[], store: string): Promise<number> {
+  const held = await onEveryNode(ids, (id) => admin.node(id).pushRecords())
+  let seq = Date.now()
+  for (const r of held.values()) {
+    const have = r.status === 'fulfilled' ? r.value.stores[store]?.record?.seq : undefined
+    if (have !== undefined && have >= seq) seq = have + 1
+  }
+  return seq
 }

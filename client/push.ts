@@ -3,9 +3,11 @@ import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import { redactCredentials } from '../common/redact'
 import type { Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import { holdsVersion, waitForJob } from './push-jobs'
+import { fetchOnNode, holdsVersion } from './push-jobs'
+import { PushLease } from './push-lease'
 import { handAddresses } from './push-addresses'
-import { writePushRecords } from './push-records'
+import { nextSeq, writePushRecords } from './push-records'
+import { decideCluster } from './push-decide'
 import { normalizeSource, readBuildManifests } from './source-manifests'
 import { buildPlan, nodeStates, type PushPlan } from './push-plan'
 import type { PushEvent } from './push-events'
@@ -27,13 +29,21 @@ export interface PushOptions {
   /** Push even when the version is older than a node's live version. */
   readonly force?: boolean
   readonly pollMs?: number
+  /** The push lease on every node, renewed while the push runs; default 15 s (a dead push frees the store this fast). */
+  readonly leaseMs?: number
   readonly onEvent?: (e: PushEvent) => void
 }
 
 export type { PushEvent } from './push-events'
 
 /** `backup`: a node that left the layout; it keeps its version, marked stale (reads refused, clients route around it). */
-export type NodeState = 'live' | 'fetch-failed' | 'swap-failed' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged' | 'backup'
+/**
+ * `swap-pending`: the push committed and the node did not confirm its swap (down, or its
+ * answer lost); it swaps by itself when it is back. `undecided`: no majority of the nodes
+ * answered the vote; they decide among themselves.
+ */
+export type NodeState =
+  'live' | 'fetch-failed' | 'swap-failed' | 'swap-pending' | 'undecided' | 'rolled-back' | 'cleaned-up' | 'stale' | 'unchanged' | 'backup'
 
 export interface NodeOutcome {
   readonly nodeId: number
@@ -66,9 +76,9 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
   const from = normalizeSource(o.from)
   const allowFailed = o.allowFailedNodes ?? 0
   const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
-  const owner = `push-${randomUUID()}`
   const timeoutMs = o.timeoutMs ?? 3_600_000
-  const locked: number[] = []
+  const lease = new PushLease(admin, o.store, `push-${randomUUID()}`, o.leaseMs)
+  const locked = lease.held
   try {
     emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${redactCredentials(from)}` })
     const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
@@ -88,8 +98,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const down = new Map<number, string>()
     for (const id of admin.ids.sort((a, b) => a - b)) {
       try {
-        await admin.node(id).lock(o.store, owner, timeoutMs + 120_000)
-        locked.push(id)
+        await lease.take(id)
       } catch (err) {
         if (isStoreError(err, 'RO_CONFLICT'))
           throw new StoreError('RO_CONFLICT', `another push of ${o.store} is in progress (${errorMessage(err)})`)
@@ -154,11 +163,15 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     const fetched = await onEveryNode(targets, async (id): Promise<number | undefined> => {
       try {
         if (hadBefore(id)) return undefined
-        const job = await admin
-          .node(id)
-          .startFetch(o.store, { source: from, version, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) })
-        const done = await waitForJob(admin, id, job, deadline, o.pollMs ?? 250, emit, giveUp.signal)
-        return done.progress?.bytesDone
+        const done = await fetchOnNode(admin, id, {
+          store: o.store,
+          body: { source: from, version, lease: lease.owner, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) },
+          deadline,
+          pollMs: o.pollMs ?? 250,
+          emit,
+          signal: giveUp.signal,
+        })
+        return done?.progress?.bytesDone
       } catch (err) {
         // The node may have got the version meanwhile by itself (self-repair of a node that
         // missed the last push fetches the same version): then it is ready for the swap.
@@ -193,64 +206,72 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
       return failed(version, o.cluster, fetchFailures, 'fetch failed', cleaned)
     }
 
-    // Swap: all or nothing among the nodes that fetched.
+    // The decision, durable on the nodes before any swaps: commit iff a majority of the
+    // nodes that fetched voted it; each node then swaps itself, so a pusher dying from
+    // here on leaves a decision the nodes finish (server/push-resolver.ts).
+    lease.assertHeld('the decision')
     const swapTargets = targets.filter((id) => !fetchFailures.has(id))
-    emit({ type: 'step', message: `swapping version ${version} live on ${swapTargets.length} nodes` })
+    emit({ type: 'step', message: `deciding version ${version} on ${swapTargets.length} nodes` })
     const t1 = Date.now()
-    const swapped = await onEveryNode(swapTargets, (id) => admin.node(id).swap(o.store, version))
+    const seq = await nextSeq(admin, swapTargets, o.store)
+    const decided = await decideCluster(
+      admin,
+      o.store,
+      {
+        pushId: lease.owner,
+        kind: 'push',
+        version,
+        participants: swapTargets,
+        missed: [...fetchFailures.keys()],
+        source: redactCredentials(from),
+        seq,
+      },
+      new Set(swapTargets.filter((id) => !hadBefore(id))),
+      emit,
+    )
     const swapSeconds = (Date.now() - t1) / 1000
-    const swapFailures = [...swapped].filter(([, r]) => r.status === 'rejected')
-    if (swapFailures.length > 0) {
-      const ok = [...swapped].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
-      emit({
-        type: 'step',
-        message: `swap failed on node(s) ${swapFailures.map(([id]) => id).join(', ')}; rolling back ${ok.length} node(s)`,
-      })
-      // A failed swap may still have happened (the answer was lost, or came too late):
-      // those nodes are swapped back too. For a node that did not swap it is a no-op; one
-      // that is unreachable is reported.
-      const [undone, reswapped] = await Promise.all([
-        onEveryNode(ok, (id) => {
-          const prev = previous.get(id)
-          return prev === null || prev === undefined ? admin.node(id).deleteVersion(o.store, version) : admin.node(id).swap(o.store, prev)
-        }),
-        onEveryNode(
-          swapFailures.map(([id]) => id).filter((id) => previous.get(id) !== null && previous.get(id) !== undefined),
-          (id) => admin.node(id).swap(o.store, previous.get(id) as number),
-        ),
-      ])
+    if (decided.outcome !== 'commit') {
+      emit({ type: 'step', message: `not committed: ${decided.reason ?? 'no reason'}` })
       const nodes: NodeOutcome[] = o.cluster.nodes.map((n) => {
-        const sf = swapped.get(n.id)
-        if (sf?.status === 'rejected') {
-          const back = reswapped.get(n.id)
-          const undo =
-            back?.status === 'rejected' ? `; swapping it back to ${previous.get(n.id)} failed too: ${errorMessage(back.reason)}` : ''
-          return { nodeId: n.id, state: 'swap-failed', previous: previous.get(n.id), error: `${errorMessage(sf.reason)}${undo}` }
-        }
-        const u = undone.get(n.id)
-        if (u)
-          return {
-            nodeId: n.id,
-            state: 'rolled-back',
-            previous: previous.get(n.id),
-            ...(u.status === 'rejected' ? { error: `undo failed: ${errorMessage(u.reason)}` } : {}),
-          }
-        if (!inLayout.has(n.id)) return { nodeId: n.id, state: 'unchanged' }
-        return { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }
+        if (!swapTargets.includes(n.id))
+          return inLayout.has(n.id)
+            ? { nodeId: n.id, state: 'fetch-failed', error: fetchFailures.get(n.id) }
+            : { nodeId: n.id, state: 'unchanged' }
+        const a = decided.applied.get(n.id)
+        if (decided.outcome === null) return { nodeId: n.id, state: 'undecided', previous: previous.get(n.id), error: decided.reason }
+        return a?.status === 'fulfilled'
+          ? { nodeId: n.id, state: hadBefore(n.id) ? 'unchanged' : 'cleaned-up', previous: previous.get(n.id) }
+          : {
+              nodeId: n.id,
+              state: 'swap-failed',
+              previous: previous.get(n.id),
+              error: `aborted; ${a ? errorMessage(a.reason) : 'not told'}`,
+            }
       })
       return { store: o.store, version, status: 'failed', nodes, fetchSeconds, swapSeconds, plan }
     }
+    // Committed: a node that did not answer (down, or its answer lost) swaps by itself when it is back.
+    const pending = new Map(
+      [...decided.applied]
+        .filter(([, r]) => r.status === 'rejected')
+        .map(([id, r]) => [id, errorMessage((r as PromiseRejectedResult).reason)]),
+    )
+    for (const [id, why] of pending) emit({ type: 'step', message: `node ${id} did not confirm its swap (${why}); it swaps by itself` })
 
     // Every node that took the push keeps its record, naming the nodes that missed it: a
     // missed node refuses reads of the store until it holds the version (it fetches it
     // itself), now if it is up, or when it restarts and asks its peers.
-    const unrecorded = await writePushRecords(admin, {
-      store: o.store,
-      version,
-      missed: [...fetchFailures.keys()],
-      source: from,
-      nodes: swapTargets,
-    })
+    const unrecorded = await writePushRecords(
+      admin,
+      {
+        store: o.store,
+        version,
+        missed: [...fetchFailures.keys()],
+        source: from,
+        nodes: swapTargets,
+      },
+      seq,
+    )
     for (const [id, why] of unrecorded) emit({ type: 'step', message: `node ${id} did not keep the push record: ${why}` })
     // A node that was stale (marked by hand, or by an older rostore's push) is current again.
     await onEveryNode(swapTargets, (id) => admin.node(id).setStale(o.store, undefined))
@@ -267,6 +288,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     }
     const nodes: NodeOutcome[] = o.cluster.nodes.flatMap((n): NodeOutcome[] => {
       if (fetchFailures.has(n.id)) return [{ nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }]
+      if (pending.has(n.id)) return [{ nodeId: n.id, state: 'swap-pending', previous: previous.get(n.id), error: pending.get(n.id) }]
       if (inLayout.has(n.id)) return [{ nodeId: n.id, state: 'live', previous: previous.get(n.id), ...fetchedBytes(n.id) }]
       const r = retired.get(n.id)
       if (!r) return [{ nodeId: n.id, state: 'unchanged' }]
@@ -277,21 +299,14 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
     return {
       store: o.store,
       version,
-      status: fetchFailures.size > 0 ? 'live-with-failures' : 'live',
+      status: fetchFailures.size > 0 || pending.size > 0 ? 'live-with-failures' : 'live',
       nodes,
       fetchSeconds,
       swapSeconds,
       plan,
     }
   } finally {
-    await Promise.all(
-      locked.map((id) =>
-        admin
-          .node(id)
-          .unlock(o.store, owner)
-          .catch(() => undefined),
-      ),
-    )
+    await lease.release()
     admin.close()
   }
 

@@ -1,7 +1,10 @@
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import { clusterLayout, type Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import { writePushRecords } from './push-records'
+import { randomUUID } from 'node:crypto'
+import { nextSeq, writePushRecords } from './push-records'
+import { decideCluster } from './push-decide'
+import { PushLease } from './push-lease'
 
 export interface RollbackOptions {
   readonly cluster: Cluster
@@ -19,14 +22,16 @@ export interface RollbackResult {
 
 /**
  * Every node of the file's layout back to one version, or nothing changes: targets are
- * checked on all of them first, and a node whose rollback fails makes the others swap
- * forward again. The file's layout must be the target version's (after a push to a new
+ * checked on all of them first, then the rollback is decided by the nodes' votes like a
+ * push, and each node rolls back itself. The file's layout must be the target version's (after a push to a new
  * layout, the old file): nodes it lists without partitions (they joined with the version
  * rolled back from) are marked stale afterwards, keeping that version as a backup, and
  * routing goes back to the old nodes, whose stale marks from leaving are lifted.
  */
 export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResult> {
   const admin = new ClusterAdmin(o.cluster, o.adminToken)
+  // A rollback holds the store like a push: the two never interleave.
+  const lease = new PushLease(admin, o.store, `rollback-${randomUUID()}`)
   try {
     const layoutIds = new Set(clusterLayout(o.cluster).map((n) => n.id))
     const ids = admin.ids.filter((id) => layoutIds.has(id))
@@ -38,6 +43,13 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
         'RO_UNAVAILABLE',
         `nothing changed: ${unreachable.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}`,
       )
+    }
+    for (const id of ids) {
+      await lease.take(id).catch((err: unknown) => {
+        throw isStoreError(err, 'RO_CONFLICT')
+          ? new StoreError('RO_CONFLICT', `nothing changed: a push of ${o.store} is in progress (${errorMessage(err)})`)
+          : err
+      })
     }
     const states = new Map(
       [...listed].map(([id, r]) => [id, (r as PromiseFulfilledResult<{ live: number | null; versions: { version: number }[] }>).value]),
@@ -61,24 +73,30 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
       )
     const to = [...distinct][0]!
 
-    // Nodes already on the target stay as they are: a cluster left mixed by a failed push
-    // (a node that died after its flip) is realigned with --to.
-    const done = await onEveryNode(
-      ids.filter((id) => states.get(id)!.live !== to),
-      (id) => admin.node(id).rollback(o.store, to),
+    // Decided like a push (docs/RELIABILITY.md §4): once a majority of the nodes voted
+    // for it, every node goes to `to` by itself, even if this process dies now. Nodes
+    // already on the target stay as they are (a cluster left mixed is realigned with --to).
+    lease.assertHeld('the decision')
+    const seq = await nextSeq(admin, ids, o.store)
+    const decided = await decideCluster(
+      admin,
+      o.store,
+      { pushId: lease.owner, kind: 'rollback', version: to, participants: ids, missed: [], seq },
+      new Set(),
+      () => undefined,
     )
-    const failed = [...done].filter(([, r]) => r.status === 'rejected')
+    if (decided.outcome !== 'commit')
+      throw new StoreError('RO_CONFLICT', `nothing changed: the rollback was not decided: ${decided.reason ?? 'no reason'}`)
+    const failed = [...decided.applied].filter(([, r]) => r.status === 'rejected')
     if (failed.length > 0) {
-      const ok = [...done].filter(([, r]) => r.status === 'fulfilled').map(([id]) => id)
-      await onEveryNode(ok, (id) => admin.node(id).swap(o.store, states.get(id)!.live!))
       throw new StoreError(
         failureCode(failed.map(([, r]) => (r as PromiseRejectedResult).reason)),
-        `rollback failed on ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}; the other nodes were swapped back`,
+        `rollback decided; ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}: those nodes go to version ${to} by themselves once they can (back up, disk space freed)`,
       )
     }
     // The rollback is the cluster's last decision: it replaces the last push's record, so
     // no node takes itself for behind a push that was rolled back.
-    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: ids })
+    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: ids }, seq)
     // Back in the layout of `to`: a stale mark from leaving a later layout is lifted. Nodes
     // outside it stop serving (best effort: one that is down serves nothing anyway, and a
     // client following the layout does not ask it).
@@ -86,16 +104,18 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     await onEveryNode(outside, (id) => admin.node(id).setStale(o.store, `not in the layout of version ${to}: kept as a backup`))
     return { store: o.store, to, nodes: ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })) }
   } finally {
+    await lease.release()
     admin.close()
   }
 }
 
 /**
- * The code of a rollback that failed on some nodes: a full disk or a storage error on a node
- * is said as such (the operator has something to fix there); anything else stays a conflict.
+ * The code of a decided rollback that some nodes could not apply yet: a full disk or a
+ * storage error on a node is said as such (the operator has something to fix there);
+ * otherwise the nodes were unreachable.
  */
-function failureCode(reasons: readonly unknown[]): 'RO_NO_SPACE' | 'RO_IO' | 'RO_CONFLICT' {
+function failureCode(reasons: readonly unknown[]): 'RO_NO_SPACE' | 'RO_IO' | 'RO_UNAVAILABLE' {
   if (reasons.some((r) => isStoreError(r, 'RO_NO_SPACE'))) return 'RO_NO_SPACE'
   if (reasons.some((r) => isStoreError(r, 'RO_IO'))) return 'RO_IO'
-  return 'RO_CONFLICT'
+  return 'RO_UNAVAILABLE'
 }

@@ -2,6 +2,7 @@ import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../commo
 import type { Cluster, ClusterNode } from '../cluster/cluster'
 import type { KeyHasher } from '../formats/store/key-hash'
 import { NodeClient, type NodeReads, type RemoteStoreInfo } from './node-client'
+import { readOneVersion } from './one-version-read'
 import { RespNodeClient } from './resp-node-client'
 import { discoverView, NodeBook, replicasIn, type StoreView } from './store-view'
 
@@ -216,8 +217,9 @@ export class StoreClient {
 
   /**
    * Every key by a view's replicas, one multi-get per node and batch, failing over per
-   * batch; undefined when a key got no answer or the answers came from several versions
-   * (a swap in between): the caller reads again.
+   * node; answers from several versions (a swap in between, or a cluster left split until
+   * its nodes converge) are completed from one version that serves every key. Undefined
+   * when a key got no answer or no version serves them all: the caller reads again.
    */
   private async manyIn(
     view: StoreView,
@@ -225,7 +227,8 @@ export class StoreClient {
     failures: string[],
   ): Promise<{ values: (Buffer | undefined)[]; version: number } | undefined> {
     const out = new Array<Buffer | undefined>(keys.length)
-    const versions = new Set<number>()
+    const versionOf = new Array<number>(keys.length)
+    const nodeVersions = new Map<number, number>()
     const replicas = keys.map((k) => replicasIn(view, k))
     let pending = keys.map((_, i) => i)
     for (let attempt = 0; pending.length > 0 && attempt < view.info.replication; attempt++) {
@@ -238,32 +241,50 @@ export class StoreClient {
       }
       const retry: number[] = []
       await Promise.all(
-        [...byNode].flatMap(([id, idxs]) =>
-          batches(idxs, this.o.batchSize).map(async (batch) => {
-            const node = this.nodeReads(id)
-            try {
-              if (!node) throw new StoreError('RO_UNAVAILABLE', `node ${id}: no address for this transport`)
-              const r = await node.getMany(
-                this.store,
-                batch.map((i) => keys[i]!),
-              )
-              versions.add(r.version)
-              batch.forEach((i, j) => (out[i] = r.values[j]))
-              return
-            } catch (err) {
-              failures.push(this.failedOver(id, err))
-            }
-            retry.push(...batch)
-          }),
-        ),
+        [...byNode].map(async ([id, idxs]) => {
+          try {
+            const r = await this.readBatches(id, keys, idxs)
+            nodeVersions.set(id, r.version)
+            idxs.forEach((i, j) => {
+              out[i] = r.values[j]
+              versionOf[i] = r.version
+            })
+          } catch (err) {
+            failures.push(this.failedOver(id, err))
+            retry.push(...idxs)
+          }
+        }),
       )
       pending = retry
     }
-    if (pending.length > 0 || versions.size !== 1) {
-      if (versions.size > 1) failures.push(`answers from versions ${[...versions].join(', ')}: read again`)
-      return undefined
-    }
-    return { values: out, version: [...versions][0]! }
+    if (pending.length > 0) return undefined
+    const versions = new Set(versionOf)
+    if (versions.size === 1) return { values: out, version: versionOf[0]! }
+    // Answers from several versions: every key again from one version that serves them all.
+    const one = await readOneVersion({ replicas, values: out, versionOf, nodeVersions }, (id, idxs) => this.readBatches(id, keys, idxs))
+    if (!one) failures.push(`answers from versions ${[...versions].join(', ')} and no version serves every key: read again`)
+    return one
+  }
+
+  /** The keys `idxs` from one node, in batches; all from one version (a swap in between throws, so the caller asks elsewhere). */
+  private async readBatches(
+    id: number,
+    keys: readonly (Uint8Array | string)[],
+    idxs: readonly number[],
+  ): Promise<{ version: number; values: (Buffer | undefined)[] }> {
+    const node = this.nodeReads(id)
+    if (!node) throw new StoreError('RO_UNAVAILABLE', `node ${id}: no address for this transport`)
+    const parts = await Promise.all(
+      batches(idxs, this.o.batchSize).map((b) =>
+        node.getMany(
+          this.store,
+          b.map((i) => keys[i]!),
+        ),
+      ),
+    )
+    const version = parts[0]!.version
+    if (parts.some((p) => p.version !== version)) throw new StoreError('RO_UNAVAILABLE', `node ${id} swapped during a multi-get`)
+    return { version, values: parts.flatMap((p) => p.values) }
   }
 
   /** An answer came from another version than the routed one: learn the cluster's again, soon. */

@@ -14,6 +14,7 @@ import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { PeerCheck } from './peer-check'
 import type { PushLocks } from './push-lock'
+import type { PushDecisions } from './push-decisions'
 import type { ReadLimits } from './read-limits'
 import type { RequestBudget } from './request-budget'
 import type { StoreCreation } from './store-creation'
@@ -57,6 +58,8 @@ export interface AppContext extends ReadContext {
   /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */
   readonly storeCreation: StoreCreation
   readonly pushLocks: PushLocks
+  /** Prepares, votes and outcomes of cluster pushes (absent in tests that build a bare context). */
+  readonly decisions?: PushDecisions
   /** The startup check with the peers and self-repair of missed pushes (peer-check.ts). */
   readonly peers?: PeerCheck
   /** Learns other nodes' addresses (`POST /admin/cluster/nodes`); absent: the route answers 404. */

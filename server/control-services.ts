@@ -13,6 +13,8 @@ import type { NodeMetrics } from './metrics'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { PeerCheck } from './peer-check'
 import { PushLocks } from './push-lock'
+import { PushDecisions } from './push-decisions'
+import { PushResolver } from './push-resolver'
 import { StoreCreation } from './store-creation'
 
 /**
@@ -26,6 +28,9 @@ export interface ControlServices {
   readonly fetch: FetchRunner
   readonly peers: PeerCheck
   readonly pushLocks: PushLocks
+  readonly decisions: PushDecisions
+  /** Finishes prepared pushes whose pusher is gone; started after the peer check. */
+  readonly resolver: PushResolver
   readonly storeCreation: StoreCreation
   readonly streamBucket?: TokenBucket
   /** Nodes learned at run time (`POST /admin/cluster/nodes`), kept in the data directory. */
@@ -95,12 +100,26 @@ export function createControlServices(
     graceMs: opts.peerCheckGraceMs,
     selfRepair: opts.selfRepair,
   })
+  const pushLocks = new PushLocks()
+  const decisions = new PushDecisions({ dataDir: dd, log })
+  const resolver = new PushResolver({
+    nodeId: opts.nodeId,
+    cluster: setup.cluster,
+    decisions,
+    locks: pushLocks,
+    adminToken: opts.adminToken,
+    tls: opts.peerTls ?? (opts.tls === undefined ? undefined : {}),
+    log,
+    timeoutMs: opts.peerCheckTimeoutMs,
+  })
   return {
     jobs,
     sources,
     fetch,
     peers,
-    pushLocks: new PushLocks(),
+    pushLocks,
+    decisions,
+    resolver,
     storeCreation: new StoreCreation(dd),
     nodeLearning: new NodeLearning(setup.cluster, opts.dataDir),
     // The peers accept the read token, or the admin token where they take no read token.

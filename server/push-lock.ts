@@ -1,10 +1,18 @@
 import { StoreError } from '../common/errors'
 
+/** What a node tells about a store's push lease (GET /admin/stores/<store>/lock). */
+export interface LeaseView {
+  readonly owner: string
+  readonly expiresAt: string
+  readonly expiresInMs: number
+}
+
 /**
  * Per-store leases that make a cluster push exclusive. A push takes the lease on every
  * node in node order, so two pushes of one store meet at the first node and exactly
- * one proceeds. Leases expire (a push client that died must not block the store
- * forever) and live in memory only: a restarted node has no push in flight.
+ * one proceeds. Leases are short and renewed by the live push (a heartbeat), so a push
+ * whose process died frees the store within one lease; they live in memory only: a
+ * restarted node has no push in flight.
  */
 export class PushLocks {
   private readonly leases = new Map<string, { owner: string; expires: number }>()
@@ -25,6 +33,20 @@ export class PushLocks {
     return { owner, expiresAt: new Date(expires).toISOString() }
   }
 
+  /**
+   * Extends a lease its owner still holds. A lease that was broken, taken by another push
+   * or forgotten by a restart is not taken again: the push has lost its exclusivity and
+   * must learn it (RO_CONFLICT). One that expired untouched is still this owner's.
+   */
+  renew(store: string, owner: string, ttlMs: number): { owner: string; expiresAt: string } {
+    const held = this.leases.get(store)
+    if (!held || held.owner !== owner) {
+      const by = held && held.expires > this.now() ? ` (now held by ${held.owner})` : ''
+      throw new StoreError('RO_CONFLICT', `the lease of ${owner} on store ${store} was lost${by}`)
+    }
+    return this.acquire(store, owner, ttlMs)
+  }
+
   /** Releasing a lease someone else holds is refused; an expired or absent one is a no-op. */
   release(store: string, owner: string): void {
     const held = this.leases.get(store)
@@ -36,8 +58,21 @@ export class PushLocks {
     this.leases.delete(store)
   }
 
+  /** An operator's break: drops the lease whoever holds it; returns the owner it had, if live. */
+  breakLease(store: string): string | undefined {
+    const owner = this.holder(store)
+    this.leases.delete(store)
+    return owner
+  }
+
   holder(store: string): string | undefined {
+    return this.view(store)?.owner
+  }
+
+  view(store: string): LeaseView | undefined {
     const held = this.leases.get(store)
-    return held && held.expires > this.now() ? held.owner : undefined
+    const t = this.now()
+    if (!held || held.expires <= t) return undefined
+    return { owner: held.owner, expiresAt: new Date(held.expires).toISOString(), expiresInMs: held.expires - t }
   }
 }

@@ -78,6 +78,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
   // Listening already (peers asking this node get answers), serving stores only once decided.
   await peers.start()
+  await control.resolver.start()
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: setup.cluster.name,
@@ -99,6 +100,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     closing ??= (async () => {
       shuttingDown = true
       peers.close()
+      control.resolver.close()
       log.info('shutdown-started', {})
       const timeoutMs = opts.drainTimeoutMs ?? 30_000
       // Running jobs are cancelled; one stuck in a long file copy is not waited for past the

@@ -9,12 +9,14 @@ import { isSafeName } from '../formats/store/layout'
  *   DIR/<store>/LIVE           the live version number, replaced atomically
  *   DIR/<store>/STALE          present while the store is marked stale (reads get 503)
  *   DIR/<store>/PUSH           the last cluster push's record: live version, nodes that missed it
+ *   DIR/<store>/DECISION       the push this node prepared for, and its votes and known outcomes
  *   DIR/<store>/.tmp-*         staging (installs, fetches, pointer temp files); removed at startup
  *   DIR/<store>/.trash-*       directories being deleted; removed at startup
  */
 export const LIVE_FILE = 'LIVE'
 export const STALE_FILE = 'STALE'
 export const PUSH_RECORD_FILE = 'PUSH'
+export const DECISION_FILE = 'DECISION'
 export const VERSION_PREFIX = 'version-'
 export const TMP_PREFIX = '.tmp-'
 export const TRASH_PREFIX = '.trash-'

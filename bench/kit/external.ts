@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'chaos' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -63,6 +63,14 @@ export const EXTERNALS: readonly External[] = [
     goals: soakGoals,
   },
   {
+    id: 'chaos',
+    file: 'versions/chaos-bench.js',
+    title: '4h. Push chaos: pushes and rollbacks under random faults (Jepsen-style)',
+    args: (ctx) => (ctx.quick ? ['--quick', '--seed', String(ctx.seed)] : ['--seed', String(ctx.seed)]),
+    timeoutSec: (ctx) => (ctx.quick ? 900 : 3 * 3600),
+    goals: chaosGoals,
+  },
+  {
     id: 'objstore',
     file: 'versions/object-storage-bench.js',
     title: '4f. Object storage: push from S3 vs nginx, build from S3 vs local Parquet',
@@ -81,7 +89,7 @@ export const EXTERNALS: readonly External[] = [
   {
     id: 'hardening',
     file: 'serve/hardening-bench.js',
-    title: '4h. Hardening: memory held by clients that never finish, cost of the index check on misses',
+    title: '4i. Hardening: memory held by clients that never finish, cost of the index check on misses',
     args: (ctx) => (ctx.quick ? ['--quick'] : []),
     timeoutSec: () => 900,
     goals: () => [],
@@ -278,6 +286,15 @@ export function soakGoals(md: string | undefined, reason?: string): GoalRow[] {
   const text = 'Push soak: RssAnon, heap and open files flat after warm-up (issue 19)'
   if (!r) return [goal('push-soak', text, 'flat', `not run: ${reason ?? 'no table'}`, undefined)]
   return [goal('push-soak', text, r[1] ?? 'flat', r[2] ?? '', r[3] === 'met')]
+}
+
+/** The goal row chaos-bench prints (bench/versions/chaos-bench.ts). */
+export function chaosGoals(md: string | undefined, reason?: string): GoalRow[] {
+  const t = md ? parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^push chaos/.test(r[0] ?? ''))) : undefined
+  const r = t?.rows.find((row) => /^push chaos/.test(row[0] ?? ''))
+  const text = 'Push chaos: one version, decided, converged within 30 s, nothing staged left'
+  if (!r) return [goal('push-chaos', text, '0 violations', `not run: ${reason ?? 'no table'}`, undefined)]
+  return [goal('push-chaos', text, r[1] ?? '0 violations', r[2] ?? '', r[3] === 'met')]
 }
 
 /** The goal rows dump-bench prints (bench/versions/dump-bench.ts). */

@@ -4,6 +4,7 @@ import { formatPlan, planPush } from '../../client/push-plan'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption, readToken, readTokenOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
 import { redactCredentials } from '../../common/redact'
+import { StoreError } from '../../common/errors'
 
 export const command = 'push'
 export const describe = 'Fetch a build on every node, then swap it live everywhere (or nowhere)'
@@ -17,6 +18,12 @@ export const builder = (y: Argv) =>
       ...integerOption('allow-failed-nodes'),
       default: 0,
       describe: 'go live when at most this many nodes failed their fetch (below the replication)',
+    })
+    .option('lease', {
+      ...integerOption('lease'),
+      default: 15,
+      describe:
+        'seconds of the push lease on every node, renewed while the push runs (a push whose process died frees the store after this)',
     })
     .option('force', { type: 'boolean', default: false, describe: 'push even an older version than the live one' })
     .option('dry-run', {
@@ -35,6 +42,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     adminToken: adminToken(a['admin-token']),
     readToken: readToken(a),
   }
+  if (a.lease < 2 || a.lease > 3600) throw new StoreError('RO_BAD_OPTION', `--lease must be from 2 to 3600 seconds, got ${a.lease}`)
   if (a['dry-run']) {
     process.stdout.write(`${formatPlan(await planPush(target))}\n`)
     return
@@ -45,6 +53,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     timeoutMs: a.timeout * 1000,
     allowFailedNodes: a['allow-failed-nodes'],
     force: a.force,
+    leaseMs: a.lease * 1000,
     onEvent: progressPrinter(),
   })
   printSummary(result)

@@ -29,6 +29,27 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     }
     if (!n.error && n.versions.length === 0) rows.push([String(n.nodeId), '-', 'no versions', '', '', ''])
   }
+  const pushes = nodes.flatMap((n) => {
+    const d = n.decisions
+    if (!d) return []
+    const p = d.prepared
+    const last = d.decisions[d.decisions.length - 1]
+    const lines: string[] = []
+    if (p)
+      lines.push(
+        `node ${n.nodeId}: ${p.kind} ${p.pushId} of version ${p.version} prepared, ${d.abandoned ? 'abandoned by its pusher: the nodes are deciding it' : 'in progress'}`,
+      )
+    if (last)
+      lines.push(
+        `node ${n.nodeId}: last decision: ${last.pushId} version ${last.version}: ${last.outcome ?? `voted ${last.vote ?? 'nothing'}, undecided`}`,
+      )
+    return lines
+  })
+  const locks = nodes.flatMap((n) =>
+    n.lock
+      ? [`node ${n.nodeId}: locked by ${n.lock.owner} until ${n.lock.expiresAt} (${Math.ceil(n.lock.expiresInMs / 1000)} s left)`]
+      : [],
+  )
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
   process.stdout.write(
     rows
@@ -38,6 +59,8 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
           .join('  ')
           .trimEnd(),
       )
-      .join('\n') + '\n',
+      .join('\n') +
+      '\n' +
+      [...locks, ...pushes].map((l) => `${l}\n`).join(''),
   )
 }

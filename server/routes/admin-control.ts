@@ -44,7 +44,7 @@ export const ADMIN_CONTROL_ROUTES = [
   }),
   controlRoute({
     path: '/admin/stores/:store/lock',
-    methods: ['POST', 'DELETE'],
+    methods: ['GET', 'POST', 'DELETE'],
     access: 'admin',
     op: 'admin_lock',
     handle: (ctx, req, res, p) => pushLock(ctx, p.store, req, res),
@@ -81,14 +81,32 @@ async function stale(ctx: AppContext, store: string, req: IncomingMessage, res: 
   sendJson(res, 200, { store, stale: mark })
 }
 
-/** The lease a cluster push holds on the store while it runs (server/push-lock.ts). */
+/**
+ * The lease a cluster push holds on the store while it runs (server/push-lock.ts): GET
+ * shows it, POST takes it (`renew: true` extends one still held), DELETE releases it, or
+ * breaks it whoever holds it with `{"break": true}` (an operator, for a push that is gone).
+ */
 async function pushLock(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method === 'GET') {
+    const lease = ctx.pushLocks.view(store)
+    sendJson(res, 200, lease ? { store, locked: true, ...lease } : { store, locked: false })
+    return
+  }
   const body = await readJsonObject(req)
-  onlyFields(body, ['owner', 'ttlMs'])
+  if (req.method === 'DELETE' && body['break'] !== undefined) {
+    onlyFields(body, ['break'])
+    if (body['break'] !== true) throw badRequest('break must be true')
+    const broken = ctx.pushLocks.breakLease(store)
+    ctx.log.warn('push-lock-broken', { store, owner: broken ?? null })
+    sendJson(res, 200, { store, locked: false, broken: broken ?? null })
+    return
+  }
+  onlyFields(body, ['owner', 'ttlMs', 'renew'])
   const owner = body['owner']
   if (typeof owner !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(owner))
     throw badRequest('owner must be 1-128 characters of [A-Za-z0-9._:-]')
   if (req.method === 'DELETE') {
+    if (body['ttlMs'] !== undefined || body['renew'] !== undefined) throw badRequest('a release takes only the owner')
     ctx.pushLocks.release(store, owner)
     sendJson(res, 200, { store, locked: false })
     return
@@ -97,5 +115,8 @@ async function pushLock(ctx: AppContext, store: string, req: IncomingMessage, re
   if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > 7 * 24 * 3600_000) {
     throw badRequest('ttlMs must be an integer from 1000 to 604800000')
   }
-  sendJson(res, 200, { store, locked: true, ...ctx.pushLocks.acquire(store, owner, ttl) })
+  const renew = body['renew']
+  if (renew !== undefined && typeof renew !== 'boolean') throw badRequest('renew must be true or false')
+  const lease = renew ? ctx.pushLocks.renew(store, owner, ttl) : ctx.pushLocks.acquire(store, owner, ttl)
+  sendJson(res, 200, { store, locked: true, ...lease })
 }

@@ -100,7 +100,7 @@ async function install(ctx: AppContext, store: string, req: IncomingMessage, res
 
 async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = await readJsonObject(req)
-  onlyFields(body, ['source', 'version', 'maxBytesPerSec', 'swap'])
+  onlyFields(body, ['source', 'version', 'maxBytesPerSec', 'swap', 'lease'])
   if (!ctx.fetch) throw new StoreError('RO_CONFLICT', 'fetching is not available on this node')
   const source = body['source']
   if (typeof source !== 'string' || source.length === 0 || source.length > 4096 || source.includes('\0')) {
@@ -112,25 +112,58 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
     throw badRequest('maxBytesPerSec must be a positive number')
   }
   const swapAfter = boolField(body, 'swap')
+  const lease = body['lease']
+  if (lease !== undefined && (typeof lease !== 'string' || !LEASE_OWNER.test(lease)))
+    throw badRequest('lease must be 1-128 characters of [A-Za-z0-9._:-]')
+  if (lease !== undefined && ctx.pushLocks.holder(store) !== lease)
+    throw new StoreError('RO_CONFLICT', `the push lease ${lease} is not held on store ${store}`)
   if (version !== undefined && ctx.dataDir.get(store)?.versions().includes(version)) {
     throw new StoreError('RO_CONFLICT', `store ${store} already has version ${version}`)
   }
   const runner = ctx.fetch
-  const job = ctx.jobs.start(
-    'fetch',
-    store,
-    async ({ signal, progress }) => {
-      // Validate before the store exists: a refused source creates nothing.
-      await ctx.sources.checkFetchSource(source, signal)
-      return ctx.storeCreation.use(store, async (sv) => {
-        const fetched = await runner({ sv, source, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
-        if (!swapAfter) return fetched
-        return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
-      })
-    },
-    version,
-  )
+  const from: string = source
+  const job = ctx.jobs.start('fetch', store, async (jc) => {
+    const { progress } = jc
+    // A fetch for a push ends with the push's lease: a push whose process died (or whose
+    // lease an operator broke) leaves no download running and no staged copy behind.
+    const watch = lease === undefined ? undefined : watchLease(ctx, store, lease)
+    const signal = watch === undefined ? jc.signal : AbortSignal.any([jc.signal, watch.signal])
+    try {
+      const fetched = await fetchVersion(signal, progress)
+      const v = (fetched as { version?: unknown }).version
+      if (lease !== undefined && typeof v === 'number') ctx.decisions?.noteFetched(store, lease, v)
+      return fetched
+    } finally {
+      watch?.stop()
+    }
+  }, version)
   sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
+
+  async function fetchVersion(signal: AbortSignal, progress: (p: unknown) => void): Promise<unknown> {
+    // Validate before the store exists: a refused source creates nothing.
+    await ctx.sources.checkFetchSource(from, signal)
+    return ctx.storeCreation.use(store, async (sv) => {
+      const fetched = await runner({ sv, source: from, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
+      if (!swapAfter) return fetched
+      return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
+    })
+  }
+}
+
+const LEASE_OWNER = /^[A-Za-z0-9._:-]{1,128}$/
+const LEASE_CHECK_MS = 1000
+
+/** Aborts when `owner` no longer holds the store's push lease (lapsed, broken, or taken). */
+function watchLease(ctx: AppContext, store: string, owner: string): { signal: AbortSignal; stop: () => void } {
+  const lapsed = new AbortController()
+  const timer = setInterval(() => {
+    if (ctx.pushLocks.holder(store) === owner) return
+    ctx.log.warn('fetch-lease-lapsed', { store, owner })
+    lapsed.abort(new StoreError('RO_ABORTED', `the push lease ${owner} on store ${store} lapsed`))
+    clearInterval(timer)
+  }, LEASE_CHECK_MS)
+  timer.unref()
+  return { signal: lapsed.signal, stop: () => clearInterval(timer) }
 }
 
 async function swap(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {

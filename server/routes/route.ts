@@ -4,6 +4,7 @@ import { checkStoreName, parseVersionText } from '../../swapper/versions'
 import type { AppContext, ReadContext } from '../context'
 import { badRequest, decodeNameSegment } from '../http-util'
 import { isJobId } from '../jobs'
+import { isPushId } from '../../swapper/push-decision'
 
 /**
  * One row of the node's route table: its path pattern, methods, who may call it, the
@@ -45,6 +46,8 @@ interface ParamTypes {
   readonly job: string
   /** A positive version number. */
   readonly version: number
+  /** A push id (isPushId). */
+  readonly push: string
   /** The rest of the path, raw: `*key`. */
   readonly key: string
 }
@@ -91,6 +94,11 @@ function parseParam(name: string, segment: string): string | number {
     case 'job': {
       const id = decodeNameSegment(segment)
       if (!isJobId(id)) throw badRequest('invalid job id')
+      return id
+    }
+    case 'push': {
+      const id = decodeNameSegment(segment)
+      if (!isPushId(id)) throw badRequest('invalid push id: 1-128 characters of [A-Za-z0-9._:-]')
       return id
     }
     case 'version': {

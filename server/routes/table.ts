@@ -1,4 +1,5 @@
 import { ADMIN_CONTROL_ROUTES } from './admin-control'
+import { ADMIN_DECISION_ROUTES } from './admin-decisions'
 import { ADMIN_NODE_ROUTES } from './admin-nodes'
 import { ADMIN_PEER_ROUTES } from './admin-peers'
 import { ADMIN_VERSION_ROUTES } from './admin-versions'
@@ -15,6 +16,7 @@ export const ROUTES: readonly Route[] = [
   ...ADMIN_VERSION_ROUTES,
   ...ADMIN_CONTROL_ROUTES,
   ...ADMIN_PEER_ROUTES,
+  ...ADMIN_DECISION_ROUTES,
   ...ADMIN_NODE_ROUTES,
   ...STREAM_ROUTES,
   ...CONSOLE_ROUTES,

@@ -130,6 +130,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   const url = urlOf(bound.host, bound.port, opts.tls !== undefined)
   // Listening already (peers asking this node get answers), serving stores only once decided.
   await peers.start()
+  await services.resolver.start()
   log.info('listening', {
     nodeId: opts.nodeId,
     cluster: setup.cluster.name,
@@ -151,6 +152,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     closing ??= (async () => {
       shuttingDown = true
       peers.close()
+      services.resolver.close()
       log.info('shutdown-started', { workers: setup.workers })
       const timeoutMs = opts.drainTimeoutMs ?? 30_000
       const [workersDrained] = await Promise.all([

@@ -3,7 +3,6 @@ import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
 import { pushStore, type PushResult } from '../../client/push'
-import { rollbackCluster } from '../../client/rollback'
 import { StoreClient } from '../../client/store-client'
 import { clusterVersions } from '../../client/versions'
 import { checksumFile } from '../../formats/store/checksum'
@@ -18,10 +17,10 @@ import { makeTmp } from '../../testkit/tmp'
  * Promise 4 of docs/RELIABILITY.md: pushes are all-or-nothing across a 3-node cluster
  * (replication 2) with faults injected: a node down, a node whose fetch fails (its
  * allow-list refuses the source; what it fetched does not verify), a node whose swap fails
- * (it dies before its pointer flip; its answer is lost after the flip; it dies after the
- * flip), and a source that dies mid-push (and comes back, or not). After each, every node
- * serves the same version, and every key reads back that version's value through the
- * routing client. test/integration/cluster/push.test.ts covers the plain cases (node down,
+ * after the push was decided (it dies before its pointer flip; its answers are lost; it
+ * dies after the flip: it finishes the swap itself), and a source that dies mid-push (and
+ * comes back, or not). After each, every node serves the same version, and every key reads
+ * back that version's value through the routing client. test/integration/cluster/push.test.ts covers the plain cases (node down,
  * node killed mid-fetch, concurrent pushes); this adds the other faults.
  */
 
@@ -43,7 +42,7 @@ const figures = {
   wentLive: 0,
   consistencyChecks: 0,
   keysRead: 0,
-  realignedByOperator: 0,
+  decidedThenFinishedByNodes: 0,
   faults: [] as string[],
 }
 
@@ -127,6 +126,25 @@ function fault(name: string): void {
   figures.faults.push(name)
 }
 
+/** Committed, every node but `id` confirmed its swap; `id` is left to finish by itself. */
+function expectDecidedWithPending(r: PushResult, id: number): void {
+  expect({ status: r.status, states: r.nodes.map((n) => n.state) }).toEqual({
+    status: 'live-with-failures',
+    states: [0, 1, 2].map((n) => (n === id ? 'swap-pending' : 'live')),
+  })
+  figures.decidedThenFinishedByNodes++
+}
+
+/** Every node reaches `v` by itself (no operator action), then the usual checks. */
+async function expectConverged(v: number): Promise<void> {
+  const same = await waitUntil(async () => (await clusterVersions(cluster, STORE, TOKEN)).every((n) => n.live === v), 30_000, 100)
+  expect({ converged: same, lives: (await clusterVersions(cluster, STORE, TOKEN)).map((n) => n.live) }).toEqual({
+    converged: true,
+    lives: [v, v, v],
+  })
+  await expectConsistent(v)
+}
+
 function expectFailed(r: PushResult): void {
   expect(r.status).toBe('failed')
   figures.failedAsExpected++
@@ -168,7 +186,7 @@ afterAll(async () => {
   const f = figures
   reportFigures(
     'push-faults',
-    `push-faults: ${f.pushes} pushes, ${f.faultsInjected} faults injected (${f.faults.join('; ')}), ${f.failedAsExpected} failed as a whole, ${f.wentLive} went live everywhere, ${f.consistencyChecks} consistency checks passed (${f.keysRead} keys read through the routing client); mixed clusters: 0 after each push, except ${f.realignedByOperator} (a node killed after its pointer flip) until the operator's rollback --to`,
+    `push-faults: ${f.pushes} pushes, ${f.faultsInjected} faults injected (${f.faults.join('; ')}), ${f.failedAsExpected} failed as a whole, ${f.wentLive} went live everywhere, ${f.consistencyChecks} consistency checks passed (${f.keysRead} keys read through the routing client); ${f.decidedThenFinishedByNodes} decided pushes finished by the nodes themselves (a node killed in its swap, answers lost); mixed clusters: 0 after each push`,
     f,
   )
 })
@@ -218,46 +236,36 @@ test('a node whose fetched copy does not verify: the push fails, nothing is kept
   await expectConsistent(1)
 })
 
-test('a node that dies in its swap before the pointer flip: the others roll back', async () => {
+test('a node that dies in its swap before the pointer flip: the push is decided, the node swaps itself when it restarts', async () => {
   fault('node 2 killed at swap:opened')
   await nodes[2]!.kill9()
   await startNode(2, { env: { ROSTORE_CRASH_AT: 'swap:opened' } })
   const r = await push(source('v4'))
-  expectFailed(r)
-  expect(r.nodes.find((n) => n.nodeId === 2)?.state).toBe('swap-failed')
-  expect(r.nodes.filter((n) => n.nodeId !== 2).map((n) => n.state)).toEqual(['rolled-back', 'rolled-back'])
+  expectDecidedWithPending(r, 2)
   expect((await nodes[2]!.exited).signal).toBe('SIGKILL')
   await startNode(2)
-  await expectConsistent(1)
+  await expectConverged(4)
 })
 
-test('a node whose swap answer is lost after it swapped: it is swapped back with the others', async () => {
-  fault('node 0 swap answer lost after the swap')
-  proxy.dropAnswers(new RegExp(`^POST /admin/stores/${STORE}/swap `))
+test('a node whose vote and swap answers are lost: the push is decided, the node swapped', async () => {
+  fault('node 0 vote and swap answers lost')
+  const before = proxy.dropped
+  proxy.dropAnswers(new RegExp(`^POST /admin/stores/${STORE}/decisions/`), 2)
   const r = await push(source('v5'))
-  expect(proxy.dropped).toBe(1)
-  expectFailed(r)
-  expect(r.nodes.find((n) => n.nodeId === 0)).toMatchObject({ state: 'swap-failed' })
-  expect(r.nodes.find((n) => n.nodeId === 0)?.error ?? '').not.toMatch(/failed too/)
-  await expectConsistent(1)
+  expect(proxy.dropped - before).toBe(2)
+  expectDecidedWithPending(r, 0)
+  await expectConverged(5)
 })
 
-test('a node that dies in its swap after the pointer flip comes back on the new version; rollback --to realigns the cluster', async () => {
+test('a node that dies in its swap after the pointer flip comes back on the new version, as the others are', async () => {
   fault('node 1 killed at swap:flipped')
   await nodes[1]!.kill9()
   await startNode(1, { env: { ROSTORE_CRASH_AT: 'swap:flipped' } })
   const r = await push(source('v6'))
-  expectFailed(r)
-  expect(r.nodes.find((n) => n.nodeId === 1)?.state).toBe('swap-failed')
+  expectDecidedWithPending(r, 1)
   await nodes[1]!.exited
   await startNode(1)
-  // The flip was durable: node 1 serves 6, the nodes that were rolled back serve 1. The
-  // push said so (swap-failed, with the error); the operator's rollback --to fixes it.
-  expect((await clusterVersions(cluster, STORE, TOKEN)).map((n) => n.live)).toEqual([1, 6, 1])
-  const rb = await rollbackCluster({ cluster, store: STORE, to: 1, adminToken: TOKEN })
-  expect(rb.to).toBe(1)
-  figures.realignedByOperator++
-  await expectConsistent(1)
+  await expectConverged(6)
 })
 
 test('the source dies mid-push and comes back: the fetches resume and the push goes live', async () => {

@@ -126,6 +126,7 @@ test('every setting of the file reaches the node options', async () => {
     workers: (o) => o.workers,
     'max-connections': (o) => o.maxConnections,
     'max-response-bytes': (o) => o.maxResponseBytes,
+    'max-buffered-request-bytes': (o) => o.maxBufferedRequestBytes,
     'send-timeout-ms': (o) => o.sendTimeoutMs,
     'self-repair': (o) => o.selfRepair,
     'peer-check-timeout-ms': (o) => o.peerCheckTimeoutMs,

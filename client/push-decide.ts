@@ -1,0 +1,75 @@
+import { errorMessage, isStoreError } from '../common/errors'
+import { onEveryNode, type ClusterAdmin } from './cluster-admin'
+import type { Outcome, RemotePrepared, RemoteVote } from './node-client'
+import type { PushEvent } from './push-events'
+
+export interface DecideResult {
+  /** null: no majority of the participants answered; they finish it among themselves. */
+  readonly outcome: Outcome | null
+  /** Why the push did not commit, when it did not. */
+  readonly reason?: string
+  /** Each participant's answer to the outcome (applied there: swapped, or cleaned up), when there is one. */
+  readonly applied: ReadonlyMap<number, PromiseSettledResult<RemoteVote>>
+}
+
+/** How long a prepare waits for the nodes to finish the decision of an earlier push whose pusher died. */
+const EARLIER_PUSH_WAIT_MS = 30_000
+
+/**
+ * The decision of a push or rollback (docs/RELIABILITY.md §4): every participant prepares
+ * (it holds the version, verified), then gets the pusher's vote, commit (or abort when a
+ * prepare failed); the outcome is what a majority of the participants' votes say (a vote,
+ * once written, never changes, whoever wrote it first), and is then told to every
+ * participant, which applies it itself: commit swaps, abort drops what was fetched.
+ */
+export async function decideCluster(
+  admin: ClusterAdmin,
+  store: string,
+  p: Omit<RemotePrepared, 'fetched'>,
+  fetchedOn: ReadonlySet<number>,
+  emit: (e: PushEvent) => void,
+): Promise<DecideResult> {
+  const ids = p.participants
+  const prepared = await onEveryNode(ids, (id) => prepareOne(admin, id, store, { ...p, fetched: fetchedOn.has(id) }, emit))
+  const unprepared = [...prepared].filter(([, r]) => r.status === 'rejected')
+  const want: Outcome = unprepared.length === 0 ? 'commit' : 'abort'
+  const why =
+    unprepared.length === 0
+      ? undefined
+      : `prepare failed on ${unprepared.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}`
+  emit({ type: 'step', message: `${p.kind} ${p.pushId}: voting ${want} on ${ids.length} node(s)${why ? ` (${why})` : ''}` })
+  const votes = await onEveryNode(ids, (id) => admin.node(id).vote(store, p.pushId, { vote: want, version: p.version }))
+  const held = [...votes.values()].flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+  const majority = Math.floor(ids.length / 2) + 1
+  const known = held.find((v) => v.outcome !== null)?.outcome ?? null
+  const count = (o: Outcome): number => held.filter((v) => v.vote === o).length
+  const outcome = known ?? (count('commit') >= majority ? 'commit' : count('abort') >= majority ? 'abort' : null)
+  if (outcome === null) {
+    return {
+      outcome,
+      reason: `no majority of the ${ids.length} participant(s) answered the vote (${held.length} did); they decide by themselves once they reach each other`,
+      applied: new Map(),
+    }
+  }
+  emit({ type: 'step', message: `${p.kind} ${p.pushId}: decided ${outcome}; the nodes apply it` })
+  const applied = await onEveryNode(ids, (id) => admin.node(id).vote(store, p.pushId, { vote: outcome, version: p.version, outcome }))
+  return {
+    outcome,
+    ...(outcome === 'abort' ? { reason: why ?? 'the nodes aborted the push (its pusher was taken for gone)' } : {}),
+    applied,
+  }
+}
+
+/** Prepares one node, waiting while it still finishes an earlier push whose pusher died. */
+async function prepareOne(admin: ClusterAdmin, id: number, store: string, p: RemotePrepared, emit: (e: PushEvent) => void): Promise<void> {
+  const until = Date.now() + EARLIER_PUSH_WAIT_MS
+  for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
+    try {
+      return await admin.node(id).prepare(store, p)
+    } catch (err) {
+      if (!isStoreError(err, 'RO_CONFLICT') || !/not decided yet/.test(errorMessage(err)) || Date.now() + pause > until) throw err
+      emit({ type: 'step', message: `node ${id} is finishing an earlier push of ${store}; waiting` })
+      await new Promise((r) => setTimeout(r, pause))
+    }
+  }
+}

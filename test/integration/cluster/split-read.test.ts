@@ -1,0 +1,94 @@
+import { join } from 'node:path'
+import { buildStore } from '../../../builder/engines/local/build-job'
+import { loadCluster, type Cluster } from '../../../cluster/cluster'
+import { ClusterAdmin } from '../../../client/cluster-admin'
+import { pushStore } from '../../../client/push'
+import { StoreClient } from '../../../client/store-client'
+import { clusterVersions } from '../../../client/versions'
+import { writeInput } from '../../../testkit/input-files'
+import { Nginx } from '../../../testkit/nginx'
+import { startCluster, type TestCluster } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/tmp'
+
+/**
+ * A cluster left split (some nodes on one version, some on another, as a push killed in its
+ * swap phase left it before the nodes decided by themselves): a multi-get through the
+ * routing client, over HTTP and RESP, still answers, every key from one version.
+ */
+
+jest.setTimeout(90_000)
+const tmp = makeTmp('rostore-split-read-')
+const TOKEN = 'split-read-token-0123456789'
+const STORE = 'st'
+const KEYS = 3000
+let nodes: TestCluster
+let cluster: Cluster
+let nginx: Nginx
+let admin: ClusterAdmin
+const names = Array.from({ length: KEYS }, (_, i) => `key-${i}`)
+
+async function buildVersion(v: number): Promise<void> {
+  const input = join(tmp.dir, `in-${v}.tsv`)
+  await writeInput(
+    input,
+    'tsv',
+    Array.from({ length: KEYS }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
+  )
+  await buildStore({
+    inputs: [input],
+    format: 'tsv',
+    cluster,
+    store: STORE,
+    output: join(tmp.dir, 'www', `v${v}`),
+    version: v,
+    replication: 2,
+    chunks: 2,
+    workers: 1,
+  })
+}
+
+/** Every value of the multi-get from one version; that version. */
+async function oneVersion(transport: 'http' | 'resp'): Promise<number> {
+  const client = await StoreClient.connect({ cluster, store: STORE, timeoutMs: 5000, transport, batchSize: 400 })
+  try {
+    const values = await client.getMany(names)
+    const versions = new Set(values.map((v) => Number(/^v(\d+)-/.exec(v?.toString() ?? '')?.[1])))
+    expect(versions.size).toBe(1)
+    const v = [...versions][0]!
+    expect(values.filter((val, i) => val?.toString() !== `v${v}-${i}`).length).toBe(0)
+    return v
+  } finally {
+    client.close()
+  }
+}
+
+beforeAll(async () => {
+  nodes = await startCluster({ dir: tmp.dir, nodes: 3, partitionsPerNode: 3, token: TOKEN, resp: true })
+  cluster = await loadCluster(nodes.clusterFile)
+  admin = new ClusterAdmin(cluster, TOKEN)
+  for (const v of [1, 2]) await buildVersion(v)
+  nginx = await Nginx.launch({ root: join(tmp.dir, 'www') })
+  for (const v of [1, 2])
+    expect((await pushStore({ cluster, store: STORE, from: `${nginx.url}/v${v}`, adminToken: TOKEN })).status).toBe('live')
+})
+
+afterAll(async () => {
+  admin?.close()
+  await nodes?.killAll()
+  await nginx?.dispose()
+  tmp.cleanup()
+})
+
+test('one node left behind (nodes 0 and 1 on v2, node 2 on v1): every key from v2', async () => {
+  await admin.node(2).swap(STORE, 1)
+  expect((await clusterVersions(cluster, STORE, TOKEN)).map((n) => n.live)).toEqual([2, 2, 1])
+  expect(await oneVersion('http')).toBe(2)
+  expect(await oneVersion('resp')).toBe(2)
+})
+
+test('one node ahead (node 0 on v2, nodes 1 and 2 on v1): v2 cannot serve every key, so every key from v1', async () => {
+  await admin.node(1).swap(STORE, 1)
+  expect((await clusterVersions(cluster, STORE, TOKEN)).map((n) => n.live)).toEqual([2, 1, 1])
+  expect(await oneVersion('http')).toBe(1)
+  expect(await oneVersion('resp')).toBe(1)
+})
