@@ -122,21 +122,26 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
   }
   const runner = ctx.fetch
   const from: string = source
-  const job = ctx.jobs.start('fetch', store, async (jc) => {
-    const { progress } = jc
-    // A fetch for a push ends with the push's lease: a push whose process died (or whose
-    // lease an operator broke) leaves no download running and no staged copy behind.
-    const watch = lease === undefined ? undefined : watchLease(ctx, store, lease)
-    const signal = watch === undefined ? jc.signal : AbortSignal.any([jc.signal, watch.signal])
-    try {
-      const fetched = await fetchVersion(signal, progress)
-      const v = (fetched as { version?: unknown }).version
-      if (lease !== undefined && typeof v === 'number') ctx.decisions?.noteFetched(store, lease, v)
-      return fetched
-    } finally {
-      watch?.stop()
-    }
-  }, version)
+  const job = ctx.jobs.start(
+    'fetch',
+    store,
+    async (jc) => {
+      const { progress } = jc
+      // A fetch for a push ends with the push's lease: a push whose process died (or whose
+      // lease an operator broke) leaves no download running and no staged copy behind.
+      const watch = lease === undefined ? undefined : watchLease(ctx, store, lease)
+      const signal = watch === undefined ? jc.signal : AbortSignal.any([jc.signal, watch.signal])
+      try {
+        const fetched = await fetchVersion(signal, progress)
+        const v = (fetched as { version?: unknown }).version
+        if (lease !== undefined && typeof v === 'number') ctx.decisions?.noteFetched(store, lease, v)
+        return fetched
+      } finally {
+        watch?.stop()
+      }
+    },
+    version,
+  )
   sendJson(res, 202, job, { Location: `/admin/jobs/${job.id}` })
 
   async function fetchVersion(signal: AbortSignal, progress: (p: unknown) => void): Promise<unknown> {
