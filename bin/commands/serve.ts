@@ -33,6 +33,9 @@ interface ServeArgs {
   'max-connections'?: number
   'max-response-bytes'?: number
   'send-timeout-ms'?: number
+  'headers-timeout-ms'?: number
+  'request-timeout-ms'?: number
+  'keep-alive-timeout-ms'?: number
   'self-repair': boolean
   'peer-check-timeout-ms'?: number
   'peer-check-grace-ms'?: number
@@ -115,6 +118,18 @@ export function builder(y: Argv): Argv<ServeArgs> {
       ...integerOption('send-timeout-ms'),
       describe: 'cut a read response that sends nothing for this long (default 30000)',
     })
+    .option('headers-timeout-ms', {
+      ...integerOption('headers-timeout-ms'),
+      describe: 'close a connection that has not sent its request headers within this long (default 10000)',
+    })
+    .option('request-timeout-ms', {
+      ...integerOption('request-timeout-ms'),
+      describe: 'close a connection that has not sent its whole request within this long (default 30000)',
+    })
+    .option('keep-alive-timeout-ms', {
+      ...integerOption('keep-alive-timeout-ms'),
+      describe: 'close an idle keep-alive connection after this long (default 5000)',
+    })
     .option('self-repair', {
       type: 'boolean',
       default: true,
@@ -178,6 +193,14 @@ export function builder(y: Argv): Argv<ServeArgs> {
         throw new StoreError('RO_BAD_OPTION', `--resp-max-clients must be a positive integer, got ${a['resp-max-clients']}`)
       if (a['resp-idle-timeout-ms'] !== undefined && (!Number.isSafeInteger(a['resp-idle-timeout-ms']) || a['resp-idle-timeout-ms'] < 0))
         throw new StoreError('RO_BAD_OPTION', `--resp-idle-timeout-ms must be a non-negative integer, got ${a['resp-idle-timeout-ms']}`)
+      for (const name of ['headers-timeout-ms', 'request-timeout-ms', 'keep-alive-timeout-ms'] as const) {
+        const v = a[name]
+        if (v !== undefined && (!Number.isSafeInteger(v) || v < 1))
+          throw new StoreError('RO_BAD_OPTION', `--${name} must be a positive integer, got ${v}`)
+      }
+      // node:http refuses a headers timeout longer than the request timeout.
+      if ((a['headers-timeout-ms'] ?? 10_000) > (a['request-timeout-ms'] ?? 30_000))
+        throw new StoreError('RO_BAD_OPTION', '--headers-timeout-ms must not exceed --request-timeout-ms')
       return true
     }) as unknown as Argv<ServeArgs>
 }
@@ -250,6 +273,11 @@ export async function handler(argv: ArgumentsCamelCase<ServeArgs>): Promise<void
       maxConnections: argv['max-connections'],
       maxResponseBytes: argv['max-response-bytes'],
       sendTimeoutMs: argv['send-timeout-ms'],
+      timeouts: {
+        headersMs: argv['headers-timeout-ms'],
+        requestMs: argv['request-timeout-ms'],
+        keepAliveMs: argv['keep-alive-timeout-ms'],
+      },
       selfRepair: argv['self-repair'],
       peerCheckTimeoutMs: argv['peer-check-timeout-ms'],
       peerCheckGraceMs: argv['peer-check-grace-ms'],

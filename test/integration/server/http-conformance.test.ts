@@ -1,0 +1,431 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { encodeKeys, encodeValues } from '../../../formats/wire/multiget'
+import { makeNodeDir } from '../../../testkit/make-store'
+import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
+import { headerOf, rawExchange, RawHttpConnection, type RawResponse } from '../../../testkit/raw-http'
+import { makeTmp } from '../../../testkit/tmp'
+
+/**
+ * HTTP/1.1 conformance of the read path, byte for byte over raw sockets: pipelining,
+ * request body framings, Expect: 100-continue, HEAD, percent-encoded keys, oversized
+ * headers, slow senders, clients that stop reading, keep-alive and HTTP/1.0.
+ * Each entry of READ_PATHS is a way of starting a node whose reads must behave the same;
+ * a second HTTP read path is added here as one more entry.
+ */
+
+interface ReadPath {
+  readonly name: string
+  readonly workers: number
+  readonly extraArgs: readonly string[]
+}
+
+const READ_PATHS: readonly ReadPath[] = [{ name: 'node:http', workers: 1, extraArgs: [] }]
+
+jest.setTimeout(60_000)
+
+const TOKEN = 'conformance-admin-token-3f9a1c'
+const STORE = 'conf'
+/** Values of MiB size, in their own store so their access-log lines are told apart. */
+const BIG_STORE = 'big'
+const MIB = 1 << 20
+const TIMEOUT_ARGS = ['--headers-timeout-ms', '1500', '--request-timeout-ms', '3000', '--keep-alive-timeout-ms', '3000']
+const SEND_TIMEOUT_MS = 1000
+
+const VALUES: Record<string, string> = {
+  k1: 'value-one',
+  k2: 'value-two',
+  k3: 'value-three',
+  'a/b': 'slash',
+  'a b': 'space',
+  '€uro': 'euro-sign',
+  '100%': 'percent',
+  'a+b': 'plus',
+}
+const big = Buffer.alloc(MIB, 0x61)
+const huge = Buffer.alloc(16 * MIB, 0x62)
+
+const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: node\r\n${extra}\r\n`
+const keyPath = (key: string): string => `/stores/${STORE}/keys/${key}`
+const multiGet = (body: Buffer, extra = ''): Buffer =>
+  Buffer.concat([
+    Buffer.from(`POST /stores/${STORE}/multi-get HTTP/1.1\r\nHost: node\r\nContent-Length: ${body.length}\r\n${extra}\r\n`),
+    body,
+  ])
+/** Headers of a response without the ones that change with the clock. */
+const stable = (r: RawResponse): (readonly [string, string])[] => r.headers.filter(([n]) => n !== 'date')
+const expectValue = (r: RawResponse, value: string): void => {
+  expect({ status: r.status, body: r.body.toString('utf8'), length: headerOf(r, 'content-length') }).toEqual({
+    status: 200,
+    body: value,
+    length: String(Buffer.byteLength(value)),
+  })
+}
+
+/** Resident memory figures of a process, in bytes (Linux /proc). */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024
+  return { rss: kib('VmRSS'), peak: kib('VmHWM') }
+}
+
+describe.each(READ_PATHS)('HTTP conformance: $name', (path) => {
+  const tmp = makeTmp('rostore-http-conf-')
+  let node: NodeProcess
+
+  beforeAll(async () => {
+    const src = join(tmp.dir, 'src')
+    await makeNodeDir(join(src, STORE), Object.entries(VALUES), { store: STORE })
+    await makeNodeDir(
+      join(src, BIG_STORE),
+      [
+        ['big', big],
+        ['huge', huge],
+      ],
+      { store: BIG_STORE, chunks: 1 },
+    )
+    node = await startSingleNode({
+      dir: tmp.dir,
+      token: TOKEN,
+      workers: path.workers,
+      extraArgs: ['--access-log', '--send-timeout-ms', String(SEND_TIMEOUT_MS), ...TIMEOUT_ARGS, ...path.extraArgs],
+    })
+    await node.install(STORE, join(src, STORE), { swap: true })
+    await node.install(BIG_STORE, join(src, BIG_STORE), { swap: true })
+  })
+
+  afterAll(async () => {
+    if (node?.running) await node.kill9()
+    tmp.cleanup()
+  })
+
+  /** A fresh connection still gets a right answer: the node is healthy. */
+  async function expectHealthy(): Promise<void> {
+    expectValue(await rawExchange(node.port, get(keyPath('k1'))), VALUES['k1'] as string)
+  }
+
+  test('pipelined GETs in one write are answered in order on one connection', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    const keys = ['k3', 'k1', 'missing', 'k2', 'k1']
+    c.write(keys.map((k) => get(keyPath(k))).join(''))
+    for (const k of keys) {
+      const r = await c.read()
+      if (k === 'missing') expect({ status: r.status, body: r.body.length }).toEqual({ status: 404, body: 0 })
+      else expectValue(r, VALUES[k] as string)
+      expect(headerOf(r, 'connection')).toBe('keep-alive')
+    }
+    expect(c.unread().length).toBe(0)
+    expect(c.isEnded).toBe(false)
+    c.destroy()
+  })
+
+  test('pipelined GET, multi-get, GET in one write: three answers in order', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    const body = encodeKeys(['k2', 'nope', 'a/b'])
+    c.write(Buffer.concat([Buffer.from(get(keyPath('k1'))), multiGet(body), Buffer.from(get(keyPath('k3')))]))
+    expectValue(await c.read(), VALUES['k1'] as string)
+    const m = await c.read()
+    expect(m.status).toBe(200)
+    expect(headerOf(m, 'x-rostore-keys')).toBe('3')
+    expect(m.body).toEqual(encodeValues([Buffer.from('value-two'), undefined, Buffer.from('slash')]))
+    expectValue(await c.read(), VALUES['k3'] as string)
+    expect(c.unread().length).toBe(0)
+    c.destroy()
+  })
+
+  test('a malformed request pipelined after valid ones is answered 400 after their answers, then the connection closes', async () => {
+    // The multi-get of 3 MiB goes out window by window, so the parse error comes while it is in flight.
+    const body = encodeKeys(['big', 'big', 'big'])
+    const c = await RawHttpConnection.open(node.port)
+    c.write(
+      Buffer.concat([
+        Buffer.from(`POST /stores/${BIG_STORE}/multi-get HTTP/1.1\r\nHost: node\r\nContent-Length: ${body.length}\r\n\r\n`),
+        body,
+        Buffer.from(get(keyPath('k1'))),
+        Buffer.from('NOT HTTP AT ALL\r\n\r\n'),
+      ]),
+    )
+    const m = await c.read()
+    expect(m.status).toBe(200)
+    // Buffer.equals: jest's deep equality walks a 3 MiB buffer byte by byte, for seconds.
+    expect(m.body.length).toBe(3 * (4 + MIB))
+    expect(m.body.equals(encodeValues([big, big, big]))).toBe(true)
+    expectValue(await c.read(), VALUES['k1'] as string)
+    const bad = await c.read()
+    expect(bad.raw.toString('latin1')).toBe('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+    await c.waitClosed()
+    expect(c.unread().length).toBe(0)
+  })
+
+  test('multi-get: a chunked body (several chunks, extensions, a trailer) gets the answer a Content-Length body gets', async () => {
+    const body = encodeKeys(['k1', 'absent', '€uro', 'k2', '100%'])
+    const expected = encodeValues([
+      Buffer.from('value-one'),
+      undefined,
+      Buffer.from('euro-sign'),
+      Buffer.from('value-two'),
+      Buffer.from('percent'),
+    ])
+    const plain = await rawExchange(node.port, multiGet(body))
+    expect(plain.status).toBe(200)
+    expect(plain.body).toEqual(expected)
+    // Chunks cut inside a length prefix and inside a key, with extensions and a trailer.
+    const cuts = [0, 2, 7, 8, 20, body.length]
+    const chunks = cuts.slice(1).map((end, i) => body.subarray(cuts[i], end))
+    const framed = Buffer.concat([
+      Buffer.from(`POST /stores/${STORE}/multi-get HTTP/1.1\r\nHost: node\r\nTransfer-Encoding: chunked\r\n\r\n`),
+      ...chunks.flatMap((chunk, i) => [
+        Buffer.from(`${chunk.length.toString(16)}${i % 2 === 0 ? ';ext=1' : ';name="quoted";x'}\r\n`),
+        chunk,
+        Buffer.from('\r\n'),
+      ]),
+      Buffer.from('0\r\nX-Trailer: done\r\n\r\n'),
+    ])
+    const c = await RawHttpConnection.open(node.port)
+    c.write(Buffer.concat([framed, Buffer.from(get(keyPath('k3')))]))
+    const chunked = await c.read()
+    expect({ status: chunked.status, headers: stable(chunked) }).toEqual({ status: plain.status, headers: stable(plain) })
+    expect(chunked.body).toEqual(expected)
+    // The connection goes on after a chunked request: the pipelined GET is answered.
+    expectValue(await c.read(), VALUES['k3'] as string)
+    c.destroy()
+  })
+
+  test('multi-get: Content-Length and Transfer-Encoding together are refused with 400 and the connection closed', async () => {
+    // RFC 9112 6.3: such a message may be a smuggling attempt; answering and closing is required.
+    const body = encodeKeys(['k1'])
+    const c = await RawHttpConnection.open(node.port)
+    c.write(
+      Buffer.concat([
+        Buffer.from(
+          `POST /stores/${STORE}/multi-get HTTP/1.1\r\nHost: node\r\nContent-Length: ${body.length + 5}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        ),
+        Buffer.from(`${body.length.toString(16)}\r\n`),
+        body,
+        Buffer.from('\r\n0\r\n\r\n'),
+      ]),
+    )
+    const r = await c.read()
+    expect({ status: r.status, connection: headerOf(r, 'connection') }).toEqual({ status: 400, connection: 'close' })
+    await c.waitClosed()
+    await expectHealthy()
+  })
+
+  test('Expect: 100-continue on a multi-get: 100 Continue, then the answer', async () => {
+    const body = encodeKeys(['k2', 'k1'])
+    const c = await RawHttpConnection.open(node.port)
+    c.write(`POST /stores/${STORE}/multi-get HTTP/1.1\r\nHost: node\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
+    const interim = await c.read()
+    expect(interim.raw.toString('latin1')).toBe('HTTP/1.1 100 Continue\r\n\r\n')
+    c.write(body)
+    const r = await c.read()
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual(encodeValues([Buffer.from('value-two'), Buffer.from('value-one')]))
+    // Nothing else was sent (no second interim response), and the connection is kept.
+    expect(c.unread().length).toBe(0)
+    c.write(get(keyPath('k3')))
+    expectValue(await c.read(), VALUES['k3'] as string)
+    c.destroy()
+  })
+
+  test('an expectation other than 100-continue: 417, the request is not run', async () => {
+    const r = await rawExchange(node.port, get(keyPath('k1'), 'Expect: something-else\r\n'))
+    expect({ status: r.status, body: r.body.length }).toEqual({ status: 417, body: 0 })
+  })
+
+  test('HEAD of a key: the headers of GET with no body, and the next pipelined request is answered', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    const headOf = (key: string): string => `HEAD ${keyPath(key)} HTTP/1.1\r\nHost: node\r\n\r\n`
+    c.write(headOf('k2') + get(keyPath('k2')) + headOf('missing') + get(keyPath('k1')))
+    const head = await c.read({ head: true })
+    const full = await c.read()
+    expect(head.status).toBe(200)
+    expect(stable(head)).toEqual(stable(full))
+    expect(headerOf(head, 'content-length')).toBe(String('value-two'.length))
+    expect(head.body.length).toBe(0)
+    expectValue(full, 'value-two')
+    const absent = await c.read({ head: true })
+    expect({ status: absent.status, length: headerOf(absent, 'content-length') }).toEqual({ status: 404, length: '0' })
+    // Had HEAD sent a body, these bytes would start with it instead of a status line.
+    expect(c.unread().subarray(0, 9).toString('latin1')).toBe('HTTP/1.1 ')
+    expectValue(await c.read(), VALUES['k1'] as string)
+    c.destroy()
+  })
+
+  test('percent-encoded keys read the right values', async () => {
+    const cases: [string, string][] = [
+      ['a%2Fb', 'slash'],
+      ['a%2fb', 'slash'],
+      ['a/b', 'slash'],
+      ['a%20b', 'space'],
+      ['%E2%82%ACuro', 'euro-sign'],
+      ['%e2%82%acuro', 'euro-sign'],
+      ['100%25', 'percent'],
+      ['a+b', 'plus'],
+      ['a%2Bb', 'plus'],
+      ['%6B%31', 'value-one'],
+    ]
+    const c = await RawHttpConnection.open(node.port)
+    c.write(cases.map(([k]) => get(keyPath(k))).join(''))
+    for (const [key, value] of cases) {
+      const r = await c.read()
+      expect({ key, status: r.status, body: r.body.toString('utf8') }).toEqual({ key, status: 200, body: value })
+    }
+    c.destroy()
+  })
+
+  test('malformed escapes: 400 RO_BAD_REQUEST and the connection stays usable', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    for (const bad of ['%zz', 'k%2', 'k%', '%G1', '100%']) {
+      c.write(get(keyPath(bad)) + get(keyPath('k1')))
+      const r = await c.read()
+      expect({ bad, status: r.status, connection: headerOf(r, 'connection') }).toEqual({ bad, status: 400, connection: 'keep-alive' })
+      expect(JSON.parse(r.body.toString('utf8'))).toMatchObject({ error: { code: 'RO_BAD_REQUEST' } })
+      expectValue(await c.read(), VALUES['k1'] as string)
+    }
+    expect(c.isEnded).toBe(false)
+    c.destroy()
+  })
+
+  test('a raw (not percent-encoded) UTF-8 byte in the request target: 400 from the parser, connection closed', async () => {
+    // RFC 3986 allows only ASCII in a URI; node's parser refuses the request line itself.
+    const c = await RawHttpConnection.open(node.port)
+    c.write(Buffer.concat([Buffer.from(`GET /stores/${STORE}/keys/`), Buffer.from('€uro'), Buffer.from(' HTTP/1.1\r\nHost: node\r\n\r\n')]))
+    const r = await c.read()
+    expect(r.raw.toString('latin1')).toBe('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+    await c.waitClosed()
+    await expectHealthy()
+  })
+
+  test('oversized headers: 431 and the connection closed; the node stays healthy', async () => {
+    // Headers are bounded at 1 MiB + 64 KiB in total (docs/API.md, limits).
+    const c = await RawHttpConnection.open(node.port)
+    c.write(get(keyPath('k1'), `X-Big: ${'a'.repeat(MIB + 128 * 1024)}\r\n`))
+    const closed = await c.waitClosed()
+    // The node answers and closes while the rest of the headers is still arriving, so the
+    // close may come as a reset; what did arrive is exactly the 431.
+    expect(c.received).toBeGreaterThan(0)
+    expect(c.unread().toString('latin1')).toBe(
+      'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+    )
+    expect([undefined, 'ECONNRESET', 'EPIPE']).toContain(closed.error)
+    await expectHealthy()
+  })
+
+  test('a client sending one byte a second is closed by the headers timeout (408) while others are served', async () => {
+    const loris = await RawHttpConnection.open(node.port)
+    loris.write(`GET ${keyPath('k1')} HTTP/1.1\r\nHost: node\r\nX-Slow: `)
+    let sent = 0
+    // One byte a second, at most 30: the headers timeout (1.5 s) must end it long before.
+    const trickle = setInterval(() => {
+      if (loris.isEnded || sent >= 30) return clearInterval(trickle)
+      loris.write('a')
+      sent++
+    }, 1000)
+    try {
+      // Other clients are served meanwhile, on new connections.
+      for (let i = 0; i < 3; i++) await expectHealthy()
+      await loris.waitClosed(20_000)
+    } finally {
+      clearInterval(trickle)
+    }
+    expect(sent).toBeLessThan(30)
+    expect(loris.unread().toString('latin1')).toBe('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+    await expectHealthy()
+  })
+
+  test('a client that stops reading a large answer is cut by the send timeout; memory stays bounded; others are served', async () => {
+    // The serving processes: the node itself, or its workers.
+    const pids = path.workers > 1 ? [...node.workerPids().values()] : [node.pid]
+    const before = pids.map(memoryOf)
+    // Four multi-gets of 48 MiB each (one 1 MiB value named 48 times) and one 16 MiB GET,
+    // none read: held whole, they would cost the node over 200 MiB.
+    const stalled: RawHttpConnection[] = []
+    for (let i = 0; i < 4; i++) {
+      const c = await RawHttpConnection.open(node.port)
+      c.socket.pause()
+      c.write(
+        Buffer.concat([
+          Buffer.from(`POST /stores/${BIG_STORE}/multi-get HTTP/1.1\r\nHost: node\r\nContent-Length: ${48 * 7}\r\n\r\n`),
+          encodeKeys(Array.from({ length: 48 }, () => 'big')),
+        ]),
+      )
+      stalled.push(c)
+    }
+    const single = await RawHttpConnection.open(node.port)
+    single.socket.pause()
+    single.write(get(`/stores/${BIG_STORE}/keys/huge`))
+    stalled.push(single)
+    // The node logs each request as its connection closes: wait for all five.
+    let cut = 0
+    const allCut = node.waitForEvent((e) => e['event'] === 'request' && e['store'] === BIG_STORE && ++cut === stalled.length, 30_000)
+    await expectHealthy()
+    await allCut
+    await expectHealthy()
+    const grown = pids.map((pid, i) => memoryOf(pid).peak - (before[i]?.rss ?? 0)).reduce((a, b) => a + Math.max(0, b), 0)
+    // Each stalled request holds about one read window, plus the mapped value it reads.
+    expect(grown).toBeLessThan(64 * MIB)
+    for (const [i, c] of stalled.entries()) {
+      c.socket.resume()
+      await c.waitClosed()
+      const full = i < 4 ? 48 * (4 + MIB) : huge.length
+      // The answer stopped short: the client got a prefix of it and then the end of the connection.
+      expect(c.received).toBeGreaterThan(0)
+      expect(c.received).toBeLessThan(full)
+      expect(c.unread().subarray(0, 15).toString('latin1')).toBe('HTTP/1.1 200 OK')
+    }
+  })
+
+  test('Connection: close is honoured: the answer says so and the connection is closed after it', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    c.write(get(keyPath('k1'), 'Connection: close\r\n') + get(keyPath('k2')))
+    const r = await c.read()
+    expectValue(r, VALUES['k1'] as string)
+    expect(headerOf(r, 'connection')).toBe('close')
+    await c.waitClosed()
+    // The request pipelined after it is not answered.
+    expect(c.unread().length).toBe(0)
+  })
+
+  test('a multi-get with Connection: close and a request pipelined after it: the answer, then the end of the connection', async () => {
+    // RFC 9112 9.6: nothing after a close request is processed; the client retries it elsewhere.
+    const body = encodeKeys(['k1', 'k2'])
+    const c = await RawHttpConnection.open(node.port)
+    c.write(Buffer.concat([multiGet(body, 'Connection: close\r\n'), Buffer.from(get(keyPath('k3')))]))
+    const r = await c.read()
+    expect({ status: r.status, connection: headerOf(r, 'connection') }).toEqual({ status: 200, connection: 'close' })
+    expect(r.body).toEqual(encodeValues([Buffer.from('value-one'), Buffer.from('value-two')]))
+    await c.waitClosed()
+    expect(c.unread().length).toBe(0)
+  })
+
+  test('HTTP/1.0 without keep-alive: answered, then closed; with keep-alive: kept', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    c.write(`GET ${keyPath('k1')} HTTP/1.0\r\n\r\n`)
+    const r = await c.read()
+    // A server answers with its own version (RFC 9110 2.5): HTTP/1.1 to a 1.0 request.
+    expect(r.version).toBe('HTTP/1.1')
+    expectValue(r, VALUES['k1'] as string)
+    expect(headerOf(r, 'connection')).toBe('close')
+    await c.waitClosed()
+    expect(c.unread().length).toBe(0)
+
+    const k = await RawHttpConnection.open(node.port)
+    k.write(`GET ${keyPath('k2')} HTTP/1.0\r\nConnection: keep-alive\r\n\r\n`)
+    const first = await k.read()
+    expectValue(first, VALUES['k2'] as string)
+    expect(headerOf(first, 'connection')).toBe('keep-alive')
+    k.write(`GET ${keyPath('k3')} HTTP/1.0\r\nConnection: keep-alive\r\n\r\n`)
+    expectValue(await k.read(), VALUES['k3'] as string)
+    k.destroy()
+  })
+
+  test('an idle keep-alive connection is closed by the keep-alive timeout', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    c.write(get(keyPath('k1')))
+    const r = await c.read()
+    expect(headerOf(r, 'keep-alive')).toBe('timeout=3')
+    await c.waitClosed(20_000)
+    expect(c.unread().length).toBe(0)
+  })
+})
