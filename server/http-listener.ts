@@ -40,22 +40,26 @@ export function createHttpServer(
 
 /**
  * Answers what the parser refuses (malformed requests, oversized headers, timeouts), in
- * order: a pipelined request's error waits for the responses before it, which would
- * otherwise be cut or preceded by it. Data after a `Connection: close` request is no
+ * order: an error after pipelined requests waits for their responses, which it would
+ * otherwise cut or precede. A request still receiving its body when the error comes is
+ * the one in error and waits for nothing. Data after a `Connection: close` request is no
  * request (RFC 9112 9.6): it gets no answer, the connection just ends after the response,
  * so a client retries what it pipelined.
  */
 function answerClientErrors(server: NodeServer): void {
-  const unfinished = new WeakMap<Socket, number>()
+  /** Requests of each connection whose responses are not finished. */
+  const open = new WeakMap<Socket, Set<IncomingMessage>>()
   const deferred = new WeakMap<Socket, () => void>()
+  const waitedFor = (socket: Socket): number => [...(open.get(socket) ?? [])].filter((r) => r.complete).length
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket
-    unfinished.set(socket, (unfinished.get(socket) ?? 0) + 1)
+    let reqs = open.get(socket)
+    if (!reqs) open.set(socket, (reqs = new Set()))
+    reqs.add(req)
     res.once('close', () => {
-      const left = (unfinished.get(socket) ?? 1) - 1
-      unfinished.set(socket, left)
+      reqs.delete(req)
       const answer = deferred.get(socket)
-      if (left > 0 || !answer) return
+      if (!answer || waitedFor(socket) > 0) return
       deferred.delete(socket)
       answer()
     })
@@ -78,7 +82,7 @@ function answerClientErrors(server: NodeServer): void {
       const text = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
       socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
     }
-    if ((unfinished.get(socket) ?? 0) > 0) deferred.set(socket, answer)
+    if (waitedFor(socket) > 0) deferred.set(socket, answer)
     else answer()
   })
 }

@@ -199,8 +199,10 @@ export function builder(y: Argv): Argv<ServeArgs> {
           throw new StoreError('RO_BAD_OPTION', `--${name} must be a positive integer, got ${v}`)
       }
       // node:http refuses a headers timeout longer than the request timeout.
-      if ((a['headers-timeout-ms'] ?? 10_000) > (a['request-timeout-ms'] ?? 30_000))
-        throw new StoreError('RO_BAD_OPTION', '--headers-timeout-ms must not exceed --request-timeout-ms')
+      const headersMs = a['headers-timeout-ms'] ?? 10_000
+      const requestMs = a['request-timeout-ms'] ?? 30_000
+      if (headersMs > requestMs)
+        throw new StoreError('RO_BAD_OPTION', `--headers-timeout-ms (${headersMs}) must not exceed --request-timeout-ms (${requestMs})`)
       return true
     }) as unknown as Argv<ServeArgs>
 }

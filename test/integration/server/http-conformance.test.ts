@@ -211,6 +211,16 @@ describe.each(READ_PATHS)('HTTP conformance: $name', (path) => {
     await expectHealthy()
   })
 
+  test('multi-get: a broken chunk size is answered 400 at once, after the answer pipelined before it', async () => {
+    // The request in error is still receiving its body: its 400 waits for nothing but the GET before it.
+    const c = await RawHttpConnection.open(node.port)
+    c.write(get(keyPath('k2')) + `POST /stores/${STORE}/multi-get HTTP/1.1\r\nHost: node\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxx\r\n`)
+    expectValue(await c.read(), VALUES['k2'] as string)
+    const r = await c.read()
+    expect(r.raw.toString('latin1')).toBe('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+    await c.waitClosed()
+  })
+
   test('Expect: 100-continue on a multi-get: 100 Continue, then the answer', async () => {
     const body = encodeKeys(['k2', 'k1'])
     const c = await RawHttpConnection.open(node.port)
@@ -246,8 +256,7 @@ describe.each(READ_PATHS)('HTTP conformance: $name', (path) => {
     expectValue(full, 'value-two')
     const absent = await c.read({ head: true })
     expect({ status: absent.status, length: headerOf(absent, 'content-length') }).toEqual({ status: 404, length: '0' })
-    // Had HEAD sent a body, these bytes would start with it instead of a status line.
-    expect(c.unread().subarray(0, 9).toString('latin1')).toBe('HTTP/1.1 ')
+    // Had HEAD sent a body, the next read would find it where a status line must be, and throw.
     expectValue(await c.read(), VALUES['k1'] as string)
     c.destroy()
   })
@@ -303,11 +312,11 @@ describe.each(READ_PATHS)('HTTP conformance: $name', (path) => {
     c.write(get(keyPath('k1'), `X-Big: ${'a'.repeat(MIB + 128 * 1024)}\r\n`))
     const closed = await c.waitClosed()
     // The node answers and closes while the rest of the headers is still arriving, so the
-    // close may come as a reset; what did arrive is exactly the 431.
-    expect(c.received).toBeGreaterThan(0)
-    expect(c.unread().toString('latin1')).toBe(
-      'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
-    )
+    // close may come as a reset (which can even overtake the answer); what did arrive is
+    // exactly the 431.
+    const got = c.unread().toString('latin1')
+    const answer = 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'
+    expect(got === answer || (got === '' && closed.error === 'ECONNRESET')).toBe(true)
     expect([undefined, 'ECONNRESET', 'EPIPE']).toContain(closed.error)
     await expectHealthy()
   })
