@@ -10,8 +10,9 @@ import { makeTmp } from '../../../testkit/tmp'
  * HTTP/1.1 conformance of the read path, byte for byte over raw sockets: pipelining,
  * request body framings, Expect: 100-continue, HEAD, percent-encoded keys, oversized
  * headers, slow senders, clients that stop reading, keep-alive and HTTP/1.0.
- * Each entry of READ_PATHS is a way of starting a node whose reads must behave the same;
- * a second HTTP read path is added here as one more entry.
+ * Each entry of READ_PATHS is a way of starting a node whose reads must behave the same
+ * (today node:http, in one process and in workers sharing the port); another HTTP read
+ * path is added here as one more entry.
  */
 
 interface ReadPath {
@@ -20,7 +21,10 @@ interface ReadPath {
   readonly extraArgs: readonly string[]
 }
 
-const READ_PATHS: readonly ReadPath[] = [{ name: 'node:http', workers: 1, extraArgs: [] }]
+const READ_PATHS: readonly ReadPath[] = [
+  { name: 'node:http', workers: 1, extraArgs: [] },
+  { name: 'node:http, 2 workers', workers: 2, extraArgs: [] },
+]
 
 jest.setTimeout(60_000)
 
@@ -346,6 +350,7 @@ describe.each(READ_PATHS)('HTTP conformance: $name', (path) => {
   test('a client that stops reading a large answer is cut by the send timeout; memory stays bounded; others are served', async () => {
     // The serving processes: the node itself, or its workers.
     const pids = path.workers > 1 ? [...node.workerPids().values()] : [node.pid]
+    expect(pids.length).toBe(path.workers)
     const before = pids.map(memoryOf)
     // Four multi-gets of 48 MiB each (one 1 MiB value named 48 times) and one 16 MiB GET,
     // none read: held whole, they would cost the node over 200 MiB.
