@@ -90,6 +90,17 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
     describe:
       'request bytes each serving process holds at once for unfinished requests (multi-get bodies, RESP commands); past it they get RO_BUSY (default 67108864)',
   },
+  {
+    name: 'headers-timeout-ms',
+    kind: 'integer',
+    describe: 'close a connection that has not sent its request headers within this long (default 10000)',
+  },
+  {
+    name: 'request-timeout-ms',
+    kind: 'integer',
+    describe: 'close a connection that has not sent its whole request within this long (default 30000)',
+  },
+  { name: 'keep-alive-timeout-ms', kind: 'integer', describe: 'close an idle keep-alive connection after this long (default 5000)' },
   { name: 'send-timeout-ms', kind: 'integer', describe: 'cut a read response that sends nothing for this long (default 30000)' },
   {
     name: 'self-repair',

@@ -31,6 +31,9 @@ export interface ServeArgs {
   'max-connections'?: number
   'max-response-bytes'?: number
   'max-buffered-request-bytes'?: number
+  'headers-timeout-ms'?: number
+  'request-timeout-ms'?: number
+  'keep-alive-timeout-ms'?: number
   'send-timeout-ms'?: number
   'self-repair': boolean
   'peer-check-timeout-ms'?: number
@@ -109,6 +112,16 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
   const certFile = argv['tls-cert']
   const keyFile = argv['tls-key']
   const tls = certFile !== undefined && keyFile !== undefined ? await loadTlsFiles(certFile, keyFile) : undefined
+  for (const name of ['headers-timeout-ms', 'request-timeout-ms', 'keep-alive-timeout-ms'] as const) {
+    const v = argv[name]
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1))
+      throw new StoreError('RO_BAD_OPTION', `--${name} must be a positive integer, got ${v}`)
+  }
+  // node:http refuses a headers timeout longer than the request timeout.
+  const headersMs = argv['headers-timeout-ms'] ?? 10_000
+  const requestMs = argv['request-timeout-ms'] ?? 30_000
+  if (headersMs > requestMs)
+    throw new StoreError('RO_BAD_OPTION', `--headers-timeout-ms (${headersMs}) must not exceed --request-timeout-ms (${requestMs})`)
   return {
     clusterPath: argv.cluster,
     nodeId: argv['node-id'],
@@ -140,6 +153,11 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
     maxResponseBytes: argv['max-response-bytes'],
     maxBufferedRequestBytes: argv['max-buffered-request-bytes'],
     sendTimeoutMs: argv['send-timeout-ms'],
+    timeouts: {
+      headersMs: argv['headers-timeout-ms'],
+      requestMs: argv['request-timeout-ms'],
+      keepAliveMs: argv['keep-alive-timeout-ms'],
+    },
     selfRepair: argv['self-repair'],
     peerCheckTimeoutMs: argv['peer-check-timeout-ms'],
     peerCheckGraceMs: argv['peer-check-grace-ms'],

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { errorMessage, StoreError } from '../common/errors'
 import { MAX_URL_BYTES } from './http-util'
@@ -33,18 +34,58 @@ export function createHttpServer(
   // Each connection may hold a read window and a value (read-limits.ts): this bounds them.
   if (bounds.maxConnections !== undefined) server.maxConnections = bounds.maxConnections
   if (bounds.onDrop) server.on('drop', bounds.onDrop)
+  answerClientErrors(server)
   server.on('request', handler)
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // Malformed requests, oversized headers, timeouts: answer when the socket still can.
-    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
-      socket.destroy()
-      return
-    }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const text = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
-    socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-  })
   return server
+}
+
+/**
+ * Answers what the parser refuses (malformed requests, oversized headers, timeouts), in
+ * order: an error after pipelined requests waits for their responses, which it would
+ * otherwise cut or precede. A request still receiving its body when the error comes is
+ * the one in error and waits for nothing. Data after a `Connection: close` request is no
+ * request (RFC 9112 9.6): it gets no answer, the connection just ends after the response,
+ * so a client retries what it pipelined.
+ */
+function answerClientErrors(server: NodeServer): void {
+  /** Requests of each connection whose responses are not finished. */
+  const open = new WeakMap<Socket, Set<IncomingMessage>>()
+  const deferred = new WeakMap<Socket, () => void>()
+  const waitedFor = (socket: Socket): number => [...(open.get(socket) ?? [])].filter((r) => r.complete).length
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket
+    let reqs = open.get(socket)
+    if (!reqs) open.set(socket, (reqs = new Set()))
+    reqs.add(req)
+    res.once('close', () => {
+      reqs.delete(req)
+      const answer = deferred.get(socket)
+      if (!answer || waitedFor(socket) > 0) return
+      deferred.delete(socket)
+      answer()
+    })
+  })
+  const answered = new WeakSet<Socket>()
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    // The parser stays broken and reports again as more bytes arrive: answer once.
+    if (answered.has(socket)) return
+    answered.add(socket)
+    const answer = (): void => {
+      if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
+        socket.destroy()
+        return
+      }
+      if (err.code === 'HPE_CLOSED_CONNECTION') {
+        socket.end()
+        return
+      }
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+      const text = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    }
+    if (waitedFor(socket) > 0) deferred.set(socket, answer)
+    else answer()
+  })
 }
 
 /** Listen on host:port (or a unix socket path); RO_IO naming the address when it cannot. */

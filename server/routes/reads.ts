@@ -276,7 +276,8 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
   const readWindow = async (): Promise<(Buffer | undefined)[]> => {
     const values: (Buffer | undefined)[] = []
     let windowBytes = 0
-    while (next < keys.length && windowBytes < limits.windowBytes && !truncated) {
+    let full = false
+    while (next < keys.length && !full && !truncated) {
       // Batched lookups (one call into the reader for many keys), sized from the values
       // seen so far so that a batch of large values stays near the window.
       const avgFrame = next === 0 ? 0 : bodyBytes / next
@@ -293,12 +294,19 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
           truncated = true
           break
         }
+        // A batch may name more than a window of large values: the window goes out first,
+        // and the rest of the batch is looked up again for the next one.
+        if (windowBytes > 0 && windowBytes + frame > limits.windowBytes) {
+          full = true
+          break
+        }
         values.push(value)
         if (value !== undefined) hits++
         windowBytes += frame
         bodyBytes += frame
         next++
       }
+      if (windowBytes >= limits.windowBytes) full = true
     }
     return values
   }

@@ -129,6 +129,21 @@ test('an integer option given text: the error names the option and echoes what w
   expect(serve.stderr).toContain('--node-id must be an integer, got "zero" [RO_BAD_OPTION]')
 })
 
+test('serve refuses HTTP timeouts out of range: exit 1, the option named', () => {
+  const cluster = join(tmp.dir, 'c3.json')
+  writeFileSync(cluster, JSON.stringify({ name: 'c', nodes: [{ id: 0, host: '127.0.0.1', port: 7000, partitions: [0] }] }))
+  const base = ['serve', '--cluster', cluster, '--node-id', '0', '--data-dir', join(tmp.dir, 'd3')]
+  for (const [args, message] of [
+    [['--keep-alive-timeout-ms', '0'], '--keep-alive-timeout-ms must be a positive integer, got 0'],
+    [['--headers-timeout-ms', '-5'], '--headers-timeout-ms must be a positive integer, got -5'],
+    [['--request-timeout-ms', '5000'], '--headers-timeout-ms (10000) must not exceed --request-timeout-ms (5000)'],
+  ] as const) {
+    const r = cli([...base, ...args])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`rostore: ${message} [RO_BAD_OPTION]`) })
+  }
+  expect(existsSync(join(tmp.dir, 'd3'))).toBe(false)
+})
+
 test('a run loads only the command it names; help lists every command and a misspelt one gets a suggestion', () => {
   const commands = readdirSync(join(dirname(cliPath()), 'commands'))
     .filter((f) => f.endsWith('.js'))
