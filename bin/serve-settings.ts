@@ -61,6 +61,16 @@ export async function serveArgs(argv: Readonly<Record<string, unknown>>): Promis
 }
 
 function checkServeArgs(a: ServeArgs): void {
+  for (const name of ['headers-timeout-ms', 'request-timeout-ms', 'keep-alive-timeout-ms'] as const) {
+    const v = a[name]
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1))
+      throw new StoreError('RO_BAD_OPTION', `--${name} must be a positive integer, got ${v}`)
+  }
+  // node:http refuses a headers timeout longer than the request timeout.
+  const headersMs = a['headers-timeout-ms'] ?? 10_000
+  const requestMs = a['request-timeout-ms'] ?? 30_000
+  if (headersMs > requestMs)
+    throw new StoreError('RO_BAD_OPTION', `--headers-timeout-ms (${headersMs}) must not exceed --request-timeout-ms (${requestMs})`)
   if (!Number.isSafeInteger(a['node-id']) || a['node-id'] < 0)
     throw new StoreError('RO_BAD_OPTION', `--node-id must be a non-negative integer, got ${a['node-id']}`)
   if (!Number.isSafeInteger(a['keep-versions']) || a['keep-versions'] < 0)
@@ -112,16 +122,6 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
   const certFile = argv['tls-cert']
   const keyFile = argv['tls-key']
   const tls = certFile !== undefined && keyFile !== undefined ? await loadTlsFiles(certFile, keyFile) : undefined
-  for (const name of ['headers-timeout-ms', 'request-timeout-ms', 'keep-alive-timeout-ms'] as const) {
-    const v = argv[name]
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1))
-      throw new StoreError('RO_BAD_OPTION', `--${name} must be a positive integer, got ${v}`)
-  }
-  // node:http refuses a headers timeout longer than the request timeout.
-  const headersMs = argv['headers-timeout-ms'] ?? 10_000
-  const requestMs = argv['request-timeout-ms'] ?? 30_000
-  if (headersMs > requestMs)
-    throw new StoreError('RO_BAD_OPTION', `--headers-timeout-ms (${headersMs}) must not exceed --request-timeout-ms (${requestMs})`)
   return {
     clusterPath: argv.cluster,
     nodeId: argv['node-id'],

@@ -10,6 +10,8 @@ export interface DecideResult {
   readonly reason?: string
   /** Each participant's answer to the outcome (applied there: swapped, or cleaned up), when there is one. */
   readonly applied: ReadonlyMap<number, PromiseSettledResult<RemoteVote>>
+  /** The errors of the prepares and votes that failed (a full disk on a node is said as such by its caller). */
+  readonly errors: readonly unknown[]
 }
 
 /** How long a prepare waits for the nodes to finish the decision of an earlier push whose pusher died. */
@@ -40,6 +42,7 @@ export async function decideCluster(
   emit({ type: 'step', message: `${p.kind} ${p.pushId}: voting ${want} on ${ids.length} node(s)${why ? ` (${why})` : ''}` })
   const votes = await onEveryNode(ids, (id) => admin.node(id).vote(store, p.pushId, { vote: want, version: p.version }))
   const held = [...votes.values()].flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+  const errors = [...prepared.values(), ...votes.values()].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))
   const majority = Math.floor(ids.length / 2) + 1
   const known = held.find((v) => v.outcome !== null)?.outcome ?? null
   const count = (o: Outcome): number => held.filter((v) => v.vote === o).length
@@ -49,6 +52,7 @@ export async function decideCluster(
       outcome,
       reason: `no majority of the ${ids.length} participant(s) answered the vote (${held.length} did); they decide by themselves once they reach each other`,
       applied: new Map(),
+      errors,
     }
   }
   emit({ type: 'step', message: `${p.kind} ${p.pushId}: decided ${outcome}; the nodes apply it` })
@@ -57,6 +61,7 @@ export async function decideCluster(
     outcome,
     ...(outcome === 'abort' ? { reason: why ?? 'the nodes aborted the push (its pusher was taken for gone)' } : {}),
     applied,
+    errors,
   }
 }
 

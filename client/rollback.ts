@@ -1,4 +1,4 @@
-import { StoreError, errorMessage, isStoreError } from '../common/errors'
+import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../common/errors'
 import { clusterLayout, type Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
 import { randomUUID } from 'node:crypto'
@@ -86,11 +86,17 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
       () => undefined,
     )
     if (decided.outcome !== 'commit')
-      throw new StoreError('RO_CONFLICT', `nothing changed: the rollback was not decided: ${decided.reason ?? 'no reason'}`)
+      throw new StoreError(
+        failureCode(decided.errors, 'RO_CONFLICT'),
+        `nothing changed: the rollback was not decided: ${decided.reason ?? 'no reason'}`,
+      )
     const failed = [...decided.applied].filter(([, r]) => r.status === 'rejected')
     if (failed.length > 0) {
       throw new StoreError(
-        failureCode(failed.map(([, r]) => (r as PromiseRejectedResult).reason)),
+        failureCode(
+          failed.map(([, r]) => (r as PromiseRejectedResult).reason),
+          'RO_UNAVAILABLE',
+        ),
         `rollback decided; ${failed.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}: those nodes go to version ${to} by themselves once they can (back up, disk space freed)`,
       )
     }
@@ -110,12 +116,11 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
 }
 
 /**
- * The code of a decided rollback that some nodes could not apply yet: a full disk or a
- * storage error on a node is said as such (the operator has something to fix there);
- * otherwise the nodes were unreachable.
+ * The code of a rollback that some nodes could not take: a full disk or a storage error on
+ * a node is said as such (the operator has something to fix there); otherwise `other`.
  */
-function failureCode(reasons: readonly unknown[]): 'RO_NO_SPACE' | 'RO_IO' | 'RO_UNAVAILABLE' {
+function failureCode<C extends ErrorCode>(reasons: readonly unknown[], other: C): 'RO_NO_SPACE' | 'RO_IO' | C {
   if (reasons.some((r) => isStoreError(r, 'RO_NO_SPACE'))) return 'RO_NO_SPACE'
   if (reasons.some((r) => isStoreError(r, 'RO_IO'))) return 'RO_IO'
-  return 'RO_UNAVAILABLE'
+  return other
 }
