@@ -208,7 +208,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
 
     // The decision, durable on the nodes before any swaps: commit iff a majority of the
     // nodes that fetched voted it; each node then swaps itself, so a pusher dying from
-    // here on leaves a decision the nodes finish (server/push-resolver.ts).
+    // here on leaves a decision the nodes finish (server/peers/push-resolver.ts).
     lease.assertHeld('the decision')
     const swapTargets = targets.filter((id) => !fetchFailures.has(id))
     emit({ type: 'step', message: `deciding version ${version} on ${swapTargets.length} nodes` })

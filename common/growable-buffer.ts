@@ -1,7 +1,7 @@
 /**
  * One byte buffer written at `pos` that grows by doubling (what was written is copied
  * over). The RESP reply writer is one; HTTP multi-get bodies are others
- * (server/response-buffers.ts). It satisfies the reader's FrameSink.
+ * (server/http/response-buffers.ts). It satisfies the reader's FrameSink.
  */
 export class GrowableBuffer {
   buf: Buffer

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { RequestBudget } from './request-budget'
+import type { RequestBudget } from './http/request-budget'
 import type { ResidencyStats } from '../formats/store/store-reader-api'
 import type { SwapResult } from '../swapper/events'
 import type { DataDir } from '../swapper/data-dir'

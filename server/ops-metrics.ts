@@ -2,7 +2,7 @@ import { statfs } from 'node:fs/promises'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
-import type { Jobs } from './jobs'
+import type { Jobs } from './jobs/jobs'
 
 /** The job kinds always exported (0 when idle), so an alert on them has a series to look at. */
 const JOB_KINDS = ['fetch', 'install', 'repair'] as const

@@ -1,6 +1,6 @@
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
-import type { Jobs } from './jobs'
+import type { Jobs } from './jobs/jobs'
 import type { NodeMetrics } from './metrics'
 import type { RespServer } from './resp/resp-context'
 

@@ -36,7 +36,7 @@ export interface StoreVersionsOptions {
   readonly drainDeadlineMs?: number
   /**
    * Serve nothing (reads 503) until `peersChecked()`: a node that restarts asks its peers
-   * whether it missed a push before it serves a store it had (server/peer-check.ts).
+   * whether it missed a push before it serves a store it had (server/peers/peer-check.ts).
    */
   readonly holdForPeers?: boolean
 }

@@ -1,6 +1,6 @@
 import { isSafeName } from '../../formats/store/layout'
 import type { SwapResult } from '../../swapper/events'
-import type { JobView } from '../jobs'
+import type { JobView } from '../jobs/jobs'
 import type { Logger } from '../log'
 
 export type EventLevel = 'info' | 'warn' | 'error'

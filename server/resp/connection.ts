@@ -4,7 +4,7 @@ import { unauthenticatedLimits, type RespProto, type RespRequestLimits } from '.
 import { RespRequestParser } from '../../formats/wire/resp-request'
 import { RespWriter } from '../../formats/wire/resp-writer'
 import { directSend, type ReplySend } from './direct-send'
-import { BUDGET_FREE_BYTES } from '../request-budget'
+import { BUDGET_FREE_BYTES } from '../http/request-budget'
 import { BUSY_REPLY, cutAfterLastReply, MAX_DEFERRED, TURN_ARGS, type ConnectionHost, type Deferred } from './connection-host'
 
 /**

@@ -1,5 +1,5 @@
 import { StoreError, type ErrorCode } from '../../common/errors'
-import { publicErrorResponse } from '../http-util'
+import { publicErrorResponse } from '../http/http-util'
 
 /**
  * The text of an error reply (`-<RO_CODE> <message>`) for a client of the RESP port. Like

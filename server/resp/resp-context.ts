@@ -8,8 +8,8 @@ import type { NodeTlsOptions } from '../tls'
 import type { Logger } from '../log'
 import type { ServedStores } from '../../swapper/served-store'
 import type { RespStats } from './resp-stats'
-import type { DrainOptions } from '../drain-options'
-import type { RequestBudget } from '../request-budget'
+import type { DrainOptions } from '../http/drain-options'
+import type { RequestBudget } from '../http/request-budget'
 
 /**
  * Everything the RESP listener takes from the node, and nothing more: it never sees the

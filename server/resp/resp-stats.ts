@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
-import { DEFAULT_REQUEST_BUDGET_BYTES, RequestBudget } from '../request-budget'
+import { DEFAULT_REQUEST_BUDGET_BYTES, RequestBudget } from '../http/request-budget'
 
 /** Key counts of one store: answered here, by another node, or here for another node. */
 export interface StoreKeyStats {

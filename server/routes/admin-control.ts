@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
 import type { AppContext } from '../context'
-import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
+import { badRequest, onlyFields, readJsonObject, sendJson } from '../http/http-util'
 import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
@@ -82,7 +82,7 @@ async function stale(ctx: AppContext, store: string, req: IncomingMessage, res: 
 }
 
 /**
- * The lease a cluster push holds on the store while it runs (server/push-lock.ts): GET
+ * The lease a cluster push holds on the store while it runs (server/peers/push-lock.ts): GET
  * shows it, POST takes it (`renew: true` extends one still held), DELETE releases it, or
  * breaks it whoever holds it with `{"break": true}` (an operator, for a push that is gone).
  */

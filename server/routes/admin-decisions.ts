@@ -3,12 +3,12 @@ import { StoreError } from '../../common/errors'
 import { parseOutcome, parsePrepared } from '../../swapper/push-decision'
 import { requestVersion } from '../../swapper/versions'
 import type { AppContext } from '../context'
-import { onlyFields, readJsonObject, sendJson } from '../http-util'
+import { onlyFields, readJsonObject, sendJson } from '../http/http-util'
 import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
 /**
- * Admin routes of the push decisions (server/push-decisions.ts, docs/RELIABILITY.md §4):
+ * Admin routes of the push decisions (server/peers/push-decisions.ts, docs/RELIABILITY.md §4):
  * the pusher prepares every participant, writes their votes and tells the outcome; nodes
  * finishing a push whose pusher died read and write each other's votes the same way.
  */

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { addressOf, MAX_ADDRESSES, MAX_HOST_LENGTH, parseNodeAddresses } from '../../cluster/address-book'
 import { StoreError } from '../../common/errors'
 import type { AppContext } from '../context'
-import { readJsonObject, sendJson } from '../http-util'
+import { readJsonObject, sendJson } from '../http/http-util'
 import { controlRoute } from './route'
 
 /** Bound of the body: every allowed entry at its longest fits with room to spare. */

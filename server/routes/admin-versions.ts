@@ -4,7 +4,7 @@ import { StoreError } from '../../common/errors'
 import type { SwapResult } from '../../swapper/events'
 import { requestVersion } from '../../swapper/versions'
 import type { AppContext } from '../context'
-import { badRequest, onlyFields, readJsonObject, sendJson } from '../http-util'
+import { badRequest, onlyFields, readJsonObject, sendJson } from '../http/http-util'
 import { controlRoute } from './route'
 import { knownStore } from './store-access'
 

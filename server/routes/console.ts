@@ -5,7 +5,7 @@ import { clusterView } from '../console/cluster-view'
 import type { ConsoleServices } from '../console/console-services'
 import { nodeView } from '../console/node-view'
 import type { AppContext } from '../context'
-import { sendJson } from '../http-util'
+import { sendJson } from '../http/http-util'
 import { controlRoute, readRoute } from './route'
 
 /**

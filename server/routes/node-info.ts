@@ -4,7 +4,7 @@ import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
 import type { ServingMirror } from '../../swapper/serving-mirror'
 import type { AppContext, ReadContext } from '../context'
-import { sendJson } from '../http-util'
+import { sendJson } from '../http/http-util'
 import { controlRoute, readRoute } from './route'
 
 /**

@@ -2,8 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
 import { checkStoreName, parseVersionText } from '../../swapper/versions'
 import type { AppContext, ReadContext } from '../context'
-import { badRequest, decodeNameSegment } from '../http-util'
-import { isJobId } from '../jobs'
+import { badRequest, decodeNameSegment } from '../http/http-util'
+import { isJobId } from '../jobs/jobs'
 import { isPushId } from '../../swapper/push-decision'
 
 /**

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { StoreMetadata } from '../../formats/store/metadata'
 import type { StoreVersions } from '../../swapper/store-versions'
-import { sendJson } from '../http-util'
+import { sendJson } from '../http/http-util'
 import { StoreError } from '../../common/errors'
 import type { AppContext, ReadContext } from '../context'
 import type { ServedStore } from '../../swapper/served-store'

@@ -1,5 +1,5 @@
 import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http'
-import { errorResponse, MAX_JSON_BODY_BYTES, readBody, sendJson } from '../http-util'
+import { errorResponse, MAX_JSON_BODY_BYTES, readBody, sendJson } from '../http/http-util'
 import type { Logger } from '../log'
 import { canHandOff, handOff } from './stream-handoff'
 

@@ -3,7 +3,7 @@ import type { Cluster } from '../../cluster/cluster'
 import type { Preload } from '../../formats/store/store-reader-api'
 import type { StaleMark } from '../../swapper/stale-mark'
 import type { NodeTimeouts } from '../node-options'
-import type { ReadLimits } from '../read-limits'
+import type { ReadLimits } from '../http/read-limits'
 import type { RespServerOptions } from '../resp/resp-context'
 
 /**

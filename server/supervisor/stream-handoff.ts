@@ -2,7 +2,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import { Socket } from 'node:net'
 import { TLSSocket } from 'node:tls'
 import type { Logger } from '../log'
-import { isStreamPath } from '../request-handler'
+import { isStreamPath } from '../http/request-handler'
 
 /**
  * A stream (the dump routes, server/routes/stream-dump.ts) leaves a multi-process node from

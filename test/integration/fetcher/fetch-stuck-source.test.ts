@@ -8,7 +8,7 @@ import { isStoreError } from '../../../common/errors'
 import { fetchVersion } from '../../../fetcher/fetch-job'
 import { FsGate } from '../../../fetcher/fs-gate'
 import type { FileSourceCalls } from '../../../fetcher/sources/file'
-import { Jobs } from '../../../server/jobs'
+import { Jobs } from '../../../server/jobs/jobs'
 import { waitUntil } from '../../../testkit/reliability-kit'
 import { makeTmp } from '../../../testkit/tmp'
 

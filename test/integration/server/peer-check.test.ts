@@ -9,7 +9,7 @@ import { makeTmp } from '../../../testkit/tmp'
 
 /**
  * The startup peer check and self-repair of a node that missed a push
- * (server/peer-check.ts), case by case: behind and told so by its peers; behind and
+ * (server/peers/peer-check.ts), case by case: behind and told so by its peers; behind and
  * alone (its own record still says so); not behind and alone (refuses reads for the
  * grace period, then serves); self-repair from the push's source without any peer.
  */

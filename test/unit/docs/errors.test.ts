@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ERROR_CODES } from '../../../common/errors'
 import { packageRoot } from '../../../common/paths'
-import { httpStatusFor } from '../../../server/http-util'
+import { httpStatusFor } from '../../../server/http/http-util'
 
 /** The error contract: docs/ERRORS.md lists exactly the codes of the code, with the status the server answers. */
 const table = readFileSync(join(packageRoot(__dirname), 'docs', 'ERRORS.md'), 'utf8')

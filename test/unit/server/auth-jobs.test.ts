@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { AdminAuth, AdminDisabledError, checkToken, MAX_TOKEN_LENGTH } from '../../../server/auth'
-import { isJobId, Jobs } from '../../../server/jobs'
+import { isJobId, Jobs } from '../../../server/jobs/jobs'
 import { StoreError } from '../../../common/errors'
 
 const req = (authorization?: string): IncomingMessage =>

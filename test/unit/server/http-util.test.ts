@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { isStoreError, StoreError } from '../../../common/errors'
-import { decodeNameSegment, errorResponse, httpStatusFor, percentDecodeBytes, publicErrorResponse } from '../../../server/http-util'
+import { decodeNameSegment, errorResponse, httpStatusFor, percentDecodeBytes, publicErrorResponse } from '../../../server/http/http-util'
 
 describe('percentDecodeBytes', () => {
   test('decodes %XX to raw bytes, including non-UTF-8', () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { isHostName, MAX_ADDRESSES } from '../../../cluster/address-book'
 import type { Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
-import { LEARNED_NODES_FILE, NodeLearning, openAddressBook } from '../../../server/learned-nodes'
+import { LEARNED_NODES_FILE, NodeLearning, openAddressBook } from '../../../server/peers/learned-nodes'
 import { makeTmp } from '../../../testkit/tmp'
 
 const tmp = makeTmp('rostore-learned-')

@@ -1,7 +1,7 @@
 import { statfs } from 'node:fs/promises'
 import { Registry } from 'prom-client'
 import { DataDir } from '../../../swapper/data-dir'
-import { Jobs } from '../../../server/jobs'
+import { Jobs } from '../../../server/jobs/jobs'
 import { registerOperationsMetrics } from '../../../server/ops-metrics'
 import { makeTmp } from '../../../testkit/tmp'
 

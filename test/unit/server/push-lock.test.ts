@@ -1,5 +1,5 @@
 import { isStoreError } from '../../../common/errors'
-import { PushLocks } from '../../../server/push-lock'
+import { PushLocks } from '../../../server/peers/push-lock'
 
 /** The push lease on a node: exclusive, renewed only by its holder, lapsing, breakable. */
 function clock(): { now: () => number; advance: (ms: number) => void } {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
-import { redactCredentials } from '../common/redact'
-import { errorDetail, nullLogger, type Logger } from './log'
+import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../../common/errors'
+import { redactCredentials } from '../../common/redact'
+import { errorDetail, nullLogger, type Logger } from '../log'
 
 export type JobState = 'running' | 'succeeded' | 'failed' | 'cancelled'
 

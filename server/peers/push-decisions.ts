@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import { StoreError, errorMessage } from '../common/errors'
-import type { DataDir } from '../swapper/data-dir'
+import { StoreError, errorMessage } from '../../common/errors'
+import type { DataDir } from '../../swapper/data-dir'
 import {
   readDecisionState,
   writeDecisionState,
@@ -8,10 +8,10 @@ import {
   type DecisionState,
   type Outcome,
   type PreparedPush,
-} from '../swapper/push-decision'
-import { SerialQueue } from '../swapper/serial-queue'
-import type { ServingMirror } from '../swapper/serving-mirror'
-import type { Logger } from './log'
+} from '../../swapper/push-decision'
+import { SerialQueue } from '../../swapper/serial-queue'
+import type { ServingMirror } from '../../swapper/serving-mirror'
+import type { Logger } from '../log'
 
 /** One push as a node answers about it (GET /admin/stores/<s>/decisions/<push>). */
 export interface VoteView {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { StoreError } from '../common/errors'
+import { StoreError } from '../../common/errors'
 import { DEFAULT_REQUEST_BUDGET_BYTES } from './request-budget'
 
 /**

@@ -1,4 +1,4 @@
-import { GrowableBuffer } from '../common/growable-buffer'
+import { GrowableBuffer } from '../../common/growable-buffer'
 
 /**
  * Response bodies of multi-gets, reused: a fresh Buffer for every response is fresh memory

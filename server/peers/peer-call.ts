@@ -1,7 +1,7 @@
 import { request } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import type { ClusterNode, NodeTls } from '../cluster/cluster'
-import { StoreError } from '../common/errors'
+import type { ClusterNode, NodeTls } from '../../cluster/cluster'
+import { StoreError } from '../../common/errors'
 
 const MAX_ANSWER_BYTES = 1 << 20
 

@@ -1,6 +1,6 @@
-import { buildRing, heldPartitionMask, masterPartition } from '../cluster/routing'
-import { createKeyHasher, type KeyHasher } from '../formats/store/key-hash'
-import type { StoreMetadata } from '../formats/store/metadata'
+import { buildRing, heldPartitionMask, masterPartition } from '../../cluster/routing'
+import { createKeyHasher, type KeyHasher } from '../../formats/store/key-hash'
+import type { StoreMetadata } from '../../formats/store/metadata'
 
 /**
  * Which keys of one version this node holds, by that version's own layout (its metadata,

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { errorMessage, StoreError } from '../common/errors'
+import { errorMessage, StoreError } from '../../common/errors'
 import { MAX_URL_BYTES } from './http-util'
-import type { NodeTimeouts } from './node-options'
+import type { NodeTimeouts } from '../node-options'
 import type { RequestHandler } from './request-handler'
-import { createNodeServer, type NodeServer, type NodeTlsOptions } from './tls'
+import { createNodeServer, type NodeServer, type NodeTlsOptions } from '../tls'
 import type { DrainOptions } from './drain-options'
 
 /**

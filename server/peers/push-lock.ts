@@ -1,4 +1,4 @@
-import { StoreError } from '../common/errors'
+import { StoreError } from '../../common/errors'
 
 /** What a node tells about a store's push lease (GET /admin/stores/<store>/lock). */
 export interface LeaseView {

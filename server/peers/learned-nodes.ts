@@ -1,9 +1,9 @@
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { AddressBook, MAX_ADDRESSES, parseNodeAddresses, type NodeAddress } from '../cluster/address-book'
-import type { Cluster } from '../cluster/cluster'
-import { errorMessage, isStoreError, StoreError } from '../common/errors'
-import { fsyncDir } from '../common/fs-durable'
+import { AddressBook, MAX_ADDRESSES, parseNodeAddresses, type NodeAddress } from '../../cluster/address-book'
+import type { Cluster } from '../../cluster/cluster'
+import { errorMessage, isStoreError, StoreError } from '../../common/errors'
+import { fsyncDir } from '../../common/fs-durable'
 
 /** In the data directory: the nodes learned after the cluster file, `{"nodes": [...]}`. */
 export const LEARNED_NODES_FILE = 'cluster-nodes.json'

@@ -1,9 +1,9 @@
 import { request } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import type { ClusterNode, NodeTls } from '../cluster/cluster'
-import { errorMessage, StoreError } from '../common/errors'
-import { isSafeName } from '../formats/store/layout'
-import { parsePushRecord, type PushRecord } from '../swapper/push-record'
+import type { ClusterNode, NodeTls } from '../../cluster/cluster'
+import { errorMessage, StoreError } from '../../common/errors'
+import { isSafeName } from '../../formats/store/layout'
+import { parsePushRecord, type PushRecord } from '../../swapper/push-record'
 
 /** What one peer keeps: the last push record of each of its stores. */
 export interface PeerRecords {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../common/errors'
-import { redactCredentials } from '../common/redact'
+import { errorMessage, isStoreError, StoreError, type ErrorCode } from '../../common/errors'
+import { redactCredentials } from '../../common/redact'
 import { BUDGET_FREE_BYTES, type RequestBudget } from './request-budget'
 
 /** Request-target bound: a 65535-byte key percent-encoded is under 200 KiB. */

@@ -1,6 +1,6 @@
-import type { DataDir } from '../swapper/data-dir'
-import type { ServingMirror } from '../swapper/serving-mirror'
-import type { StoreVersions } from '../swapper/store-versions'
+import type { DataDir } from '../../swapper/data-dir'
+import type { ServingMirror } from '../../swapper/serving-mirror'
+import type { StoreVersions } from '../../swapper/store-versions'
 
 /**
  * A store comes into being with its first installed version. Install and fetch jobs run
