@@ -1,7 +1,6 @@
-import { request } from 'node:http'
-import { request as httpsRequest } from 'node:https'
 import type { ClusterNode } from '../../cluster/cluster'
 import type { AppContext } from '../context'
+import { PeerCallError, peerRequest } from '../peers/peer-call'
 import type { ConsoleServices } from './console-services'
 import { nodeView, type NodeView } from './node-view'
 
@@ -77,46 +76,32 @@ class PeerAnswerError extends Error {
   }
 }
 
-function askNodeView(node: ClusterNode, con: ConsoleServices): Promise<NodeView> {
+async function askNodeView(node: ClusterNode, con: ConsoleServices): Promise<NodeView> {
   const { token, tls, timeoutMs } = con.peers
-  const send = tls === undefined ? request : httpsRequest
-  return new Promise((resolve, reject) => {
-    const req = send(
-      {
-        ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
-        ...(tls?.servername === undefined ? {} : { servername: tls.servername }),
-        host: node.host,
-        port: node.port,
-        method: 'GET',
-        path: '/ui/node.json',
-        agent: false,
-        headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        const parts: Buffer[] = []
-        let size = 0
-        res.on('data', (c: Buffer) => {
-          size += c.length
-          if (size > MAX_PEER_ANSWER_BYTES) req.destroy(new PeerAnswerError('bad answer'))
-          else parts.push(c)
-        })
-        res.on('error', reject)
-        res.on('end', () => {
-          if (res.statusCode === 401 || res.statusCode === 403) return reject(new PeerAnswerError('refused'))
-          if (res.statusCode === 404) return reject(new PeerAnswerError('no console'))
-          if (res.statusCode !== 200) return reject(new PeerAnswerError(res.statusCode === 503 ? 'shutting down' : 'bad answer'))
-          try {
-            resolve(checkView(node.id, JSON.parse(Buffer.concat(parts).toString('utf8'))))
-          } catch {
-            reject(new PeerAnswerError('bad answer'))
-          }
-        })
-      },
-    )
-    req.setTimeout(timeoutMs, () => req.destroy(new PeerAnswerError('timeout')))
-    req.on('error', reject)
-    req.end()
-  })
+  let answer: { status: number; bytes: Buffer }
+  try {
+    answer = await peerRequest(node, {
+      ...(token === undefined ? {} : { token }),
+      ...(tls === undefined ? {} : { tls }),
+      timeoutMs,
+      method: 'GET',
+      path: '/ui/node.json',
+      maxBytes: MAX_PEER_ANSWER_BYTES,
+    })
+  } catch (err) {
+    if (err instanceof PeerCallError && err.kind === 'timeout') throw new PeerAnswerError('timeout')
+    if (err instanceof PeerCallError && err.kind === 'too-large') throw new PeerAnswerError('bad answer')
+    throw err
+  }
+  const { status, bytes } = answer
+  if (status === 401 || status === 403) throw new PeerAnswerError('refused')
+  if (status === 404) throw new PeerAnswerError('no console')
+  if (status !== 200) throw new PeerAnswerError(status === 503 ? 'shutting down' : 'bad answer')
+  try {
+    return checkView(node.id, JSON.parse(bytes.toString('utf8')))
+  } catch {
+    throw new PeerAnswerError('bad answer')
+  }
 }
 
 /** The shape the page relies on; a peer answering for another id (a moved address) is refused. */

@@ -1,9 +1,8 @@
-import { request } from 'node:http'
-import { request as httpsRequest } from 'node:https'
 import type { ClusterNode, NodeTls } from '../../cluster/cluster'
 import { errorMessage, StoreError } from '../../common/errors'
 import { isSafeName } from '../../formats/store/layout'
 import { parsePushRecord, type PushRecord } from '../../swapper/push-record'
+import { peerRequest } from './peer-call'
 
 /** What one peer keeps: the last push record of each of its stores. */
 export interface PeerRecords {
@@ -26,44 +25,22 @@ const MAX_ANSWER_BYTES = 4 << 20
  * Store names and records are validated; invalid entries are dropped. With `tls`, over
  * HTTPS (the peers of a node serving TLS serve it too).
  */
-export function askPeer(node: ClusterNode, adminToken: string | undefined, timeoutMs: number, tls?: NodeTls): Promise<PeerRecords> {
+export async function askPeer(node: ClusterNode, adminToken: string | undefined, timeoutMs: number, tls?: NodeTls): Promise<PeerRecords> {
   const where = `node ${node.id} (${node.host}:${node.port})`
-  const send = tls === undefined ? request : httpsRequest
-  return new Promise((resolve, reject) => {
-    const req = send(
-      {
-        ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
-        ...(tls?.servername === undefined ? {} : { servername: tls.servername }),
-        host: node.host,
-        port: node.port,
-        method: 'GET',
-        path: '/admin/push-records',
-        agent: false,
-        headers: adminToken === undefined ? {} : { Authorization: `Bearer ${adminToken}` },
-      },
-      (res) => {
-        const parts: Buffer[] = []
-        let size = 0
-        res.on('data', (c: Buffer) => {
-          size += c.length
-          if (size > MAX_ANSWER_BYTES) req.destroy(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`))
-          else parts.push(c)
-        })
-        res.on('error', reject)
-        res.on('end', () => {
-          if (res.statusCode !== 200) return reject(new StoreError('RO_UNAVAILABLE', `${where} answered ${res.statusCode}`))
-          try {
-            resolve(parseAnswer(node.id, JSON.parse(Buffer.concat(parts).toString('utf8'))))
-          } catch (err) {
-            reject(new StoreError('RO_UNAVAILABLE', `${where}: not a push records answer: ${errorMessage(err)}`))
-          }
-        })
-      },
-    )
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
-    req.on('error', (err) => reject(new StoreError('RO_UNAVAILABLE', `${where}: ${err.message}`, { cause: err })))
-    req.end()
+  const { status, bytes } = await peerRequest(node, {
+    ...(adminToken === undefined ? {} : { token: adminToken }),
+    ...(tls === undefined ? {} : { tls }),
+    timeoutMs,
+    method: 'GET',
+    path: '/admin/push-records',
+    maxBytes: MAX_ANSWER_BYTES,
   })
+  if (status !== 200) throw new StoreError('RO_UNAVAILABLE', `${where} answered ${status}`)
+  try {
+    return parseAnswer(node.id, JSON.parse(bytes.toString('utf8')))
+  } catch (err) {
+    throw new StoreError('RO_UNAVAILABLE', `${where}: not a push records answer: ${errorMessage(err)}`)
+  }
 }
 
 function parseAnswer(nodeId: number, body: unknown): PeerRecords {
