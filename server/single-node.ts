@@ -7,7 +7,8 @@ import { createLogger } from './log'
 import { NodeMetrics } from './metrics'
 import type { RunningNode } from './running-node'
 import type { NodeOptions, NodeSetup } from './node-options'
-import { respLogFields, startLoopResp } from './node-resp'
+import { startLoopResp } from './node-resp'
+import { listeningFields } from './listening-log'
 import { createRequestHandler } from './http/request-handler'
 import { RequestBudget } from './http/request-budget'
 import { loadTlsFiles, reloadTls } from './tls'
@@ -79,21 +80,16 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   // Listening already (peers asking this node get answers), serving stores only once decided.
   await peers.start()
   await control.resolver.start()
-  log.info('listening', {
-    nodeId: opts.nodeId,
-    cluster: setup.cluster.name,
-    host: addr.address,
-    port: addr.port,
-    url,
-    workers: 1,
-    dataDir: opts.dataDir,
-    stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
-    keepVersions: setup.keepVersions,
-    admin: auth.enabled,
-    readAuth: readAuth.enabled,
-    tls: opts.tls !== undefined,
-    ...respLogFields(setup.resp, resp?.port),
-  })
+  log.info(
+    'listening',
+    listeningFields(
+      opts,
+      setup,
+      dd,
+      { admin: auth, read: readAuth },
+      { host: addr.address, port: addr.port, url, workers: 1, respPort: resp?.port },
+    ),
+  )
 
   let closing: Promise<boolean> | undefined
   const close = (): Promise<boolean> => {

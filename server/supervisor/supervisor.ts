@@ -14,7 +14,7 @@ import { NodeMetrics } from '../metrics'
 import type { RunningNode } from '../running-node'
 import type { NodeOptions, NodeSetup } from '../node-options'
 import { createRequestHandler } from '../http/request-handler'
-import { respLogFields } from '../node-resp'
+import { listeningFields } from '../listening-log'
 import type { RespServerOptions } from '../resp/resp-context'
 import { loadTlsFiles } from '../tls'
 import { FanoutMirror } from './fanout-mirror'
@@ -131,21 +131,16 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   // Listening already (peers asking this node get answers), serving stores only once decided.
   await peers.start()
   await services.resolver.start()
-  log.info('listening', {
-    nodeId: opts.nodeId,
-    cluster: setup.cluster.name,
-    host: bound.host,
-    port: bound.port,
-    url,
-    workers: setup.workers,
-    dataDir: opts.dataDir,
-    stores: dd.all().map((s) => ({ store: s.store, version: s.serving.activeVersion ?? null })),
-    keepVersions: setup.keepVersions,
-    admin: auth.enabled,
-    readAuth: readAuth.enabled,
-    tls: opts.tls !== undefined,
-    ...respLogFields(setup.resp, bound.respPort),
-  })
+  log.info(
+    'listening',
+    listeningFields(
+      opts,
+      setup,
+      dd,
+      { admin: auth, read: readAuth },
+      { host: bound.host, port: bound.port, url, workers: setup.workers, respPort: bound.respPort },
+    ),
+  )
 
   let closing: Promise<boolean> | undefined
   const close = (): Promise<boolean> => {
