@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
 import { json, request, startSingleNode, type HttpResult, type NodeProcess } from '../../testkit/node-process'
-import { keyName, makeVersionDir, reportFigures, sleep, versionDirsOf, versionValue } from '../../testkit/reliability-kit'
+import { keyName, makeVersionDir, reportFigures, sleep, versionDirsOf, versionValue, waitUntil } from '../../testkit/reliability-kit'
 import { makeTmp } from '../../testkit/tmp'
 
 /**
@@ -238,7 +238,7 @@ test('admin calls without or with a wrong token: 401, and nothing changes', asyn
     ).toBe(401)
     figures.unauthorized++
   }
-  await sleep(300) // a job, had one started, would have done something by now
+  // A job, had a refused call started one, is listed from the moment it was accepted.
   expect(await snapshot()).toBe(before)
 })
 
@@ -549,9 +549,12 @@ test('the well-behaved client saw zero errors throughout, and no token reached t
   expect((await node.request('/health')).status).toBe(200)
   expect(node.running).toBe(true)
   // Tokens in odd places, while the access log is on.
+  const healthLines = (): number => node.events().filter((e) => e.event === 'request' && e.op === 'health').length
+  const seen = healthLines()
   await call('GET', `/stores/${TOKEN}/keys/x`)
   await call('GET', `/health?token=${TOKEN}`)
-  await sleep(200)
+  // Its access-log line is the last one of these requests: once it is there, all are.
+  expect(await waitUntil(() => healthLines() > seen, 10_000)).toBe(true)
   const log = node.lines.join('\n')
   expect(node.lines.length).toBeGreaterThan(100) // the access log was on
   for (const t of [TOKEN, ...WRONG_TOKENS.filter((t) => t.length > 8)]) expect(log).not.toContain(t)

@@ -2,7 +2,7 @@ import { cpSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:f
 import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
-import { pushStore, type PushResult } from '../../client/push'
+import { pushStore, type PushEvent, type PushResult } from '../../client/push'
 import { StoreClient } from '../../client/store-client'
 import { clusterVersions } from '../../client/versions'
 import { checksumFile } from '../../formats/store/checksum'
@@ -87,9 +87,17 @@ async function startNode(id: number, extra: { env?: Record<string, string>; args
   return n
 }
 
-async function push(from: string, opts: { throttle?: number } = {}): Promise<PushResult> {
+async function push(from: string, opts: { throttle?: number; onEvent?: (e: PushEvent) => void } = {}): Promise<PushResult> {
   figures.pushes++
   return pushStore({ cluster, store: STORE, from, adminToken: TOKEN, pollMs: 50, ...opts })
+}
+
+/** A push, and a promise settled once a node has reported fetched bytes (the moment to cut the source). */
+function pushFetching(from: string): { pushing: Promise<PushResult>; fetching: Promise<void> } {
+  let fetched!: () => void
+  const fetching = new Promise<void>((resolve) => (fetched = resolve))
+  const pushing = push(from, { onEvent: (e) => e.type === 'progress' && e.bytesDone > 0 && fetched() })
+  return { pushing, fetching }
 }
 
 /** Every node up, serving `v`, nothing half-done on disk, every key of v through the client. */
@@ -270,10 +278,10 @@ test('a node that dies in its swap after the pointer flip comes back on the new 
 
 test('the source dies mid-push and comes back: the fetches resume and the push goes live', async () => {
   fault('nginx stopped mid-fetch, back after 700 ms')
-  const pushing = push(source('v8'))
-  await sleep(600)
+  const { pushing, fetching } = pushFetching(source('v8'))
+  await fetching
   await nginx.stop()
-  await sleep(700)
+  await sleep(700) // the outage itself
   await nginx.start()
   const r = await pushing
   expect(r.status).toBe('live')
@@ -283,8 +291,8 @@ test('the source dies mid-push and comes back: the fetches resume and the push g
 
 test('the source dies mid-push for good: the push fails, every node keeps the live version', async () => {
   fault('nginx stopped mid-fetch for good')
-  const pushing = push(source('v9'))
-  await sleep(600)
+  const { pushing, fetching } = pushFetching(source('v9'))
+  await fetching
   await nginx.stop()
   try {
     expectFailed(await pushing)
