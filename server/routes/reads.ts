@@ -20,6 +20,23 @@ import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEA
 const MULTIGET_BATCH = 256
 /** The first call's batch, before value sizes are known. */
 const FIRST_BATCH = 32
+
+const meanRecords = new WeakMap<StoreMetadata, number>()
+
+/**
+ * Mean bytes of a record in a version's data files: the first batch of a multi-get is sized
+ * from it, so a batch of large values stays near one window even where each value read is
+ * a copy (the pread reader) rather than a view of the mapping.
+ */
+function meanRecordBytes(meta: StoreMetadata): number {
+  let mean = meanRecords.get(meta)
+  if (mean === undefined) {
+    const dataBytes = meta.files.filter((f) => f.name.endsWith('.data')).reduce((sum, f) => sum + f.size, 0)
+    mean = meta.records > 0 ? dataBytes / meta.records : 0
+    meanRecords.set(meta, mean)
+  }
+  return mean
+}
 /** Bodies of multi-get answers that fit one window, reused once sent (one pool per process). */
 const BODIES = new ResponseBuffers()
 
@@ -282,7 +299,8 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
       // seen so far so that a batch of large values stays near the window.
       const avgFrame = next === 0 ? 0 : bodyBytes / next
       const room = limits.windowBytes - windowBytes
-      const n = next === 0 ? FIRST_BATCH : Math.max(1, Math.min(MULTIGET_BATCH, Math.floor(room / Math.max(avgFrame, 1))))
+      const expected = next === 0 ? meanRecordBytes(lease.reader.metadata) : avgFrame
+      const n = Math.max(1, Math.min(next === 0 ? FIRST_BATCH : MULTIGET_BATCH, Math.floor(room / Math.max(expected, 1))))
       const batch = keys.slice(next, next + n)
       const warming = lease.reader.warm(batch)
       if (warming) await warming

@@ -64,10 +64,14 @@ export const expectValue = (r: RawResponse, value: string): void => {
 }
 
 /** Resident memory figures of a process, in bytes (Linux /proc). */
-export function memoryOf(pid: number): { rss: number; peak: number } {
+/**
+ * A process's memory from /proc: `anon` is what it allocated (RssAnon), which a held answer
+ * grows; `rss` and `peak` also count the mapped store pages a value is sent from.
+ */
+export function memoryOf(pid: number): { rss: number; peak: number; anon: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024
-  return { rss: kib('VmRSS'), peak: kib('VmHWM') }
+  return { rss: kib('VmRSS'), peak: kib('VmHWM'), anon: kib('RssAnon') }
 }
 
 export interface ConformanceNode {

@@ -76,7 +76,12 @@ describe.each(READ_PATHS)('HTTP conformance, limits: $name', (path) => {
     // The serving processes: the node itself, or its workers.
     const pids = path.workers > 1 ? [...ctx.node.workerPids().values()] : [ctx.node.pid]
     expect(pids.length).toBe(path.workers)
-    const before = pids.map(memoryOf)
+    const anonNow = (): number => pids.reduce((sum, pid) => sum + memoryOf(pid).anon, 0)
+    const before = anonNow()
+    // The largest allocated memory while the answers are held: sampled, because the
+    // kernel's peak (VmHWM) also counts mapped store pages, and an earlier test's peak.
+    let held = before
+    const sampler = setInterval(() => (held = Math.max(held, anonNow())), 20)
     // Four multi-gets of 48 MiB each (one 1 MiB value named 48 times) and one 16 MiB GET,
     // none read: held whole, they would cost the node over 200 MiB.
     const stalled: RawHttpConnection[] = []
@@ -101,9 +106,13 @@ describe.each(READ_PATHS)('HTTP conformance, limits: $name', (path) => {
     await ctx.expectHealthy()
     await allCut
     await ctx.expectHealthy()
-    const grown = pids.map((pid, i) => memoryOf(pid).peak - (before[i]?.rss ?? 0)).reduce((a, b) => a + Math.max(0, b), 0)
-    // Each stalled request holds about one read window, plus the mapped value it reads.
-    expect(grown).toBeLessThan(64 * MIB)
+    clearInterval(sampler)
+    // With the addon each stalled request holds about one read window (the values are views
+    // of the mapping): well under 64 MiB. The pread reader copies every value it reads, and
+    // its copies wait for the collector: there the bound is that the answers are never held
+    // whole (4 × 48 + 16 MiB).
+    const bound = process.env['ROSTORE_NATIVE'] === '0' ? 208 * MIB : 64 * MIB
+    expect(held - before).toBeLessThan(bound)
     for (const [i, c] of stalled.entries()) {
       c.socket.resume()
       await c.waitClosed()
