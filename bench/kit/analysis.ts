@@ -137,7 +137,7 @@ climb with flat heap and external memory points at native memory (malloc arenas 
   'dump-throttle': `The throttle is the fetcher's token bucket (one per node), taken in 64 KiB pieces before each write. The rate can
 only come out low, never high: a low reading means the walk, the proxy between a worker and the supervisor, or the client could
 not keep up with 10 MB/s on this shared machine during the section (see the unthrottled rate row for what it reaches at all).`,
-  'build-lmdb': `Issue 12 removed the per-record JavaScript costs the earlier profile found (Buffer views, comparator sort, one
+  'build-lmdb': `The batched builder removed the per-record JavaScript costs the earlier profile found (Buffer views, comparator sort, one
 hash call per key, one CRC call per record): batches of byte ranges, a radix sort over hash prefixes, one MD5 and one CRC
 call per few thousand records (native addon), in-place merge and reduce, reused buffers. Profile after it (\`--cpu-prof\`,
 1M × 100 B, --workers 1) then showed a third of the worker's time in the first touch of the sort buffer's memory (a page
@@ -154,9 +154,9 @@ lengths in the arena, the records staying in a mapped input file.`,
   'build-sqlite': `Same causes as for LMDB above. SQLite is measured at its best settings (16 KiB pages, no journal, no sync until one fsync
 at the end, in input order and sorted first); with SQLite's default 4 KiB pages the 1024-byte shape loads 4× slower.`,
 
-  'build-btree': `See "Build (all cores) vs LMDB bulk load": the goal of issue 12 (≥ 1.5× the faster B-tree load) on 2 shared cores.`,
+  'build-btree': `See "Build (all cores) vs LMDB bulk load": the goal (≥ 1.5× the faster B-tree load) on 2 shared cores.`,
 
-  'build-per-core': `See "Build (all cores) vs LMDB bulk load" for where the time goes after issue 12. The per-core rate is that of a
+  'build-per-core': `See "Build (all cores) vs LMDB bulk load" for where the time goes in the batched builder. The per-core rate is that of a
 whole \`rostore build --workers 1\` process, start-up included (~0.5 s of CPU to load the CLI and the worker's modules).`,
 
   'build-parquet-snappy': `A Parquet build reads the same records as the TSV build and does the same map, sort and reduce; what differs is
@@ -182,10 +182,10 @@ decompression buffer per column for all its row groups (fresh pages had cost a p
 built in memory and written at the end — no sort, no MD5, no per-record checksum, no fsync of its own (we add one). It is
 bound by its single write pass on 1024-byte values. rostore reads every byte, copies it into its sort buffer, copies it again
 into the chunk files, reads the files back for their XXH64, and fsyncs: on 100-byte records that is several passes of work per
-record where tinycdb does one, and the 1M × 100 B row stays below half of tinycdb's rate (issue 12 asks for 0.5× on the 1 KiB
+record where tinycdb does one, and the 1M × 100 B row stays below half of tinycdb's rate (the goal asks for 0.5× on the 1 KiB
 shape, where both are bound by writing the bytes).`,
 
-  'lookup-lmdb': `Since issue 19 the default reader memory-maps the files through the addon (native/) and does a lookup in one
+  'lookup-lmdb': `The default reader memory-maps the files through the addon (native/) and does a lookup in one
 call into C: no system call, no copy, the value a view of the mapping. Profile (\`perf record\` of the mmap reader in a loop,
 1M × 100 B, one chunk): ~31% the index search and ~28% the record check, both mostly waiting for memory (an index line and a
 record line, each on its own page: one TLB and one cache miss apiece), ~7% MD5, ~2% CRC-32 (carry-less multiply), ~2% the
@@ -204,7 +204,7 @@ small enough to sit in the index (a format change), or a CPU without nested pagi
 
   probes: `The measured mean is over the uniform stream; with fewer than 1M keys per chunk the goal is checked against the run's size.`,
 
-  'serve-multiget': `Since issue 19 a multi-get runs over memory-mapped files: one call into the addon looks up a batch of keys (MD5,
+  'serve-multiget': `A multi-get runs over memory-mapped files: one call into the addon looks up a batch of keys (MD5,
 interpolation search, CRC-32 of each record) and the values come back as views of the mapping, framed into one Buffer and sent
 with one \`res.end\` (no system call per key; the \`pread\` profile of earlier runs is gone: 0.28× → 0.92× on 100 B). In-process,
 CPU time per key of \`getMany\` in batches of 100 is ~0.5 µs on 100 B and ~0.9 µs on 1 KiB values (the CRC over each value and

@@ -253,7 +253,7 @@ export function swapGoals(md: string | undefined, reason?: string): GoalRow[] {
 function swapReadsGoal(md: string): GoalRow {
   const t = parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^reads during swaps/.test(r[0] ?? '')))
   const r = t?.rows.find((row) => /^reads during swaps/.test(row[0] ?? ''))
-  const text = 'Reads during 100 swaps and rollbacks: p99 (issue 19)'
+  const text = 'Reads during 100 swaps and rollbacks: p99'
   if (!r) return goal('swap-reads-p99', text, 'within noise of no swaps', 'not run: no table', undefined)
   return goal('swap-reads-p99', text, r[1] ?? '', r[2] ?? '', r[3] === 'met')
 }
@@ -283,7 +283,7 @@ export function pushReadsGoals(md: string | undefined, reason?: string): GoalRow
 export function soakGoals(md: string | undefined, reason?: string): GoalRow[] {
   const t = md ? parseTables(md).find((x) => column(x, /^goal$/) >= 0 && x.rows.some((r) => /^push soak/.test(r[0] ?? ''))) : undefined
   const r = t?.rows.find((row) => /^push soak/.test(row[0] ?? ''))
-  const text = 'Push soak: RssAnon, heap and open files flat after warm-up (issue 19)'
+  const text = 'Push soak: RssAnon, heap and open files flat after warm-up'
   if (!r) return [goal('push-soak', text, 'flat', `not run: ${reason ?? 'no table'}`, undefined)]
   return [goal('push-soak', text, r[1] ?? 'flat', r[2] ?? '', r[3] === 'met')]
 }
