@@ -1,13 +1,12 @@
 import { existsSync } from 'node:fs'
+import { buildVersion, numberedRecords } from './build-version'
 import { join } from 'node:path'
-import { buildStore } from '../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../cluster/cluster'
 import { ClusterAdmin } from '../client/cluster-admin'
 import { pushStore } from '../client/push'
 import { ChaosReader } from './chaos-reader'
 import { CliProcess } from './cli-process'
 import { FaultProxy } from './fault-proxy'
-import { writeInput } from './input-files'
 import { Nginx } from './nginx'
 import { freePort, NodeProcess, writeClusterFile } from './node-process'
 import { leftoversOf, pick, randomInt, seededRandom, sleep, waitUntil } from './reliability-kit'
@@ -79,22 +78,13 @@ export async function runChaos(o: {
   const nodes: NodeProcess[] = await Promise.all([0, 1, 2].map(startNode))
   const admin = new ClusterAdmin(cluster, TOKEN, 3000)
   const build = async (v: number): Promise<void> => {
-    const input = join(o.dir, `in-${v}.tsv`)
-    await writeInput(
-      input,
-      'tsv',
-      Array.from({ length: keys }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-    )
-    await buildStore({
-      inputs: [input],
-      format: 'tsv',
+    await buildVersion({
+      dir: o.dir,
       cluster,
       store: STORE,
-      output: join(www, `v${v}`),
       version: v,
-      replication: 2,
-      chunks: 2,
-      workers: 1,
+      records: numberedRecords(keys, (i) => `v${v}-${i}`),
+      output: join(www, `v${v}`),
     })
   }
   const report = {

@@ -1,12 +1,11 @@
 import { cpSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { buildVersion as buildRecords, numberedRecords } from '../../testkit/build-version'
 import { join } from 'node:path'
-import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
 import { pushStore, type PushEvent, type PushResult } from '../../client/push'
 import { StoreClient } from '../../client/store-client'
 import { clusterVersions } from '../../client/versions'
 import { checksumFile } from '../../formats/store/checksum'
-import { writeInput } from '../../testkit/input-files'
 import { Nginx } from '../../testkit/nginx'
 import { freePort, json, NodeProcess, writeClusterFile } from '../../testkit/node-process'
 import { leftoversOf, reportFigures, sleep, waitUntil } from '../../testkit/reliability-kit'
@@ -51,22 +50,13 @@ const dataDir = (id: number): string => join(tmp.dir, `data-${id}`)
 const source = (name: string): string => `${nginx.url}${name}`
 
 async function buildVersion(v: number, keys = KEYS, name = `v${v}`): Promise<void> {
-  const input = join(tmp.dir, `in-${name}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: keys }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-  )
-  await buildStore({
-    inputs: [input],
-    format: 'tsv',
+  await buildRecords({
+    dir: tmp.dir,
     cluster,
     store: STORE,
-    output: join(www(), name),
     version: v,
-    replication: 2,
-    chunks: 2,
-    workers: 1,
+    records: numberedRecords(keys, (i) => `v${v}-${i}`),
+    output: join(www(), name),
   })
 }
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
+import { buildVersion as buildRecords, numberedRecords } from '../../../testkit/build-version'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { ClusterAdmin } from '../../../client/cluster-admin'
 import type { RemotePrepared } from '../../../client/node-client'
@@ -8,7 +8,6 @@ import { pushStore } from '../../../client/push'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
 import { CliProcess } from '../../../testkit/cli-process'
-import { writeInput } from '../../../testkit/input-files'
 import { Nginx } from '../../../testkit/nginx'
 import { json, startCluster, type TestCluster } from '../../../testkit/node-process'
 import { leftoversOf, waitUntil } from '../../../testkit/reliability-kit'
@@ -32,22 +31,13 @@ let nginx: Nginx
 let admin: ClusterAdmin
 
 async function buildVersion(v: number): Promise<void> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-  )
-  await buildStore({
-    inputs: [input],
-    format: 'tsv',
+  await buildRecords({
+    dir: tmp.dir,
     cluster,
     store: STORE,
-    output: join(tmp.dir, 'www', `v${v}`),
     version: v,
-    replication: 2,
-    chunks: 2,
-    workers: 1,
+    records: numberedRecords(KEYS, (i) => `v${v}-${i}`),
+    output: join(tmp.dir, 'www', `v${v}`),
   })
 }
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
+import { buildVersion as buildRecords, numberedRecords } from '../../../testkit/build-version'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 import { ClusterAdmin } from '../../../client/cluster-admin'
@@ -8,7 +8,6 @@ import { pushStore } from '../../../client/push'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
 import { CliProcess } from '../../../testkit/cli-process'
-import { writeInput } from '../../../testkit/input-files'
 import { Nginx } from '../../../testkit/nginx'
 import { json, startCluster, type TestCluster } from '../../../testkit/node-process'
 import { leftoversOf, waitUntil } from '../../../testkit/reliability-kit'
@@ -30,22 +29,13 @@ let nginx: Nginx
 let admin: ClusterAdmin
 
 async function buildVersion(v: number, keys: number): Promise<void> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: keys }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-  )
-  await buildStore({
-    inputs: [input],
-    format: 'tsv',
+  await buildRecords({
+    dir: tmp.dir,
     cluster,
     store: STORE,
-    output: join(tmp.dir, 'www', `v${v}`),
     version: v,
-    replication: 2,
-    chunks: 2,
-    workers: 1,
+    records: numberedRecords(keys, (i) => `v${v}-${i}`),
+    output: join(tmp.dir, 'www', `v${v}`),
   })
 }
 

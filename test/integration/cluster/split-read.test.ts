@@ -1,11 +1,10 @@
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
+import { buildVersion as buildRecords, numberedRecords } from '../../../testkit/build-version'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { ClusterAdmin } from '../../../client/cluster-admin'
 import { pushStore } from '../../../client/push'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
-import { writeInput } from '../../../testkit/input-files'
 import { Nginx } from '../../../testkit/nginx'
 import { startCluster, type TestCluster } from '../../../testkit/node-process'
 import { makeTmp } from '../../../testkit/tmp'
@@ -28,22 +27,13 @@ let admin: ClusterAdmin
 const names = Array.from({ length: KEYS }, (_, i) => `key-${i}`)
 
 async function buildVersion(v: number): Promise<void> {
-  const input = join(tmp.dir, `in-${v}.tsv`)
-  await writeInput(
-    input,
-    'tsv',
-    Array.from({ length: KEYS }, (_, i) => [`key-${i}`, `v${v}-${i}`] as [string, string]),
-  )
-  await buildStore({
-    inputs: [input],
-    format: 'tsv',
+  await buildRecords({
+    dir: tmp.dir,
     cluster,
     store: STORE,
-    output: join(tmp.dir, 'www', `v${v}`),
     version: v,
-    replication: 2,
-    chunks: 2,
-    workers: 1,
+    records: numberedRecords(KEYS, (i) => `v${v}-${i}`),
+    output: join(tmp.dir, 'www', `v${v}`),
   })
 }
 
