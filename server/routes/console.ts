@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
-import { sendAsset } from '../console/assets'
+import { sendAsset, type ConsoleAsset } from '../console/assets'
 import { clusterView } from '../console/cluster-view'
 import type { ConsoleServices } from '../console/console-services'
 import { nodeView } from '../console/node-view'
@@ -13,35 +13,18 @@ import { controlRoute, readRoute } from './route'
  * they hold no data), and the two read-only views it polls, behind the read token when
  * the node has one. The views run where the node's versions live.
  */
+/** The static files and the paths they are served at (`/ui` and `/ui/` both the page). */
+const ASSET_PATHS: readonly (readonly [string, ConsoleAsset])[] = [
+  ['/ui', 'page'],
+  ['/ui/', 'page'],
+  ['/ui/console.js', 'script'],
+  ['/ui/console.css', 'style'],
+]
+
 export const CONSOLE_ROUTES = [
-  readRoute({
-    path: '/ui',
-    methods: ['GET', 'HEAD'],
-    access: 'public',
-    op: 'console',
-    handle: (_c, req, res) => sendAsset('page', req, res),
-  }),
-  readRoute({
-    path: '/ui/',
-    methods: ['GET', 'HEAD'],
-    access: 'public',
-    op: 'console',
-    handle: (_c, req, res) => sendAsset('page', req, res),
-  }),
-  readRoute({
-    path: '/ui/console.js',
-    methods: ['GET', 'HEAD'],
-    access: 'public',
-    op: 'console',
-    handle: (_c, req, res) => sendAsset('script', req, res),
-  }),
-  readRoute({
-    path: '/ui/console.css',
-    methods: ['GET', 'HEAD'],
-    access: 'public',
-    op: 'console',
-    handle: (_c, req, res) => sendAsset('style', req, res),
-  }),
+  ...ASSET_PATHS.map(([path, asset]) =>
+    readRoute({ path, methods: ['GET', 'HEAD'], access: 'public', op: 'console', handle: (_c, req, res) => sendAsset(asset, req, res) }),
+  ),
   controlRoute({
     path: '/ui/node.json',
     methods: ['GET'],
