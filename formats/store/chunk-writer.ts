@@ -7,6 +7,7 @@ import { readU32BE } from '../../common/bytes'
 import { StoreError } from '../../common/errors'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE, encodeDataHeader, encodeIndexHeader, writeU64 } from './header'
 import { dataFileName, indexFileName } from './layout'
+import { partitionChunkFileId, partitionDataFileName, partitionIndexFileName } from './partition-files'
 import { RECORD_HEADER_SIZE, MAX_STORED_VALUE_BYTES, writeRecordHeader } from './record'
 
 /**
@@ -15,10 +16,21 @@ import { RECORD_HEADER_SIZE, MAX_STORED_VALUE_BYTES, writeRecordHeader } from '.
  * final counts, are written last at offset 0. Synchronous on purpose: it runs in a
  * worker thread (or a Hadoop reducer) that has nothing else to do meanwhile.
  */
-export interface ChunkIdentity {
+export type ChunkIdentity = NodeChunkIdentity | PartitionChunkIdentity
+
+/** Format 1: chunk `chunk` of node `nodeId`'s directory, files `<chunk>.index|data`. */
+export interface NodeChunkIdentity {
   readonly store: string
   readonly version: number
   readonly nodeId: number
+  readonly chunk: number
+}
+
+/** Format 2: chunk `chunk` of partition `partition`, files `p<partition>-c<chunk>.index|data`. */
+export interface PartitionChunkIdentity {
+  readonly store: string
+  readonly dataVersion: number
+  readonly partition: number
   readonly chunk: number
 }
 
@@ -41,9 +53,16 @@ function writeU32LE(b: Buffer, at: number, v: number): void {
   b[at + 3] = v >>> 24
 }
 
-/** The id shared by a chunk's two files: MD5 of store, version, node and chunk. */
+/** The id shared by a chunk's two files: MD5 of store, version, node (or partition) and chunk. */
 export function chunkFileId(id: ChunkIdentity): Buffer {
+  if ('partition' in id) return partitionChunkFileId(id.store, id.dataVersion, id.partition, id.chunk)
   return createHash('md5').update(`${id.store}\n${id.version}\n${id.nodeId}\n${id.chunk}`).digest()
+}
+
+export function chunkFileNames(id: ChunkIdentity): { readonly index: string; readonly data: string } {
+  if ('partition' in id)
+    return { index: partitionIndexFileName(id.partition, id.chunk), data: partitionDataFileName(id.partition, id.chunk) }
+  return { index: indexFileName(id.chunk), data: dataFileName(id.chunk) }
 }
 
 export class ChunkWriter {
@@ -71,9 +90,10 @@ export class ChunkWriter {
     private readonly id: ChunkIdentity,
     private readonly codecId: number,
   ) {
-    this.indexFd = openSync(join(dir, indexFileName(id.chunk)), 'w')
+    const names = chunkFileNames(id)
+    this.indexFd = openSync(join(dir, names.index), 'w')
     try {
-      this.dataFd = openSync(join(dir, dataFileName(id.chunk)), 'w')
+      this.dataFd = openSync(join(dir, names.data), 'w')
     } catch (err) {
       closeSync(this.indexFd)
       throw err

@@ -31,12 +31,21 @@ export interface FileEntry {
 
 export interface StoreMetadata {
   readonly format: 'rostore'
+  /** 1: one directory per node (`<chunk>.index`); 2: partition files (formats/store/partition-files.ts). */
   readonly formatMajor: number
   readonly formatMinor: number
   readonly store: string
   /** Positive integer; larger is newer. */
   readonly version: number
+  /** Format 2: the version of the build that wrote the partition files (file ids use it). */
+  readonly dataVersion?: number
   readonly nodeId: number
+  /**
+   * Format 2: the partitions this directory holds, ascending; chunk slot `s × chunks + c`
+   * is chunk `c` of partition `held[s]`, and `files` and `chunkRecords` follow slot order.
+   * Absent in format 1, where `chunks` are the node's and slot = chunk.
+   */
+  readonly held?: readonly number[]
   readonly clusterName: string
   /** Node ids and partitions only: hosts and ports may change without a rebuild. */
   readonly layout: readonly ClusterLayoutNode[]
@@ -45,6 +54,7 @@ export interface StoreMetadata {
   readonly keySerializer: KeySerializer
   readonly valueSerializer: ValueSerializer
   readonly compression: Compression
+  /** Format 1: chunks of the node; format 2: chunks per partition. */
   readonly chunks: number
   readonly records: number
   readonly chunkRecords: readonly number[]
