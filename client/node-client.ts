@@ -6,6 +6,8 @@ import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
 import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
 
+import type { FetchFrom, PeerOffer } from './partition-sources'
+import type { VersionManifest } from '../formats/store/partition-files'
 export type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
@@ -36,6 +38,10 @@ export interface RemoteVersion {
   readonly sizeBytes?: number
   readonly records?: number
   readonly createdAt?: string
+  /** The version's ring (absent from older nodes). */
+  readonly layout?: readonly { readonly id: number; readonly partitions: readonly number[] }[]
+  readonly replication?: number
+  readonly formatMajor?: number
   readonly [k: string]: unknown
 }
 
@@ -61,6 +67,17 @@ export interface RemotePushRecord {
   readonly source?: string
   readonly seq: number
   readonly at: string
+}
+
+/** The admin fetch request (docs/API.md): a build output, or (format 2) peers and a version made by the pusher. */
+export interface FetchBody {
+  readonly source?: string
+  readonly version?: number
+  readonly maxBytesPerSec?: number
+  readonly lease?: string
+  readonly fetchFrom?: FetchFrom
+  readonly peers?: readonly PeerOffer[]
+  readonly manifest?: VersionManifest
 }
 
 export interface NodeClientOptions {
@@ -158,7 +175,7 @@ export class NodeClient implements NodeReads {
     return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
   }
 
-  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number; lease?: string }): Promise<RemoteJob> {
+  async startFetch(store: string, body: FetchBody): Promise<RemoteJob> {
     return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/fetch`, body, true)
   }
 

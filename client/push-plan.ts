@@ -60,7 +60,7 @@ export async function planPush(o: {
   readToken?: string
 }): Promise<PushPlan> {
   const from = normalizeSource(o.from)
-  const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
+  const manifests = (await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))).nodes
   const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
   try {
     const states = await nodeStates(admin, o.store)

@@ -8,7 +8,8 @@ import { PushLease } from './push-lease'
 import { handAddresses } from './push-addresses'
 import { nextSeq, writePushRecords } from './push-records'
 import { decideCluster } from './push-decide'
-import { normalizeSource, readBuildManifests } from './source-manifests'
+import { normalizeSource, readBuildManifests, type BuildManifests } from './source-manifests'
+import { pushPeerOffers, type FetchFrom, type PeerOffer } from './partition-sources'
 import { buildPlan, nodeStates, type PushPlan } from './push-plan'
 import type { PushEvent } from './push-events'
 
@@ -24,6 +25,11 @@ export interface PushOptions {
   readonly throttle?: number
   /** Whole fetch phase; default 3600 s. */
   readonly timeoutMs?: number
+  /**
+   * Format 2: where nodes take partitions from (client/partition-sources.ts); default
+   * `auto`, each partition read from the build output once. Format 1 is always `source`.
+   */
+  readonly fetchFrom?: FetchFrom
   /** Go live when at most this many nodes failed their fetch (below the replication). */
   readonly allowFailedNodes?: number
   /** Push even when the version is older than a node's live version. */
@@ -72,16 +78,47 @@ export interface PushResult {
  * fast instead of interleaving.
  */
 export async function pushStore(o: PushOptions): Promise<PushResult> {
-  const emit = o.onEvent ?? (() => undefined)
   const from = normalizeSource(o.from)
+  const emit = o.onEvent ?? (() => undefined)
+  emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${redactCredentials(from)}` })
+  const built = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
+  const fetchFrom = o.fetchFrom ?? 'auto'
+  const manifest = built.manifest
+  return pushVersion(o, built, {
+    source: from,
+    offers: (id) => (manifest === undefined ? [] : pushPeerOffers(manifest, id, fetchFrom)),
+    ...(manifest === undefined ? {} : { fetchFrom }),
+  })
+}
+
+/** Where the nodes of a push fetch the version from. */
+export interface VersionFetch {
+  /** The build output; undefined when the version exists only on nodes (a rebalance). */
+  readonly source?: string
+  readonly fetchFrom?: FetchFrom
+  /** Sent to each node with its fetch: a version made by the pusher (a rebalance's), which no build output holds. */
+  readonly manifest?: BuildManifests['manifest']
+  readonly offers: (nodeId: number) => PeerOffer[]
+}
+
+/**
+ * The push of one version whose manifests are known, from wherever its files are: a
+ * build output, or the nodes themselves (a rebalance).
+ */
+export async function pushVersion(
+  o: Omit<PushOptions, 'from' | 'fetchFrom'>,
+  built: BuildManifests,
+  how: VersionFetch,
+): Promise<PushResult> {
+  const emit = o.onEvent ?? (() => undefined)
+  const from = how.source ?? 'the nodes'
+  const manifests = built.nodes
   const allowFailed = o.allowFailedNodes ?? 0
   const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
   const timeoutMs = o.timeoutMs ?? 3_600_000
   const lease = new PushLease(admin, o.store, `push-${randomUUID()}`, o.leaseMs)
   const locked = lease.held
   try {
-    emit({ type: 'step', message: `reading the build manifests of ${o.store} from ${redactCredentials(from)}` })
-    const manifests = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
     const version = manifests.values().next().value!.version
     if (allowFailed < 0 || (allowFailed > 0 && allowFailed >= manifests.values().next().value!.replication)) {
       throw new StoreError(
@@ -165,7 +202,14 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         if (hadBefore(id)) return undefined
         const done = await fetchOnNode(admin, id, {
           store: o.store,
-          body: { source: from, version, lease: lease.owner, ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}) },
+          body: {
+            ...(how.source === undefined ? {} : { source: how.source }),
+            version,
+            lease: lease.owner,
+            ...(o.throttle ? { maxBytesPerSec: o.throttle } : {}),
+            ...(how.fetchFrom === undefined ? {} : { fetchFrom: how.fetchFrom, peers: how.offers(id) }),
+            ...(how.manifest === undefined ? {} : { manifest: how.manifest }),
+          },
           deadline,
           pollMs: o.pollMs ?? 250,
           emit,
@@ -223,7 +267,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         version,
         participants: swapTargets,
         missed: [...fetchFailures.keys()],
-        source: redactCredentials(from),
+        ...(how.source === undefined ? {} : { source: redactCredentials(how.source) }),
         seq,
       },
       new Set(swapTargets.filter((id) => !hadBefore(id))),
@@ -267,7 +311,7 @@ export async function pushStore(o: PushOptions): Promise<PushResult> {
         store: o.store,
         version,
         missed: [...fetchFailures.keys()],
-        source: from,
+        ...(how.source === undefined ? {} : { source: how.source }),
         nodes: swapTargets,
       },
       seq,

@@ -1,6 +1,7 @@
 import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../common/errors'
 import { clusterLayout, type Cluster } from '../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
+import type { NodeClient, RemoteVersion } from './node-client'
 import { randomUUID } from 'node:crypto'
 import { nextSeq, writePushRecords } from './push-records'
 import { decideCluster } from './push-decide'
@@ -18,6 +19,77 @@ export interface RollbackResult {
   readonly store: string
   readonly to: number
   readonly nodes: readonly { readonly nodeId: number; readonly from: number | null; readonly to: number }[]
+  /** Nodes outside the target version's layout: they keep their version as a backup, marked stale. */
+  readonly backups: readonly number[]
+}
+
+type NodeVersions = Awaited<ReturnType<NodeClient['versions']>>
+type Layout = NonNullable<RemoteVersion['layout']>
+
+/**
+ * The version to go back to, the nodes of its layout (they roll back) and the other nodes
+ * serving the store (they keep their version, marked stale). Refuses, changing nothing,
+ * whatever would leave nodes on two versions: a node of either layout that cannot be asked
+ * or is missing from the cluster file, a node of the target's layout without the target.
+ */
+export function rollbackTarget(
+  o: Pick<RollbackOptions, 'cluster' | 'store' | 'to'>,
+  states: ReadonlyMap<number, NodeVersions>,
+  unreachable: ReadonlyMap<number, string>,
+): { readonly to: number; readonly participants: number[]; readonly outside: number[] } {
+  const lives = [...states.values()].map((s) => s.live).filter((v): v is number => v !== null)
+  if (lives.length === 0 && o.to === undefined) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node serves ${o.store}`)
+  const newest = Math.max(...lives)
+  const liveNodes = [...states].filter(([, s]) => s.live !== null)
+  if (o.to === undefined && new Set(lives).size > 1)
+    throw new StoreError(
+      'RO_CONFLICT',
+      `nothing changed: nodes serve different versions (${liveNodes.map(([id, s]) => `node ${id}: ${s.live}`).join(', ')}); name one with --to`,
+    )
+  const held = (id: number): number[] => states.get(id)?.versions.map((v) => v.version) ?? []
+  const everHeld = [...new Set([...states.keys()].flatMap(held))].sort((a, b) => b - a)
+  const to = o.to ?? everHeld.find((v) => v < newest)
+  if (to === undefined) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node holds a version of ${o.store} older than ${newest}`)
+  if (!everHeld.includes(to)) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node holds version ${to} of ${o.store}`)
+  const layoutOf = (v: number): Layout | undefined => {
+    for (const s of states.values()) {
+      const l = s.versions.find((x) => x.version === v)?.layout
+      if (l !== undefined) return l
+    }
+    return undefined
+  }
+  // Older nodes do not say a version's layout: then the cluster file's is the target's, as before.
+  const toLayout = layoutOf(to) ?? clusterLayout(o.cluster)
+  const participants = toLayout.map((n) => n.id).sort((a, b) => a - b)
+  const inFile = new Set(o.cluster.nodes.map((n) => n.id))
+  const problems: string[] = []
+  const liveLayouts = [...new Set(lives)].map((v) => ({ v, layout: layoutOf(v) ?? [] }))
+  for (const { v, layout } of liveLayouts) {
+    const missing = layout.map((n) => n.id).filter((id) => !inFile.has(id))
+    if (missing.length > 0)
+      problems.push(
+        `nodes ${missing.join(', ')} serve version ${v} and are not in this cluster file; they would go on serving it: use the cluster file of version ${v} (or list them, address only)`,
+      )
+  }
+  for (const id of participants) {
+    if (!inFile.has(id)) problems.push(`node ${id} of version ${to}'s layout is not in this cluster file: list it (address only)`)
+    else if (unreachable.has(id)) problems.push(`node ${id}: ${unreachable.get(id)}`)
+    else if (!held(id).includes(to)) problems.push(`node ${id} does not hold version ${to} (holds ${held(id).join(', ') || 'none'})`)
+  }
+  const serving = [...states].filter(([id, s]) => s.live !== null && !participants.includes(id)).map(([id]) => id)
+  for (const { layout } of liveLayouts)
+    for (const n of layout)
+      if (unreachable.has(n.id) && !participants.includes(n.id)) problems.push(`node ${n.id}: ${unreachable.get(n.id)}`)
+  if (problems.length > 0)
+    throw new StoreError(
+      problems.some((p) => p.includes('does not hold')) ? 'RO_NOT_FOUND' : 'RO_UNAVAILABLE',
+      `nothing changed: ${[...new Set(problems)].join('; ')}`,
+    )
+  return {
+    to,
+    participants,
+    outside: [...states.keys()].filter((id) => !participants.includes(id) && (serving.includes(id) || held(id).length > 0)),
+  }
 }
 
 /**
@@ -33,17 +105,20 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
   // A rollback holds the store like a push: the two never interleave.
   const lease = new PushLease(admin, o.store, `rollback-${randomUUID()}`)
   try {
-    const layoutIds = new Set(clusterLayout(o.cluster).map((n) => n.id))
-    const ids = admin.ids.filter((id) => layoutIds.has(id))
-    const outside = admin.ids.filter((id) => !layoutIds.has(id))
-    const listed = await onEveryNode(ids, (id) => admin.node(id).versions(o.store))
-    const unreachable = [...listed].filter(([, r]) => r.status === 'rejected')
-    if (unreachable.length > 0) {
-      throw new StoreError(
-        'RO_UNAVAILABLE',
-        `nothing changed: ${unreachable.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}`,
-      )
+    const listed = await onEveryNode(admin.ids, (id) =>
+      admin
+        .node(id)
+        .versions(o.store)
+        .catch((err: unknown) => (isStoreError(err, 'RO_NOT_FOUND') ? { live: null, versions: [] } : Promise.reject(err))),
+    )
+    const states = new Map<number, NodeVersions>()
+    const unreachable = new Map<number, string>()
+    for (const [id, r] of listed) {
+      if (r.status === 'fulfilled') states.set(id, r.value)
+      else unreachable.set(id, errorMessage(r.reason))
     }
+    const target = rollbackTarget(o, states, unreachable)
+    const ids = target.participants
     for (const id of ids) {
       await lease.take(id).catch((err: unknown) => {
         throw isStoreError(err, 'RO_CONFLICT')
@@ -51,27 +126,8 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
           : err
       })
     }
-    const states = new Map(
-      [...listed].map(([id, r]) => [id, (r as PromiseFulfilledResult<{ live: number | null; versions: { version: number }[] }>).value]),
-    )
-    const targets = new Map<number, number>()
-    const problems: string[] = []
-    for (const [id, s] of states) {
-      const held = s.versions.map((v) => v.version)
-      const target = o.to ?? Math.max(-1, ...held.filter((v) => s.live !== null && v < s.live))
-      if (o.to !== undefined && !held.includes(o.to))
-        problems.push(`node ${id} does not hold version ${o.to} (holds ${held.join(', ') || 'none'})`)
-      else if (target < 0) problems.push(`node ${id} has no version older than its live ${s.live ?? 'none'}`)
-      else targets.set(id, target)
-    }
-    if (problems.length > 0) throw new StoreError('RO_NOT_FOUND', `nothing changed: ${problems.join('; ')}`)
-    const distinct = new Set(targets.values())
-    if (distinct.size !== 1)
-      throw new StoreError(
-        'RO_CONFLICT',
-        `nothing changed: nodes would roll back to different versions (${[...targets].map(([id, v]) => `node ${id}: ${v}`).join(', ')}); name one with --to`,
-      )
-    const to = [...distinct][0]!
+    const outside = target.outside
+    const to = target.to
 
     // Decided like a push (docs/RELIABILITY.md §4): once a majority of the nodes voted
     // for it, every node goes to `to` by itself, even if this process dies now. Nodes
@@ -108,7 +164,7 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     // client following the layout does not ask it).
     await onEveryNode(ids, (id) => admin.node(id).setStale(o.store, undefined))
     await onEveryNode(outside, (id) => admin.node(id).setStale(o.store, `not in the layout of version ${to}: kept as a backup`))
-    return { store: o.store, to, nodes: ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })) }
+    return { store: o.store, to, nodes: ids.map((id) => ({ nodeId: id, from: states.get(id)!.live, to })), backups: outside }
   } finally {
     await lease.release()
     admin.close()

@@ -13,6 +13,11 @@ export interface VersionInfo {
   readonly records: number
   readonly sizeBytes: number
   readonly createdAt: string
+  /** The ring the version routes by: a rollback to it goes back to this layout. */
+  readonly layout: StoreMetadata['layout']
+  readonly replication: number
+  /** 1: a node directory; 2: partition files (a peer can serve them). */
+  readonly formatMajor: number
 }
 
 export interface InstallResult {
@@ -76,7 +81,16 @@ export class VersionShelf {
       try {
         const meta = await this.metadata(v)
         const st = await stat(this.dir(v))
-        out.push({ version: v, live: v === live, records: meta.records, sizeBytes: sizeOf(meta), createdAt: st.mtime.toISOString() })
+        out.push({
+          version: v,
+          live: v === live,
+          records: meta.records,
+          sizeBytes: sizeOf(meta),
+          createdAt: st.mtime.toISOString(),
+          layout: meta.layout,
+          replication: meta.replication,
+          formatMajor: meta.formatMajor,
+        })
       } catch (err) {
         // Deleted meanwhile by retention: not listed.
         if (this.present.has(v)) throw err

@@ -3,6 +3,7 @@ import { pushStore, type PushEvent, type PushResult } from '../../client/push'
 import { formatPlan, planPush } from '../../client/push-plan'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption, readToken, readTokenOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
+import { FETCH_FROM, type FetchFrom } from '../../client/partition-sources'
 import { redactCredentials } from '../../common/redact'
 import { StoreError } from '../../common/errors'
 
@@ -24,6 +25,12 @@ export const builder = (y: Argv) =>
       default: 15,
       describe:
         'seconds of the push lease on every node, renewed while the push runs (a push whose process died frees the store after this)',
+    })
+    .option('fetch-from', {
+      choices: FETCH_FROM,
+      default: 'auto' as FetchFrom,
+      describe:
+        'format 2: auto = each partition read from the build output once, the other replicas take it from a node that has it; source = every byte from the build output; peers = from nodes only',
     })
     .option('force', { type: 'boolean', default: false, describe: 'push even an older version than the live one' })
     .option('dry-run', {
@@ -53,6 +60,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     timeoutMs: a.timeout * 1000,
     allowFailedNodes: a['allow-failed-nodes'],
     force: a.force,
+    fetchFrom: a['fetch-from'],
     leaseMs: a.lease * 1000,
     onEvent: progressPrinter(),
   })
