@@ -171,6 +171,11 @@ export class NodeClient implements NodeReads {
     return this.json('GET', `/stores/${encodeURIComponent(store)}`)
   }
 
+  /** The whole manifest of a format-2 version the node holds (its `manifest.json`, served to peers). */
+  async versionManifest(store: string, version: number): Promise<unknown> {
+    return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions/${version}/files/manifest.json`, undefined, true)
+  }
+
   async versions(store: string): Promise<{ live: number | null; versions: RemoteVersion[] }> {
     return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
   }
