@@ -67,6 +67,7 @@ export interface RemotePushRecord {
   readonly source?: string
   readonly seq: number
   readonly at: string
+  readonly holders?: readonly number[]
 }
 
 /** The admin fetch request (docs/API.md): a build output, or (format 2) peers and a version made by the pusher. */

@@ -37,6 +37,7 @@ export async function writePushRecords(admin: ClusterAdmin, plan: PushRecordPlan
     ...(plan.source === undefined ? {} : { source: redactCredentials(plan.source) }),
     seq,
     at: new Date().toISOString(),
+    holders: [...plan.nodes],
   }
   const targets = [...new Set([...plan.nodes, ...plan.missed])]
   const written = await onEveryNode(targets, (id) => admin.node(id).putPushRecord(plan.store, record))

@@ -33,6 +33,12 @@ export interface PushRecord {
   readonly seq: number
   /** When the push wrote it (ISO time, for people). */
   readonly at: string
+  /**
+   * Nodes that took it. One of them with no live version of the store (its disk replaced,
+   * its store directory lost) is behind like a node that missed the push: it takes the
+   * version again, from its peers when the build output is gone.
+   */
+  readonly holders?: readonly number[]
 }
 
 const MAX_MISSED = 4096
@@ -45,7 +51,8 @@ export function parsePushRecord(input: unknown): PushRecord {
   }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return bad('must be an object')
   const o = input as Record<string, unknown>
-  for (const k of Object.keys(o)) if (!['version', 'missed', 'source', 'seq', 'at'].includes(k)) bad(`unknown field ${JSON.stringify(k)}`)
+  for (const k of Object.keys(o))
+    if (!['version', 'missed', 'source', 'seq', 'at', 'holders'].includes(k)) bad(`unknown field ${JSON.stringify(k)}`)
   if (!isValidVersion(o['version'])) bad('version must be a positive integer')
   const missed = o['missed']
   if (
@@ -59,6 +66,15 @@ export function parsePushRecord(input: unknown): PushRecord {
   if (source !== undefined && (typeof source !== 'string' || source.length === 0 || source.length > MAX_SOURCE || source.includes('\0'))) {
     bad(`source must be a path or URL of at most ${MAX_SOURCE} characters`)
   }
+  const holders = o['holders']
+  if (
+    holders !== undefined &&
+    (!Array.isArray(holders) ||
+      holders.length > MAX_MISSED ||
+      !holders.every((id) => typeof id === 'number' && Number.isSafeInteger(id) && id >= 0))
+  ) {
+    bad(`holders must be a list of at most ${MAX_MISSED} node ids`)
+  }
   if (!isValidVersion(o['seq'])) bad('seq must be a positive integer')
   const at = o['at'] ?? ''
   if (typeof at !== 'string' || at.length > 64) bad('at must be a time of at most 64 characters')
@@ -68,6 +84,7 @@ export function parsePushRecord(input: unknown): PushRecord {
     ...(source === undefined ? {} : { source: redactCredentials(source as string) }),
     seq: o['seq'] as number,
     at: at as string,
+    ...(holders === undefined ? {} : { holders: [...new Set(holders as number[])].sort((a, b) => a - b) }),
   }
 }
 
@@ -93,8 +110,17 @@ export async function writePushRecord(storeDir: string, record: PushRecord): Pro
   await writeFileAtomic(storeDir, PUSH_RECORD_FILE, `${JSON.stringify(record)}\n`)
 }
 
-/** The version `nodeId` should serve by this record, when it missed the push; else undefined. */
-export function expectedVersion(record: PushRecord | undefined, nodeId: number | undefined): number | undefined {
-  if (record === undefined || nodeId === undefined || !record.missed.includes(nodeId)) return undefined
-  return record.version
+/**
+ * The version `nodeId` should serve by this record, when it missed the push, or took it
+ * and has no live version of the store now (`live`); else undefined.
+ */
+export function expectedVersion(record: PushRecord | undefined, nodeId: number | undefined, live?: number): number | undefined {
+  if (record === undefined || nodeId === undefined) return undefined
+  if (record.missed.includes(nodeId)) return record.version
+  return live === undefined && record.holders?.includes(nodeId) === true ? record.version : undefined
+}
+
+/** Whether the record names `nodeId` as a node that should serve its version. */
+export function namesNode(record: PushRecord, nodeId: number): boolean {
+  return record.missed.includes(nodeId) || record.holders?.includes(nodeId) === true
 }

@@ -56,7 +56,7 @@ export class ServingMarks {
 
   /** The version this node should serve by the last push record, when it serves another one. */
   behind(live: number | undefined): number | undefined {
-    const expected = expectedVersion(this.record, this.nodeId)
+    const expected = expectedVersion(this.record, this.nodeId, live)
     return expected !== undefined && expected !== live ? expected : undefined
   }
 

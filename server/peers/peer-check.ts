@@ -6,6 +6,7 @@ import type { ServingMirror } from '../../swapper/serving-mirror'
 import type { FetchRunner } from '../jobs/fetch-runner'
 import type { Jobs } from '../jobs/jobs'
 import type { Logger } from '../log'
+import { namesNode } from '../../swapper/push-record'
 import { askPeer, newestRecords, type PeerRecords } from './peer-records'
 
 export interface PeerCheckOptions {
@@ -162,7 +163,7 @@ export class PeerCheck {
   private async apply(answers: readonly PeerRecords[]): Promise<void> {
     for (const [store, record] of newestRecords(answers)) {
       let sv = this.o.dataDir.get(store)
-      if (!sv && record.missed.includes(this.o.nodeId)) sv = await this.o.dataDir.getOrCreate(store)
+      if (!sv && namesNode(record, this.o.nodeId)) sv = await this.o.dataDir.getOrCreate(store)
       if (sv && (!sv.pushRecord || record.seq > sv.pushRecord.seq)) await sv.setPushRecord(record)
     }
   }
