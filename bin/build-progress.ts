@@ -42,7 +42,7 @@ export function printBuildSummary(s: BuildSummary): void {
   const mb = (b: number) => (b / (1 << 20)).toFixed(1)
   const lines = [
     `built store ${s.store} version ${s.version} in ${s.output}`,
-    `  ${s.inputRecords.toLocaleString('en-US')} input records, ${mb(s.inputBytes)} MiB read, ${s.chunks} chunks per node, ${s.runs} runs spilled to disk, ${s.seconds.toFixed(2)} s` +
+    `  ${s.inputRecords.toLocaleString('en-US')} input records, ${mb(s.inputBytes)} MiB read, ${s.chunks} chunks per ${s.layout === 'partitions' ? 'partition' : 'node'}, ${s.runs} runs spilled to disk, ${s.seconds.toFixed(2)} s` +
       ` (${Math.round(s.inputRecords / Math.max(s.seconds, 0.001)).toLocaleString('en-US')} records/s)`,
     ...(s.duplicates > 0 ? [`  ${s.duplicates} duplicate keys dropped`] : []),
     `  stages (worker seconds): ${STAGES.map((k) => `${k} ${s.stages[k].toFixed(2)}`).join(', ')}`,

@@ -8,7 +8,7 @@ export function printRaySummary(s: RayBuildSummary): void {
   const sec = (x: number) => x.toFixed(2)
   const lines = [
     `built store ${f.store} version ${f.version} in ${s.output} on Ray (${j.nodes} nodes, ${j.cpus} CPUs)`,
-    `  ${j.records.toLocaleString('en-US')} input records, ${mb(j.inputBytes)} MiB read, ${f.chunks} chunks per node, ${sec(s.seconds.total)} s` +
+    `  ${j.records.toLocaleString('en-US')} input records, ${mb(j.inputBytes)} MiB read, ${f.chunks} chunks per ${f.layout === 'partitions' ? 'partition' : 'node'}, ${sec(s.seconds.total)} s` +
       ` (${Math.round(j.records / Math.max(s.seconds.total, 0.001)).toLocaleString('en-US')} records/s)`,
     ...(f.duplicates > 0 ? [`  ${f.duplicates} duplicate keys dropped`] : []),
     `  tasks: ${j.mapTasks} map, ${j.reduceTasks} reduce; ${j.retries} retried attempts; ${mb(j.shuffleBytes)} MiB shuffled, ` +

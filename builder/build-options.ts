@@ -13,6 +13,14 @@ const MB_PER_DEFAULT_WORKER = 64
 export const DUPLICATE_POLICIES = ['error', 'first', 'last'] as const
 export type DuplicatePolicy = (typeof DUPLICATE_POLICIES)[number]
 
+/**
+ * What a build writes: `nodes` (format 1) a directory per node holding its replicas'
+ * chunks; `partitions` (format 2) each partition's chunks once, flat, with the version
+ * manifest as the root's metadata.json (docs/FORMAT.md).
+ */
+export const OUTPUT_LAYOUTS = ['nodes', 'partitions'] as const
+export type OutputLayout = (typeof OUTPUT_LAYOUTS)[number]
+
 /** Options of one build; normalized once by `normalizeBuildOptions`. */
 export interface BuildOptions {
   /** Files or directories (a directory means every file in it), or s3:// objects and prefixes. */
@@ -22,13 +30,22 @@ export interface BuildOptions {
   readonly format: InputFormat
   readonly cluster: Cluster
   readonly store: string
-  /** Output root; receives node-<id>/ for every node. Must not exist yet. An s3:// prefix uploads the build there. */
+  /**
+   * Output root; receives node-<id>/ for every node (layout `nodes`), or the partition files
+   * and the version manifest (layout `partitions`). Must not exist yet. An s3:// prefix
+   * uploads the build there.
+   */
   readonly output: string
+  /** Default 'nodes' (format 1); 'partitions' writes format 2. */
+  readonly layout?: OutputLayout
   /** Distinct nodes holding each key; default 1. */
   readonly replication?: number
   readonly keyField?: string
   readonly valueField?: string
-  /** Chunks per node; default: enough for about 1M records (or 256 MiB) per chunk, at least 2. */
+  /**
+   * Chunks per node (layout `nodes`; default about 256 MiB of the node's share per chunk,
+   * at least 2) or per partition (layout `partitions`; default about 256 MiB per chunk, at least 1).
+   */
   readonly chunks?: number
   /** Default 'none'. */
   readonly compression?: Compression
@@ -80,6 +97,8 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   }
   if (o.chunks !== undefined && (!Number.isInteger(o.chunks) || o.chunks < 1 || o.chunks > 65536))
     bad(`--chunks ${o.chunks} must be 1..65536`)
+  const layout = o.layout ?? 'nodes'
+  if (!(OUTPUT_LAYOUTS as readonly string[]).includes(layout)) bad(`unknown --layout ${layout} (${OUTPUT_LAYOUTS.join(', ')})`)
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
   const version = o.version ?? Math.floor(Date.now() / 1000)
@@ -94,6 +113,7 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   return {
     ...o,
     cluster,
+    layout,
     replication,
     compression,
     version,

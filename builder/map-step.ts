@@ -3,12 +3,15 @@ import type { ValueCodec } from '../formats/store/codec'
 import type { KeyHasher } from '../formats/store/key-hash'
 import type { ClusterLayoutNode } from '../cluster/layout'
 import type { MappedRecord } from './mapped-record'
+import type { OutputLayout } from './build-options'
 import { buildRing, masterPartition, replicaTable, type Ring } from '../cluster/routing'
 import { chunkOf } from '../formats/store/layout'
 
 /**
  * The map step, shared by the local engine and Hadoop Streaming: one input record in,
- * one mapped record per replica out, addressed to bucket (node position × chunks + chunk).
+ * out one mapped record per replica addressed to bucket (node position × chunks + chunk)
+ * (layout `nodes`), or one mapped record addressed to bucket (master partition × chunks +
+ * chunk) (layout `partitions`: replicas are the fetchers' business). builder/bucket-plan.ts.
  */
 export interface MapContext {
   readonly ring: Ring
@@ -18,7 +21,7 @@ export interface MapContext {
   readonly chunks: number
   readonly hasher: KeyHasher
   readonly codec: ValueCodec
-  /** Per master partition: node position × chunks of each replica node, master first. */
+  /** Per master partition: the buckets' bases (bucket = base + chunk), one per mapped record. */
   readonly bucketBases: readonly (readonly number[])[]
 }
 
@@ -28,6 +31,7 @@ export function createMapContext(
   chunks: number,
   hasher: KeyHasher,
   codec: ValueCodec,
+  output: OutputLayout = 'nodes',
 ): MapContext {
   const ring = buildRing(layout)
   const sorted = [...layout].sort((a, b) => a.id - b.id)
@@ -40,7 +44,10 @@ export function createMapContext(
     chunks,
     hasher,
     codec,
-    bucketBases: replicas.map((nodes) => nodes.map((node) => (nodePosition.get(node) as number) * chunks)),
+    bucketBases:
+      output === 'partitions'
+        ? replicas.map((_, p) => [p * chunks])
+        : replicas.map((nodes) => nodes.map((node) => (nodePosition.get(node) as number) * chunks)),
   }
 }
 
@@ -52,9 +59,4 @@ export function mapRecord(rec: InputRecord, fileIndex: number, ctx: MapContext, 
   for (const base of ctx.bucketBases[masterPartition(hash, ctx.ring.partitionCount)] as readonly number[]) {
     emit({ bucket: base + chunk, hash, fileIndex, order: rec.order, line, key: rec.key, value })
   }
-}
-
-/** Bucket number -> (node position, chunk). */
-export function splitBucket(bucket: number, chunks: number): { nodePosition: number; chunk: number } {
-  return { nodePosition: Math.floor(bucket / chunks), chunk: bucket % chunks }
 }

@@ -47,15 +47,20 @@ export function nodeMetadata(
     chunkRecords: mine.map((r) => r.records),
     checksumAlgorithm: 'xxh64',
     files,
-    build: {
-      format: o.format,
-      keyField: o.keyField ?? null,
-      valueField: o.valueField ?? null,
-      onDuplicate: o.onDuplicate,
-      chunks,
-      replication: o.replication,
-      compression: o.compression,
-    },
+    build: buildRecord(o, chunks),
+  }
+}
+
+/** The options that shaped the output, as metadata records them (format 1 field order). */
+export function buildRecord(o: MetadataOptions, chunks: number): Record<string, string | number | null> {
+  return {
+    format: o.format,
+    keyField: o.keyField ?? null,
+    valueField: o.valueField ?? null,
+    onDuplicate: o.onDuplicate,
+    chunks,
+    replication: o.replication,
+    compression: o.compression,
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs'
 import { StoreError } from '../../common/errors'
 import { buildStore } from '../../builder/engines/local/build-job'
-import { DUPLICATE_POLICIES, type DuplicatePolicy } from '../../builder/build-options'
+import { DUPLICATE_POLICIES, OUTPUT_LAYOUTS, type DuplicatePolicy } from '../../builder/build-options'
 import { loadCluster } from '../../cluster/cluster'
 import { INPUT_FORMATS, type InputFormat } from '../../formats/input/types'
 import { COMPRESSIONS, type Compression } from '../../formats/store/metadata'
@@ -37,7 +37,15 @@ export const builder = (y: Argv) =>
       type: 'string',
       describe: 'value column/field (default: TSV rest of line, else "value" or the whole record as JSON)',
     })
-    .option('chunks', { ...integerOption('chunks'), describe: 'chunks per node (default: grows with the input, at least 2)' })
+    .option('layout', {
+      choices: OUTPUT_LAYOUTS,
+      default: 'nodes' as const,
+      describe: 'nodes: a directory per node (format 1); partitions: each partition written once (format 2, docs/FORMAT.md)',
+    })
+    .option('chunks', {
+      ...integerOption('chunks'),
+      describe: 'chunks per node, or per partition with --layout partitions (default: grows with the input)',
+    })
     .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
     .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
     .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
@@ -141,6 +149,7 @@ async function commonBuildOptions(a: Awaited<ReturnType<typeof builder>['argv']>
     store: a.store,
     output: a.output,
     replication: a.replication,
+    layout: a.layout,
     keyField: a['key-field'],
     valueField: a['value-field'],
     chunks: a.chunks,

@@ -79,7 +79,7 @@ export const builder = (y: Argv) =>
         const s = await finalizeHadoopBuild({ job, stats, verify: a.verify })
         process.stdout.write(
           `finalized ${s.output}: store ${s.store} version ${s.version}, ${s.inputRecords} input records from ${s.mapTasks} map tasks, ` +
-            `${s.duplicates} duplicates, ${s.chunks} chunks per node (${s.emptyChunks} empty ones written now)\n`,
+            `${s.duplicates} duplicates, ${s.chunks} chunks per ${s.layout === 'partitions' ? 'partition' : 'node'} (${s.emptyChunks} empty ones written now)\n`,
         )
         for (const n of s.nodes) process.stdout.write(`  node ${n.nodeId}: ${n.records} records, ${n.bytes} bytes\n`)
       },

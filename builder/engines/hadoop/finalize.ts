@@ -5,13 +5,17 @@ import { fsyncDir } from '../../../common/fs-durable'
 import { checksumFile } from '../../../formats/store/checksum'
 import { ChunkWriter } from '../../../formats/store/chunk-writer'
 import { codecByName } from '../../../formats/store/codec'
-import { dataFileName, indexFileName, nodeDirName } from '../../../formats/store/layout'
+import { nodeDirName } from '../../../formats/store/layout'
+import { writeManifest } from '../../../formats/store/manifest-io'
 import { METADATA_FILE } from '../../../formats/store/metadata'
 import { writeMetadata } from '../../../formats/store/metadata-io'
+import { nodeView } from '../../../formats/store/partition-files'
 import { verifyBuildOrNode } from '../../../formats/store/verify-tree'
 import { clusterLayout } from '../../../cluster/cluster'
-import { splitBucket } from '../../map-step'
-import { nodeMetadata } from '../../node-metadata'
+import { bucketCount, bucketPlan, bucketTarget, sameTarget, targetFileNames, targetIdentity, type BucketPlan } from '../../bucket-plan'
+import { nodeMetadata, type MetadataOptions } from '../../node-metadata'
+import { versionManifest } from '../../version-manifest'
+import type { OutputLayout } from '../../build-options'
 import { outputLocation, type OutputLocation } from './output-location'
 import { specBuildOptions, type HadoopJobSpec } from './job-spec'
 import { atOffset } from './line-records'
@@ -21,9 +25,9 @@ import { addKinds, emptyKinds, parseStatsText, type ChunkStats, type MapStats, t
  * `rostore hadoop finalize`: turns the chunk files the reducers committed plus their
  * statistics lines into a normal build output, byte for byte what `rostore build` writes:
  * checks the statistics add up (every mapped record reached a chunk), writes an empty
- * chunk for every (node, chunk) no reducer saw, writes each node's metadata.json with the
- * same function the local engine uses, removes the attempt directories, and checks that
- * every node directory holds exactly the files its metadata lists.
+ * chunk for every bucket no reducer saw, writes each node's metadata.json (format 1) or the
+ * version manifest (format 2) with the same function the local engine uses, removes the
+ * attempt directories, and checks that the output holds exactly the files the metadata lists.
  */
 export interface FinalizeOptions {
   readonly job: HadoopJobSpec
@@ -36,6 +40,8 @@ export interface FinalizeSummary {
   readonly output: string
   readonly store: string
   readonly version: number
+  readonly layout: OutputLayout
+  /** Per node (layout `nodes`) or per partition (layout `partitions`). */
   readonly chunks: number
   readonly inputRecords: number
   readonly duplicates: number
@@ -50,11 +56,11 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
   const job = o.job
   const opts = specBuildOptions(job)
   const layout = clusterLayout(job.cluster)
-  const nodes = [...job.cluster.nodes].sort((a, b) => a.id - b.id)
-  const bucketCount = nodes.length * job.chunks
+  const plan = bucketPlan(opts.layout, layout, job.chunks)
+  const buckets = bucketCount(plan)
   const location = outputLocation(job.output, job)
 
-  const byBucket = chunksByBucket(o.stats.chunks, nodes, job.chunks, bucketCount)
+  const byBucket = chunksByBucket(o.stats.chunks, plan, buckets)
   const maps = distinctMaps(o.stats.maps)
   const kinds = emptyKinds()
   let inputRecords = 0
@@ -64,10 +70,12 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
   }
   checkBlankLines(job, maps)
   const reached = [...byBucket.values()].reduce((s, c) => s + c.records + c.duplicates, 0)
-  if (reached !== inputRecords * job.replication) {
+  // Format 1 writes a copy per replica; format 2 each record once.
+  const copies = plan.layout === 'nodes' ? job.replication : 1
+  if (reached !== inputRecords * copies) {
     throw new StoreError(
       'RO_CONFLICT',
-      `statistics do not add up: ${maps.length} map tasks read ${inputRecords} records (x${job.replication} replicas = ${inputRecords * job.replication}), the reducers' chunks hold ${reached}; ` +
+      `statistics do not add up: ${maps.length} map tasks read ${inputRecords} records (x${copies} copies = ${inputRecords * copies}), the reducers' chunks hold ${reached}; ` +
         'give finalize the complete output of one successful job (every part-* file)',
     )
   }
@@ -75,20 +83,20 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
   // Buckets no reducer saw get the same empty chunk the local engine writes.
   const codec = codecByName(job.compression)
   let emptyChunks = 0
-  for (let bucket = 0; bucket < bucketCount; bucket++) {
+  for (let bucket = 0; bucket < buckets; bucket++) {
     if (byBucket.has(bucket)) continue
-    const { nodePosition, chunk } = splitBucket(bucket, job.chunks)
-    const nodeId = nodes[nodePosition]!.id
-    const nodeDir = nodeDirName(nodeId)
-    const dir = await location.stage(FINALIZE_ATTEMPT, nodeDir)
-    const stats = new ChunkWriter(dir, { store: job.store, version: job.version, nodeId, chunk }, codec.id).finish()
-    const names = [indexFileName(chunk), dataFileName(chunk)]
+    const target = bucketTarget(plan, bucket)
+    const dir = await location.stage(FINALIZE_ATTEMPT, target.dir)
+    const stats = new ChunkWriter(dir, targetIdentity(target, job.store, job.version), codec.id).finish()
+    const { index, data } = targetFileNames(target)
+    const names = [index, data]
     const [indexChecksum, dataChecksum] = await Promise.all(names.map((n) => checksumFile(join(dir, n))))
-    await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, names)
+    await location.commit(dir, FINALIZE_ATTEMPT, target.dir, names)
     byBucket.set(bucket, {
       bucket,
-      nodeId,
-      chunk,
+      ...(target.nodeId !== undefined ? { nodeId: target.nodeId } : {}),
+      ...(target.partition !== undefined ? { partition: target.partition } : {}),
+      chunk: target.chunk,
       records: 0,
       duplicates: 0,
       indexSize: stats.indexSize,
@@ -100,28 +108,14 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
     emptyChunks++
   }
 
-  const summaryNodes = []
-  for (const n of nodes) {
-    const mine = [...byBucket.values()].filter((c) => c.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
-    await checkCommitted(location, n.id, mine)
-    const meta = nodeMetadata({ ...opts, clusterName: job.cluster.name }, job.chunks, n.id, layout, mine, kinds)
-    const nodeDir = nodeDirName(n.id)
-    if (location.remote) {
-      const dir = await location.stage(FINALIZE_ATTEMPT, nodeDir)
-      await writeMetadata(dir, meta)
-      await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, [METADATA_FILE])
-    } else {
-      const dir = join(location.root, nodeDir)
-      await writeMetadata(dir, meta)
-      await fsyncDir(dir)
-    }
-    summaryNodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, c) => s + c.indexSize + c.dataSize, 0) })
-  }
+  const metaOptions = { ...opts, clusterName: job.cluster.name }
+  const all = [...byBucket.values()]
+  const write = plan.layout === 'partitions' ? writePartitionsMetadata : writeNodesMetadata
+  const { nodes: summaryNodes, expected } = await write(location, metaOptions, plan, layout, all, kinds)
   await location.removeAttempts()
-  const expected = new Set(nodes.map((n) => nodeDirName(n.id)))
   const extra = (await location.children()).filter((name) => !expected.has(name))
   if (extra.length > 0)
-    throw new StoreError('RO_CONFLICT', `${location.root}: unexpected entries beside the node directories: ${extra.join(', ')}`)
+    throw new StoreError('RO_CONFLICT', `${location.root}: unexpected entries beside the build's files: ${extra.join(', ')}`)
   if (o.verify) {
     if (location.remote)
       throw new StoreError('RO_BAD_OPTION', '--verify needs a local (or mounted) output; copy it with hdfs dfs -get and run rostore verify')
@@ -131,37 +125,87 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
     output: location.root,
     store: job.store,
     version: job.version,
+    layout: plan.layout,
     chunks: job.chunks,
     inputRecords,
-    duplicates: [...byBucket.values()].reduce((s, c) => s + c.duplicates, 0) / job.replication,
+    duplicates: [...byBucket.values()].reduce((s, c) => s + c.duplicates, 0) / copies,
     mapTasks: maps.length,
     emptyChunks,
     nodes: summaryNodes,
   }
 }
 
-function chunksByBucket(
-  list: readonly ChunkStats[],
-  nodes: readonly { id: number }[],
-  chunks: number,
-  bucketCount: number,
-): Map<number, ChunkStats> {
+type SummaryNode = FinalizeSummary['nodes'][number]
+
+/** Format 1: every node's metadata.json (each in its directory); returns the root's expected entries. */
+async function writeNodesMetadata(
+  location: OutputLocation,
+  o: MetadataOptions,
+  plan: BucketPlan,
+  layout: ReturnType<typeof clusterLayout>,
+  all: readonly ChunkStats[],
+  kinds: ReturnType<typeof emptyKinds>,
+): Promise<{ nodes: SummaryNode[]; expected: Set<string> }> {
+  const nodes: SummaryNode[] = []
+  for (const nodeId of plan.nodeIds) {
+    const mine = all.filter((c) => c.nodeId === nodeId).sort((a, b) => a.chunk - b.chunk)
+    const nodeDir = nodeDirName(nodeId)
+    await checkCommitted(location, nodeDir, mine)
+    const meta = nodeMetadata(o, plan.chunks, nodeId, layout, mine, kinds)
+    if (location.remote) {
+      const dir = await location.stage(FINALIZE_ATTEMPT, nodeDir)
+      await writeMetadata(dir, meta)
+      await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, [METADATA_FILE])
+    } else {
+      const dir = join(location.root, nodeDir)
+      await writeMetadata(dir, meta)
+      await fsyncDir(dir)
+    }
+    nodes.push({ nodeId, records: meta.records, bytes: mine.reduce((s, c) => s + c.indexSize + c.dataSize, 0) })
+  }
+  return { nodes, expected: new Set(plan.nodeIds.map(nodeDirName)) }
+}
+
+/** Format 2: the version manifest as the root's metadata.json; returns the root's expected entries. */
+async function writePartitionsMetadata(
+  location: OutputLocation,
+  o: MetadataOptions,
+  plan: BucketPlan,
+  layout: ReturnType<typeof clusterLayout>,
+  all: readonly ChunkStats[],
+  kinds: ReturnType<typeof emptyKinds>,
+): Promise<{ nodes: SummaryNode[]; expected: Set<string> }> {
+  await checkCommitted(location, '', all)
+  const manifest = versionManifest(o, plan.chunks, layout, all, kinds)
+  if (location.remote) {
+    const dir = await location.stage(FINALIZE_ATTEMPT, '')
+    await writeManifest(dir, manifest)
+    await location.commit(dir, FINALIZE_ATTEMPT, '', [METADATA_FILE])
+  } else {
+    await writeManifest(location.root, manifest)
+    await fsyncDir(location.root)
+  }
+  const nodes = plan.nodeIds.map((nodeId) => {
+    const view = nodeView(manifest, nodeId)
+    return { nodeId, records: view.records, bytes: view.files.reduce((s, f) => s + f.size, 0) }
+  })
+  const expected = new Set([METADATA_FILE, ...manifest.partitionFiles.flatMap((p) => p.files.map((f) => f.name))])
+  return { nodes, expected }
+}
+
+function chunksByBucket(list: readonly ChunkStats[], plan: BucketPlan, buckets: number): Map<number, ChunkStats> {
   const byBucket = new Map<number, ChunkStats>()
   for (const c of list) {
-    if (c.bucket >= bucketCount)
-      throw new StoreError('RO_CONFLICT', `statistics name bucket ${c.bucket}, the job has ${bucketCount}: statistics of another job?`)
-    const { nodePosition, chunk } = splitBucket(c.bucket, chunks)
-    if (nodes[nodePosition]!.id !== c.nodeId || chunk !== c.chunk)
-      throw new StoreError(
-        'RO_CONFLICT',
-        `statistics of bucket ${c.bucket} name node ${c.nodeId} chunk ${c.chunk}: statistics of another job?`,
-      )
+    if (c.bucket >= buckets)
+      throw new StoreError('RO_CONFLICT', `statistics name bucket ${c.bucket}, the job has ${buckets}: statistics of another job?`)
+    if (!sameTarget(bucketTarget(plan, c.bucket), c))
+      throw new StoreError('RO_CONFLICT', `statistics of bucket ${c.bucket} name ${describeChunk(c)}: statistics of another job?`)
     const prev = byBucket.get(c.bucket)
     if (prev !== undefined) {
       if (prev.indexChecksum === c.indexChecksum && prev.dataChecksum === c.dataChecksum && prev.records === c.records) continue
       throw new StoreError(
         'RO_CONFLICT',
-        `node ${c.nodeId} chunk ${c.chunk} was written by two reducers with different contents (${prev.attempt}, ${c.attempt}): ` +
+        `${describeChunk(c)} was written by two reducers with different contents (${prev.attempt}, ${c.attempt}): ` +
           'the job must partition on the first key field only (-partitioner KeyFieldBasedPartitioner, -k1,1, separator ".")',
       )
     }
@@ -199,13 +243,19 @@ function checkBlankLines(job: HadoopJobSpec, maps: readonly MapStats[]): void {
   }
 }
 
-async function checkCommitted(location: OutputLocation, nodeId: number, mine: readonly ChunkStats[]): Promise<void> {
-  const present = await location.list(nodeDirName(nodeId))
-  const where = `${location.root}/${nodeDirName(nodeId)}`
+function describeChunk(c: ChunkStats): string {
+  return c.partition !== undefined ? `partition ${c.partition} chunk ${c.chunk}` : `node ${String(c.nodeId)} chunk ${c.chunk}`
+}
+
+/** `dir` ('' = the root) holds exactly the chunk files of `mine`, with the sizes the reducers reported. */
+async function checkCommitted(location: OutputLocation, dir: string, mine: readonly ChunkStats[]): Promise<void> {
+  const present = await location.list(dir)
+  const where = dir === '' ? location.root : `${location.root}/${dir}`
   for (const c of mine) {
+    const { index, data } = targetFileNames(c)
     for (const [name, size] of [
-      [indexFileName(c.chunk), c.indexSize],
-      [dataFileName(c.chunk), c.dataSize],
+      [index, c.indexSize],
+      [data, c.dataSize],
     ] as const) {
       const got = present.get(name)
       if (got === undefined) throw new StoreError('RO_CORRUPT', `${where}/${name}: missing, though a reducer reported it committed`)

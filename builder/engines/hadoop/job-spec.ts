@@ -1,6 +1,6 @@
 import { readFile, writeFile, rename } from 'node:fs/promises'
 import { StoreError } from '../../../common/errors'
-import { normalizeBuildOptions, type DuplicatePolicy, type NormalizedBuildOptions } from '../../build-options'
+import { normalizeBuildOptions, type DuplicatePolicy, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import type { InputFormat } from '../../../formats/input/types'
 import type { Compression } from '../../../formats/store/metadata'
@@ -25,6 +25,9 @@ export interface HadoopJobSpec {
   readonly valueField?: string
   readonly cluster: Cluster
   readonly replication: number
+  /** What the build writes (build-options.ts); absent: 'nodes', as specs written before it. */
+  readonly layout?: OutputLayout
+  /** Chunks per node ('nodes') or per partition ('partitions'). */
   readonly chunks: number
   readonly compression: Compression
   readonly keyHash: string
@@ -119,6 +122,7 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
     cluster,
     store: j['store'] as string,
     replication: j['replication'] as number,
+    layout: j['layout'] as OutputLayout | undefined,
     chunks: chunks as number,
     compression: j['compression'] as Compression,
     version: j['version'] as number,
@@ -144,6 +148,7 @@ export function specBuildOptions(spec: HadoopJobSpec): NormalizedBuildOptions {
     store: spec.store,
     output: spec.output,
     replication: spec.replication,
+    layout: spec.layout,
     keyField: spec.keyField,
     valueField: spec.valueField,
     chunks: spec.chunks,

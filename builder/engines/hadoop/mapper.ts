@@ -56,6 +56,7 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
     job.chunks,
     await createKeyHasher(job.keyHash),
     codecByName(job.compression),
+    job.layout,
   )
   const out = new SyncWriter(o.output ?? 1)
   const reader = new SyncLineReader(o.input ?? 0)

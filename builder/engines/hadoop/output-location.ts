@@ -11,7 +11,8 @@ import { hdfsCommand, hdfsDfs, hdfsList, hdfsTest, isRemote, localPath } from '.
  *
  * Commits are atomic per file: a reducer writes a chunk under
  * `<output>/_attempts/<attempt id>/node-<id>/` and then renames each file to
- * `<output>/node-<id>/`. Attempts of one task write identical bytes, so a rerun attempt
+ * `<output>/node-<id>/` (partition files: `<output>/_attempts/<attempt id>/` to `<output>/`;
+ * `nodeDir` '' below means the root). Attempts of one task write identical bytes, so a rerun attempt
  * may replace (local rename) or keep (HDFS, where a rename never overwrites) a file an
  * earlier attempt committed.
  */
@@ -25,7 +26,7 @@ export interface OutputLocation {
   stage(attempt: string, nodeDir: string): Promise<string>
   /** Moves the staged files `names` into `<root>/<nodeDir>/`, one atomic rename each. */
   commit(staged: string, attempt: string, nodeDir: string, names: readonly string[]): Promise<void>
-  /** name -> size of the files in `<root>/<nodeDir>/` (empty when the directory is absent). */
+  /** name -> size of the files (not directories) in `<root>/<nodeDir>/` (empty when the directory is absent). */
   list(nodeDir: string): Promise<Map<string, number>>
   /** Names directly in the root. */
   children(): Promise<string[]>
@@ -67,12 +68,12 @@ class LocalOutput implements OutputLocation {
 
   async list(nodeDir: string): Promise<Map<string, number>> {
     const dir = join(this.root, nodeDir)
-    const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [] as string[]
+    const entries = await readdir(dir, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return []
       throw err
     })
     const m = new Map<string, number>()
-    for (const n of names) m.set(n, (await stat(join(dir, n))).size)
+    for (const e of entries) if (e.isFile()) m.set(e.name, (await stat(join(dir, e.name))).size)
     return m
   }
 
@@ -108,8 +109,8 @@ class RemoteOutput implements OutputLocation {
   }
 
   async commit(staged: string, attempt: string, nodeDir: string, names: readonly string[]): Promise<void> {
-    const attemptDir = `${this.root}/${ATTEMPTS_DIR}/${safeSegment(attempt)}/${nodeDir}`
-    const finalDir = `${this.root}/${nodeDir}`
+    const attemptDir = under(`${this.root}/${ATTEMPTS_DIR}/${safeSegment(attempt)}`, nodeDir)
+    const finalDir = under(this.root, nodeDir)
     if (!this.made.has(attemptDir)) {
       await hdfsDfs(this.cmd, ['-mkdir', '-p', attemptDir, finalDir])
       this.made.add(attemptDir)
@@ -122,17 +123,17 @@ class RemoteOutput implements OutputLocation {
       for (const n of names) if (!(await hdfsTest(this.cmd, '-e', `${finalDir}/${n}`))) throw err
     }
     for (const n of names) await rm(join(staged, n), { force: true })
-    // The staging directory (<tmp>/rostore-<attempt>-XXXXXX/<node dir>) once it is empty.
+    // The staging directory (<tmp>/rostore-<attempt>-XXXXXX[/<node dir>]) once it is empty.
     await rmdir(staged)
       .then(
-        () => rmdir(dirname(staged)),
+        () => (nodeDir === '' ? undefined : rmdir(dirname(staged))),
         () => undefined,
       )
       .catch(() => undefined)
   }
 
   async list(nodeDir: string): Promise<Map<string, number>> {
-    const dir = `${this.root}/${nodeDir}`
+    const dir = under(this.root, nodeDir)
     const m = new Map<string, number>()
     if (!(await hdfsTest(this.cmd, '-d', dir))) return m
     for (const e of await hdfsList(this.cmd, dir)) if (!e.dir) m.set(e.name, e.size)
@@ -147,6 +148,11 @@ class RemoteOutput implements OutputLocation {
   async removeAttempts(): Promise<void> {
     await hdfsDfs(this.cmd, ['-rm', '-r', '-f', '-skipTrash', `${this.root}/${ATTEMPTS_DIR}`])
   }
+}
+
+/** `dir` of a remote root, '' being the root itself. */
+function under(root: string, dir: string): string {
+  return dir === '' ? root : `${root}/${dir}`
 }
 
 /** Attempt ids become directory names. */

@@ -4,7 +4,10 @@ import { StoreError } from '../../../common/errors'
 import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { normalizeBuildOptions, type BuildOptions } from '../../build-options'
-import { defaultChunkCount } from '../../chunk-count'
+import { bucketCount, bucketPlan } from '../../bucket-plan'
+import { defaultChunks } from '../../chunk-count'
+import { clusterLayout } from '../../../cluster/cluster'
+import { buildRing } from '../../../cluster/routing'
 import { hdfsCommand, isRemote, listRemoteInputs, localPath, readFirstLine, type ListedInput } from './job-fs'
 import { outputLocation } from './output-location'
 import { JOB_FILE_NAME, makeJobSpec, writeJobSpec, type HadoopJobSpec } from './job-spec'
@@ -21,7 +24,7 @@ import { BUCKET_HEX, KEY_FIELD_SEPARATOR } from './shuffle-key'
  */
 export interface HadoopPrintOptions {
   readonly build: BuildOptions
-  /** Reduce tasks; default one per (node, chunk) bucket. */
+  /** Reduce tasks; default one per bucket: (node, chunk), or (partition, chunk) for layout 'partitions'. */
   readonly reducers?: number
   /** Local directory for the job spec, input list and script; default ./rostore-job-<store>-<version>. */
   readonly jobDir?: string
@@ -75,9 +78,10 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
       throw new StoreError('RO_BAD_OPTION', `${hidden.path}: Hadoop does not read input files whose names start with '_' or '.'; rename it`)
   }
   const inputBytes = listed.reduce((s, f) => s + f.size, 0)
-  const nodeCount = b.cluster.nodes.length
-  const chunks = b.chunks ?? defaultChunkCount(inputBytes, b.replication, nodeCount)
-  const buckets = nodeCount * chunks
+  const layout = clusterLayout(b.cluster)
+  const partitions = buildRing(layout).partitionCount
+  const chunks = b.chunks ?? defaultChunks(b.layout, inputBytes, b.replication, { nodes: layout.length, partitions })
+  const buckets = bucketCount(bucketPlan(b.layout, layout, chunks))
   const reducers = o.reducers ?? Math.min(buckets, 10000)
   if (!Number.isInteger(reducers) || reducers < 1)
     throw new StoreError('RO_BAD_OPTION', `--reducers ${reducers} must be a positive integer`)
@@ -104,6 +108,8 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     ...(b.valueField !== undefined ? { valueField: b.valueField } : {}),
     cluster: b.cluster,
     replication: b.replication,
+    // Written only for format 2: a format-1 spec stays what older tasks read.
+    ...(b.layout === 'partitions' ? { layout: b.layout } : {}),
     chunks,
     compression: b.compression,
     keyHash: b.keyHash,
@@ -211,7 +217,10 @@ function renderScript(
 ): string {
   const q = shellQuote
   const task = o.taskCommand ?? 'rostore'
-  const buckets = spec.cluster.nodes.length * spec.chunks
+  const layout = spec.layout ?? 'nodes'
+  const buckets = bucketCount(bucketPlan(layout, clusterLayout(spec.cluster), spec.chunks))
+  const owners = layout === 'partitions' ? `${buckets / spec.chunks} partitions` : `${spec.cluster.nodes.length} nodes`
+  const unit = layout === 'partitions' ? '(partition, chunk)' : '(node, chunk)'
   const statsDir = `${hadoopDir}/stats`
   const hadoopDirLocal = /^file:/i.test(hadoopDir)
   const jar =
@@ -222,7 +231,7 @@ function renderScript(
   const lines: string[] = [
     '#!/bin/sh',
     `# rostore build on Hadoop Streaming: store ${spec.store} version ${spec.version}, ${spec.format} input (${spec.inputs.length} files),`,
-    `# ${spec.cluster.nodes.length} nodes x ${spec.chunks} chunks = ${buckets} (node, chunk) buckets, ${spec.reducers} reduce tasks;`,
+    `# ${owners} x ${spec.chunks} chunks = ${buckets} ${unit} buckets, ${spec.reducers} reduce tasks;`,
     `# the partitioner gives buckets to ${spread.used} of them, at most ${spread.max} to one. Keys sort in Hadoop's`,
     '# default byte order of Text keys, which is the index order: no comparator option is needed.',
     `# Job spec: ${specPath}`,

@@ -1,10 +1,10 @@
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { checksumFile } from '../../../formats/store/checksum'
-import { ChunkWriter } from '../../../formats/store/chunk-writer'
+import { ChunkWriter, chunkFileNames } from '../../../formats/store/chunk-writer'
 import { codecByName } from '../../../formats/store/codec'
-import { dataFileName, indexFileName, nodeDirName } from '../../../formats/store/layout'
-import { splitBucket } from '../../map-step'
+import { clusterLayout } from '../../../cluster/cluster'
+import { bucketCount, bucketPlan, bucketTarget, targetIdentity, type BucketTarget } from '../../bucket-plan'
 import type { MappedRecord } from '../../mapped-record'
 import { reduceBucket } from '../../reduce-step'
 import { streamOfRecords } from '../../mapped-stream'
@@ -21,7 +21,8 @@ import { hadoopStatus, taskEnv } from './task-env'
  * all of a bucket together (any number of buckets in a row), then the map statistics
  * lines routed here. Each bucket goes through the shared reduce step (reduceBucket) into
  * a ChunkWriter writing under the attempt's own directory; the finished files are then
- * committed (renamed into `<output>/node-<id>/`) and the chunk's statistics line printed.
+ * committed (renamed into `<output>/node-<id>/`, or `<output>/` for partition files) and
+ * the chunk's statistics line printed.
  * Map statistics lines are passed through for finalize.
  */
 export interface ReduceTaskOptions {
@@ -40,8 +41,8 @@ export async function runReduceTask(o: ReduceTaskOptions): Promise<ReduceTaskSum
   const job = o.job
   const task = taskEnv(o.env ?? process.env)
   const location = outputLocation(job.output, job)
-  const nodes = [...job.cluster.nodes].sort((a, b) => a.id - b.id)
-  const bucketCount = nodes.length * job.chunks
+  const plan = bucketPlan(job.layout ?? 'nodes', clusterLayout(job.cluster), job.chunks)
+  const buckets = bucketCount(plan)
   const codec = codecByName(job.compression)
   const reader = new SyncLineReader(o.input ?? 0)
   const out = new SyncWriter(o.output ?? 1)
@@ -70,13 +71,12 @@ export async function runReduceTask(o: ReduceTaskOptions): Promise<ReduceTaskSum
     }
     const bucket = lineBucket(buf, start, end)
     if (bucket < 0) parseShuffleLine(buf, start, end) // throws, naming the line
-    if (bucket >= bucketCount)
+    if (bucket >= buckets)
       throw new StoreError(
         'RO_BAD_INPUT',
-        `bucket ${bucket} does not exist: the job has ${nodes.length} nodes x ${job.chunks} chunks (was the job prepared with another cluster or chunk count?)`,
+        `bucket ${bucket} does not exist: the job has ${buckets} buckets of ${job.chunks} chunks (was the job prepared with another cluster or chunk count?)`,
       )
-    const { nodePosition, chunk } = splitBucket(bucket, job.chunks)
-    const nodeId = nodes[nodePosition]!.id
+    const target = bucketTarget(plan, bucket)
     const records = function* (): Generator<MappedRecord> {
       while (more && lineBucket(reader.buf, reader.start, reader.end) === bucket) {
         order.check(reader.buf, reader.start, reader.end)
@@ -84,7 +84,7 @@ export async function runReduceTask(o: ReduceTaskOptions): Promise<ReduceTaskSum
         more = reader.next()
       }
     }
-    const c = await writeChunk(location, task.attemptId, job, nodeId, chunk, bucket, codec.id, records(), describeSource)
+    const c = await writeChunk(location, task.attemptId, job, target, codec.id, records(), describeSource)
     chunks.push(c)
     out.write(chunkStatsLine(c))
     // Flushed per chunk: the line is the only record of a committed chunk a rerun can rely on.
@@ -104,16 +104,14 @@ async function writeChunk(
   location: OutputLocation,
   attempt: string,
   job: HadoopJobSpec,
-  nodeId: number,
-  chunk: number,
-  bucket: number,
+  target: BucketTarget,
   codecId: number,
   records: Iterable<MappedRecord>,
   describeSource: (fileIndex: number, position: number) => string,
 ): Promise<ChunkStats> {
-  const nodeDir = nodeDirName(nodeId)
-  const dir = await location.stage(attempt, nodeDir)
-  const writer = new ChunkWriter(dir, { store: job.store, version: job.version, nodeId, chunk }, codecId)
+  const identity = targetIdentity(target, job.store, job.version)
+  const dir = await location.stage(attempt, target.dir)
+  const writer = new ChunkWriter(dir, identity, codecId)
   let result
   try {
     result = reduceBucket(streamOfRecords(records), writer, job.onDuplicate, describeSource)
@@ -122,14 +120,16 @@ async function writeChunk(
     throw err
   }
   const stats = writer.finish()
-  const names = [indexFileName(chunk), dataFileName(chunk)]
+  const { index, data } = chunkFileNames(identity)
+  const names = [index, data]
   const [indexChecksum, dataChecksum] = await Promise.all(names.map((n) => checksumFile(join(dir, n))))
-  hadoopStatus(`committing node ${nodeId} chunk ${chunk}: ${result.records} records`)
-  await location.commit(dir, attempt, nodeDir, names)
+  hadoopStatus(`committing ${[target.dir, index].filter((s) => s !== '').join('/')}: ${result.records} records`)
+  await location.commit(dir, attempt, target.dir, names)
   return {
-    bucket,
-    nodeId,
-    chunk,
+    bucket: target.bucket,
+    ...(target.nodeId !== undefined ? { nodeId: target.nodeId } : {}),
+    ...(target.partition !== undefined ? { partition: target.partition } : {}),
+    chunk: target.chunk,
     records: result.records,
     duplicates: result.duplicates,
     indexSize: stats.indexSize,

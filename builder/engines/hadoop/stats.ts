@@ -85,8 +85,10 @@ function isCount(v: unknown): v is number {
 
 function checkChunk(j: unknown, bad: (why: string) => never): ChunkStats {
   const c = j as Record<string, unknown>
-  for (const k of ['bucket', 'nodeId', 'chunk', 'records', 'duplicates', 'indexSize', 'dataSize'])
+  for (const k of ['bucket', 'chunk', 'records', 'duplicates', 'indexSize', 'dataSize'])
     if (!isCount(c?.[k])) bad(`chunk statistics without "${k}"`)
+  // Format 1 chunks belong to a node, format 2 chunks to a partition.
+  if (isCount(c['nodeId']) === isCount(c['partition'])) bad('chunk statistics need one of "nodeId" and "partition"')
   for (const k of ['indexChecksum', 'dataChecksum', 'attempt']) if (typeof c[k] !== 'string') bad(`chunk statistics without "${k}"`)
   return c as unknown as ChunkStats
 }

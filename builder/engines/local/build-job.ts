@@ -7,11 +7,15 @@ import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { nodeDirName } from '../../../formats/store/layout'
 import { writeMetadata } from '../../../formats/store/metadata-io'
-import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions } from '../../build-options'
+import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { nodeMetadata } from '../../node-metadata'
 import { clusterLayout } from '../../../cluster/cluster'
-import { defaultChunkCount } from '../../chunk-count'
-import { splitBucket } from '../../map-step'
+import { buildRing } from '../../../cluster/routing'
+import { defaultChunks } from '../../chunk-count'
+import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
+import { versionManifest } from '../../version-manifest'
+import { writeManifest } from '../../../formats/store/manifest-io'
+import { nodeView } from '../../../formats/store/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
@@ -24,6 +28,9 @@ export interface BuildSummary {
   readonly output: string
   readonly store: string
   readonly version: number
+  /** Which output format the build wrote (build-options.ts). */
+  readonly layout: OutputLayout
+  /** Chunks per node (layout `nodes`) or per partition (layout `partitions`). */
   readonly chunks: number
   readonly inputRecords: number
   readonly inputBytes: number
@@ -33,6 +40,7 @@ export interface BuildSummary {
   readonly seconds: number
   /** Worker-thread seconds per stage, summed over the workers (builder/stage-times.ts). */
   readonly stages: StageTimes
+  /** What each node holds: its own directory (format 1) or its view of the partitions (format 2). */
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
   /** For an s3:// output: what the upload took. */
   readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
@@ -77,7 +85,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const files = await listInputFiles([...o.inputs], { requireSuccess: o.requireSuccess })
   const inputBytes = await totalSize(files)
   const layout = clusterLayout(o.cluster)
-  const chunks = o.chunks ?? defaultChunkCount(inputBytes, o.replication, layout.length)
+  const partitions = buildRing(layout).partitionCount
+  const chunks = o.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
+  const plan = bucketPlan(o.layout, layout, chunks)
 
   await mkdir(dirname(output), { recursive: true })
   await removeStaleTemps(output)
@@ -86,7 +96,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   let runDir: string | undefined
   const workers: WorkerHandle[] = []
   try {
-    for (const n of layout) await mkdir(join(tmpOut, nodeDirName(n.id)))
+    if (o.layout === 'nodes') for (const n of layout) await mkdir(join(tmpOut, nodeDirName(n.id)))
     runDir = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
@@ -99,6 +109,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         valueField: o.valueField,
         layout,
         replication: o.replication,
+        output: o.layout,
         chunks,
         keyHash: o.keyHash,
         compression: o.compression,
@@ -131,7 +142,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       times[i] = r.times
     }
 
-    // Reduce: every (node, chunk) bucket, also empty ones, becomes a chunk.
+    // Reduce: every bucket, also empty ones, becomes a chunk.
     const segmentsByBucket = new Map<number, SegmentRef[]>()
     for (const run of runs)
       for (const segment of run.segments) {
@@ -139,21 +150,18 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         list.push({ run, segment })
         segmentsByBucket.set(segment.bucket, list)
       }
-    const bucketCount = layout.length * chunks
-    progress.startReduce(bucketCount)
+    const total = bucketCount(plan)
+    progress.startReduce(total)
     const reduced: ReducedChunk[] = []
-    const buckets = Array.from({ length: bucketCount }, (_, b) => b)
+    const buckets = Array.from({ length: total }, (_, b) => b)
     await drain(workers, buckets, o.signal, async (w, bucket) => {
-      const { nodePosition, chunk } = splitBucket(bucket, chunks)
-      const node = layout[nodePosition]!
+      const target = bucketTarget(plan, bucket)
       const r = await w.request(
         {
           type: 'reduce',
           task: {
-            bucket,
-            nodeId: node.id,
-            chunk,
-            dir: join(tmpOut, nodeDirName(node.id)),
+            target,
+            dir: join(tmpOut, target.dir),
             store: o.store,
             version: o.version,
             segments: segmentsByBucket.get(bucket) ?? [],
@@ -166,14 +174,24 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       progress.bucketDone()
     })
 
+    const metaOptions = { ...o, clusterName: o.cluster.name }
     const nodes = []
-    for (const n of layout) {
-      const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
-      const meta = nodeMetadata({ ...o, clusterName: o.cluster.name }, chunks, n.id, layout, mine, kinds)
-      const dir = join(tmpOut, nodeDirName(n.id))
-      await writeMetadata(dir, meta)
-      await fsyncDir(dir)
-      nodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, r) => s + r.indexSize + r.dataSize, 0) })
+    if (o.layout === 'partitions') {
+      const manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
+      await writeManifest(tmpOut, manifest)
+      for (const n of layout) {
+        const view = nodeView(manifest, n.id)
+        nodes.push({ nodeId: n.id, records: view.records, bytes: view.files.reduce((s, f) => s + f.size, 0) })
+      }
+    } else {
+      for (const n of layout) {
+        const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
+        const meta = nodeMetadata(metaOptions, chunks, n.id, layout, mine, kinds)
+        const dir = join(tmpOut, nodeDirName(n.id))
+        await writeMetadata(dir, meta)
+        await fsyncDir(dir)
+        nodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, r) => s + r.indexSize + r.dataSize, 0) })
+      }
     }
     await fsyncDir(tmpOut)
     await rename(tmpOut, output)
@@ -184,10 +202,12 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       output,
       store: o.store,
       version: o.version,
+      layout: o.layout,
       chunks,
       inputRecords,
       inputBytes,
-      duplicates: reduced.reduce((s, r) => s + r.duplicates, 0) / o.replication,
+      // Format 1 writes (and so counts) every duplicate once per replica.
+      duplicates: reduced.reduce((s, r) => s + r.duplicates, 0) / (o.layout === 'nodes' ? o.replication : 1),
       runs: runs.filter((r) => r.kind === 'file').length,
       seconds: (Date.now() - started) / 1000,
       stages,
@@ -202,7 +222,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   }
 }
 
-/** Runs `fn` over `items` with one item in flight per worker; the first failure wins. */
+/**
+ * Runs `fn` over `items` with one item in flight per worker; the first failure wins, and is
+ * thrown once every item in flight has settled: a worker still writing a chunk into the
+ * temp output would otherwise race its removal and leave files behind.
+ */
 async function drain<T>(
   workers: readonly WorkerHandle[],
   items: readonly T[],
@@ -210,21 +234,24 @@ async function drain<T>(
   fn: (w: WorkerHandle, item: T) => Promise<void>,
 ): Promise<void> {
   let next = 0
-  let failed = false
+  let first: { err: unknown } | undefined
   await Promise.all(
     workers.map(async (w) => {
-      while (!failed && next < items.length) {
-        if (signal?.aborted) throw new StoreError('RO_ABORTED', 'build cancelled')
+      while (first === undefined && next < items.length) {
+        if (signal?.aborted) {
+          first ??= { err: new StoreError('RO_ABORTED', 'build cancelled') }
+          return
+        }
         const item = items[next++] as T
         try {
           await fn(w, item)
         } catch (err) {
-          failed = true
-          throw err
+          first ??= { err }
         }
       }
     }),
   )
+  if (first !== undefined) throw first.err
 }
 
 function progressTracker(o: NormalizedBuildOptions, bytesTotal: number) {

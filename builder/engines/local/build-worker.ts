@@ -4,10 +4,10 @@ import { StoreError } from '../../../common/errors'
 import { readRecordBatches } from '../../../formats/input/record-batch'
 import type { InputSplit } from '../../../formats/input/splits'
 import { createFileChecksummer } from '../../../formats/store/checksum'
-import { ChunkWriter } from '../../../formats/store/chunk-writer'
+import { ChunkWriter, chunkFileNames } from '../../../formats/store/chunk-writer'
 import { codecByName } from '../../../formats/store/codec'
 import { createKeyHasher } from '../../../formats/store/key-hash'
-import { dataFileName, indexFileName } from '../../../formats/store/layout'
+import { targetIdentity } from '../../bucket-plan'
 import { MAPPED_HEADER_SIZE } from '../../mapped-record'
 import { BatchMapper, type MappedSink } from '../../map-batch'
 import { createMapContext, type MapContext } from '../../map-step'
@@ -42,6 +42,7 @@ async function context(): Promise<MapContext> {
     setup.chunks,
     await createKeyHasher(setup.keyHash),
     codecByName(setup.compression),
+    setup.output,
   )
   return ctx
 }
@@ -137,11 +138,8 @@ async function mapSplit(split: InputSplit): Promise<void> {
 }
 
 async function reduce(task: ReduceTask): Promise<void> {
-  const writer = new ChunkWriter(
-    task.dir,
-    { store: task.store, version: task.version, nodeId: task.nodeId, chunk: task.chunk },
-    codecByName(setup.compression).id,
-  )
+  const identity = targetIdentity(task.target, task.store, task.version)
+  const writer = new ChunkWriter(task.dir, identity, codecByName(setup.compression).id)
   let result
   const t0 = process.hrtime.bigint()
   try {
@@ -156,8 +154,9 @@ async function reduce(task: ReduceTask): Promise<void> {
   // Checksums are taken from the finished files (headers included), just written and
   // so still in the page cache.
   checksummer ??= await createFileChecksummer()
-  const indexChecksum = checksummer(join(task.dir, indexFileName(task.chunk)))
-  const dataChecksum = checksummer(join(task.dir, dataFileName(task.chunk)))
+  const names = chunkFileNames(identity)
+  const indexChecksum = checksummer(join(task.dir, names.index))
+  const dataChecksum = checksummer(join(task.dir, names.data))
   const t2 = process.hrtime.bigint()
   times.write += stats.writeSeconds
   times.fsync += stats.fsyncSeconds
@@ -166,9 +165,10 @@ async function reduce(task: ReduceTask): Promise<void> {
   post({
     type: 'reduced',
     chunk: {
-      bucket: task.bucket,
-      nodeId: task.nodeId,
-      chunk: task.chunk,
+      bucket: task.target.bucket,
+      ...(task.target.nodeId !== undefined ? { nodeId: task.target.nodeId } : {}),
+      ...(task.target.partition !== undefined ? { partition: task.target.partition } : {}),
+      chunk: task.target.chunk,
       records: result.records,
       duplicates: result.duplicates,
       indexSize: stats.indexSize,

@@ -2,7 +2,8 @@ import type { InputFormat, KeyKind, ValueKind } from '../../../formats/input/typ
 import type { InputSplit } from '../../../formats/input/splits'
 import type { Compression } from '../../../formats/store/metadata'
 import type { ClusterLayoutNode } from '../../../cluster/layout'
-import type { DuplicatePolicy } from '../../build-options'
+import type { DuplicatePolicy, OutputLayout } from '../../build-options'
+import type { BucketTarget } from '../../bucket-plan'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import type { StageTimes } from '../../stage-times'
@@ -14,6 +15,7 @@ export interface WorkerSetup {
   readonly valueField?: string
   readonly layout: readonly ClusterLayoutNode[]
   readonly replication: number
+  readonly output: OutputLayout
   readonly chunks: number
   readonly keyHash: string
   readonly compression: Compression
@@ -26,9 +28,8 @@ export interface WorkerSetup {
 }
 
 export interface ReduceTask {
-  readonly bucket: number
-  readonly nodeId: number
-  readonly chunk: number
+  readonly target: BucketTarget
+  /** The directory the chunk's files go into. */
   readonly dir: string
   readonly store: string
   readonly version: number
@@ -43,9 +44,11 @@ export interface KindCounts {
   values: Record<ValueKind, number>
 }
 
+/** One bucket's written chunk: `nodeId` in format 1, `partition` in format 2 (bucket-plan.ts). */
 export interface ReducedChunk {
   readonly bucket: number
-  readonly nodeId: number
+  readonly nodeId?: number
+  readonly partition?: number
   readonly chunk: number
   readonly records: number
   readonly duplicates: number
