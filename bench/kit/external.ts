@@ -12,7 +12,7 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'chaos' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening'
+  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'chaos' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening' | 'partitions'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -93,6 +93,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick'] : []),
     timeoutSec: () => 900,
     goals: () => [],
+  },
+  {
+    id: 'partitions',
+    file: 'versions/partition-bench.js',
+    title: '4j. Partition files: the build output read once per push, rebalance 3 → 5 without a build',
+    args: (ctx) => (ctx.quick ? ['--quick'] : ['--records', String(ctx.records)]),
+    timeoutSec: (ctx) => (ctx.quick ? 900 : 3600),
+    goals: tableGoals('partitions'),
   },
   {
     id: 'hadoop',
@@ -286,6 +294,17 @@ export function soakGoals(md: string | undefined, reason?: string): GoalRow[] {
   const text = 'Push soak: RssAnon, heap and open files flat after warm-up'
   if (!r) return [goal('push-soak', text, 'flat', `not run: ${reason ?? 'no table'}`, undefined)]
   return [goal('push-soak', text, r[1] ?? 'flat', r[2] ?? '', r[3] === 'met')]
+}
+
+/** Every row of a bench's `goal | target | measured | status` table, as printed. */
+export function tableGoals(id: string): (md: string | undefined, reason?: string) => GoalRow[] {
+  return (md, reason) => {
+    const t = md ? parseTables(md).find((x) => column(x, /^goal$/) >= 0) : undefined
+    if (!t) return [goal(id, `${id}: the bench's goals`, 'see the section', `not run: ${reason ?? 'no table'}`, undefined)]
+    return t.rows.map((r, i) =>
+      goal(`${id}-${i}`, r[0] ?? '', r[1] ?? '', r[2] ?? '', r[3] === 'met' ? true : r[3] === 'missed' ? false : undefined),
+    )
+  }
 }
 
 /** The goal row chaos-bench prints (bench/versions/chaos-bench.ts). */
