@@ -1,17 +1,67 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
-import { MAX_METADATA_BYTES } from './metadata-io'
+import { METADATA_FILE, type StoreMetadata } from './metadata'
+import { MAX_METADATA_BYTES, validateMetadata } from './metadata-io'
 import { checkStoreFields, int } from './metadata-fields'
 import { checkFileList, partitionFileNames } from './node-view-check'
-import { PARTITIONED_FORMAT_MAJOR, type VersionManifest } from './partition-files'
+import { PARTITIONED_FORMAT_MAJOR, type PartitionEntry, type VersionManifest } from './partition-files'
 
 /**
  * Reads a format-2 version manifest: a build output's metadata.json, or a node's
  * manifest.json (partition-files.ts MANIFEST_FILE) beside its node view.
  */
 export async function readManifest(dir: string, name: string): Promise<VersionManifest> {
-  const file = join(dir, name)
+  return validateManifest(await readJson(join(dir, name)), join(dir, name))
+}
+
+/**
+ * A directory's metadata.json, whichever it is: a node directory's (format 1 or a
+ * format-2 node view) or a format-2 build output's version manifest (it lists
+ * `partitionFiles`). For tools that take either (verify).
+ */
+export async function readNodeOrBuild(
+  dir: string,
+): Promise<{ readonly kind: 'node'; readonly meta: StoreMetadata } | { readonly kind: 'build'; readonly manifest: VersionManifest }> {
+  const file = join(dir, METADATA_FILE)
+  const json = await readJson(file)
+  const isManifest = typeof json === 'object' && json !== null && 'partitionFiles' in json
+  return isManifest ? { kind: 'build', manifest: validateManifest(json, file) } : { kind: 'node', meta: validateMetadata(json, file) }
+}
+
+/**
+ * The manifest seen as the metadata of one directory holding every partition (a build
+ * output): slot s × chunks + c is chunk c of partition s. Lets verify and dumps walk a
+ * build output with the node-directory code; nodeId -1 stands for "no node".
+ */
+export function wholeVersionView(m: VersionManifest): StoreMetadata {
+  const entries: readonly PartitionEntry[] = m.partitionFiles
+  return {
+    format: 'rostore',
+    formatMajor: m.formatMajor,
+    formatMinor: m.formatMinor,
+    store: m.store,
+    version: m.version,
+    dataVersion: m.dataVersion,
+    nodeId: -1,
+    held: entries.map((e) => e.partition),
+    clusterName: m.clusterName,
+    layout: m.layout,
+    replication: m.replication,
+    keyHash: m.keyHash,
+    keySerializer: m.keySerializer,
+    valueSerializer: m.valueSerializer,
+    compression: m.compression,
+    chunks: m.chunks,
+    records: m.records,
+    chunkRecords: entries.flatMap((e) => e.chunkRecords),
+    checksumAlgorithm: m.checksumAlgorithm,
+    files: entries.flatMap((e) => e.files),
+    build: m.build,
+  }
+}
+
+async function readJson(file: string): Promise<unknown> {
   let text: string
   try {
     const bytes = await readFile(file)
@@ -21,13 +71,11 @@ export async function readManifest(dir: string, name: string): Promise<VersionMa
     if (err instanceof StoreError) throw err
     throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
   }
-  let json: unknown
   try {
-    json = JSON.parse(text)
+    return JSON.parse(text)
   } catch (err) {
     throw new StoreError('RO_CORRUPT', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err })
   }
-  return validateManifest(json, file)
 }
 
 /** Checks a version manifest: the shared fields, then every partition 0..P-1 with its chunks' files in order. */
