@@ -1,10 +1,10 @@
-import { open, rename, writeFile } from 'node:fs/promises'
+import { open, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
 import { isSafeName } from './layout'
-import { CHECKSUM_ALGORITHMS, COMPRESSIONS, METADATA_FILE } from './metadata'
-import { MAX_METADATA_BYTES } from './metadata-io'
-import { PARTITIONED_FORMAT_MAJOR, parsePartitionFileName, type VersionManifest } from './partition-files'
+import { CHECKSUM_ALGORITHMS, COMPRESSIONS, METADATA_FILE, type StoreMetadata } from './metadata'
+import { MAX_METADATA_BYTES, validateMetadata } from './metadata-io'
+import { PARTITIONED_FORMAT_MAJOR, parsePartitionFileName, type PartitionEntry, type VersionManifest } from './partition-files'
 
 /**
  * The version manifest of format 2 (partition-files.ts `VersionManifest`): the build
@@ -169,4 +169,67 @@ export async function writeManifest(dir: string, manifest: VersionManifest, name
     await fh.close()
   }
   await rename(tmp, file)
+}
+
+/**
+ * A directory's metadata.json, whichever it is: a node directory's (format 1 or a
+ * format-2 node view) or a format-2 build output's version manifest (it lists
+ * `partitionFiles`). For tools that take either (verify).
+ */
+export async function readNodeOrBuild(
+  dir: string,
+): Promise<{ readonly kind: 'node'; readonly meta: StoreMetadata } | { readonly kind: 'build'; readonly manifest: VersionManifest }> {
+  const file = join(dir, METADATA_FILE)
+  const json = await readJson(file)
+  const isManifest = typeof json === 'object' && json !== null && 'partitionFiles' in json
+  return isManifest ? { kind: 'build', manifest: validateManifest(json, file) } : { kind: 'node', meta: validateMetadata(json, file) }
+}
+
+/**
+ * The manifest seen as the metadata of one directory holding every partition (a build
+ * output): slot s × chunks + c is chunk c of partition s. Lets verify and dumps walk a
+ * build output with the node-directory code; nodeId -1 stands for "no node".
+ */
+export function wholeVersionView(m: VersionManifest): StoreMetadata {
+  const entries: readonly PartitionEntry[] = m.partitionFiles
+  return {
+    format: 'rostore',
+    formatMajor: m.formatMajor,
+    formatMinor: m.formatMinor,
+    store: m.store,
+    version: m.version,
+    dataVersion: m.dataVersion,
+    nodeId: -1,
+    held: entries.map((e) => e.partition),
+    clusterName: m.clusterName,
+    layout: m.layout,
+    replication: m.replication,
+    keyHash: m.keyHash,
+    keySerializer: m.keySerializer,
+    valueSerializer: m.valueSerializer,
+    compression: m.compression,
+    chunks: m.chunks,
+    records: m.records,
+    chunkRecords: entries.flatMap((e) => e.chunkRecords),
+    checksumAlgorithm: m.checksumAlgorithm,
+    files: entries.flatMap((e) => e.files),
+    build: m.build,
+  }
+}
+
+async function readJson(file: string): Promise<unknown> {
+  let text: string
+  try {
+    const bytes = await readFile(file)
+    if (bytes.length > MAX_METADATA_BYTES) throw new StoreError('RO_CORRUPT', `${file}: more than a manifest can be`)
+    text = bytes.toString('utf8')
+  } catch (err) {
+    if (err instanceof StoreError) throw err
+    throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
+  }
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new StoreError('RO_CORRUPT', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err })
+  }
 }
