@@ -65,6 +65,21 @@ export interface LookupSpec {
   readonly checkCrc: boolean
   /** -1 for MD5; N for the test hash md5-collide-N. */
   readonly collideBits: number
+  /**
+   * Format 2 (partition files): chunk slot = slots[u32be(h[0..4]) mod count] × chunks +
+   * u32be(h[4..8]) mod chunks, and a key whose slot is -1 (partition not held) is a miss.
+   * Absent: format 1, chunk = u32be(h[4..8]) mod chunks.length.
+   */
+  readonly partitions?: LookupPartitions
+}
+
+export interface LookupPartitions {
+  /** P, the length of `slots`. */
+  readonly count: number
+  /** Slot of each partition among the held ones, -1 when not held. */
+  readonly slots: Int32Array
+  /** Chunks per partition: chunks.length = held partitions × chunks. */
+  readonly chunks: number
 }
 
 /**

@@ -4,7 +4,10 @@
  *                         getFramed(keyLength, out, at, resp, absent, suffix), close() }
  *
  * spec = { chunks: [{ index, count, data, dataSize, radix, radixBits }], key, out,
- *          binary, checkCrc, collideBits }
+ *          binary, checkCrc, collideBits, partitions? }
+ * partitions (format 2) = { count: P, slots: Int32Array(P) (-1: not held), chunks per
+ * partition }: a key's chunk is its partition's slot times chunks plus its chunk, and a
+ * key of a partition not held is a miss (lookup.h ro_chunk_slot).
  * `index` and `data` are the windows mapFile returned; `key` is a scratch Uint8Array the
  * caller writes each key into; `out` a Float64Array(8) receiving
  * [chunk, valueOffset, valueLength, probes, recordOffset]. The two functions share one
@@ -25,6 +28,7 @@
 typedef struct {
   ro_store store;
   ro_chunk *chunks;
+  int32_t *part_slots; /* a copy of spec.partitions.slots, or NULL */
   uint8_t *key;
   size_t key_cap;
   double *out;
@@ -45,6 +49,7 @@ static void drop_refs(napi_env env, lookup_state *st) {
 static void free_state(napi_env env, lookup_state *st) {
   drop_refs(env, st);
   free(st->chunks);
+  free(st->part_slots);
   free(st);
 }
 
@@ -164,7 +169,7 @@ static napi_value get_many_fn(napi_env env, napi_callback_info info) {
     ro_key_hash(&st->store, keys + start, ends[i] - start, h);
     items[i].prefix = ((uint64_t)h[0] << 56) | ((uint64_t)h[1] << 48) | ((uint64_t)h[2] << 40) | ((uint64_t)h[3] << 32) |
                       ((uint64_t)h[4] << 24) | ((uint64_t)h[5] << 16) | ((uint64_t)h[6] << 8) | h[7];
-    items[i].chunk = (uint32_t)((items[i].prefix & 0xffffffffu) % st->store.chunk_count);
+    items[i].chunk = ro_chunk_slot(&st->store, h); /* RO_NOT_HELD sorts last */
     items[i].index = i;
   }
   sort_items(items, count);
@@ -409,6 +414,31 @@ static uint32_t windows_count(napi_env env, napi_value spec, const char *name) {
   return n;
 }
 
+/* Reads spec.partitions, if any, into st (a copy of the slots). 0, or -1 when malformed. */
+static int read_partitions(napi_env env, napi_value spec, lookup_state *st, uint32_t chunk_count) {
+  napi_value parts, slots;
+  napi_valuetype type = napi_undefined;
+  if (napi_get_named_property(env, spec, "partitions", &parts) != napi_ok || napi_typeof(env, parts, &type) != napi_ok) return -1;
+  if (type == napi_undefined || type == napi_null) return 0;
+  uint64_t count, chunks;
+  int32_t *v;
+  size_t n;
+  if (ro_get_named_u64(env, parts, "count", &count) != 0 || ro_get_named_u64(env, parts, "chunks", &chunks) != 0 ||
+      napi_get_named_property(env, parts, "slots", &slots) != napi_ok || ro_get_i32_array(env, slots, &v, &n) != 0 || count == 0 ||
+      count > UINT32_MAX || n != count || chunks == 0 || chunk_count % chunks != 0)
+    return -1;
+  /* Every slot names a whole run of chunks: no lookup can index past st->chunks. */
+  for (size_t p = 0; p < n; p++)
+    if (v[p] < -1 || (v[p] >= 0 && (uint64_t)v[p] >= chunk_count / chunks)) return -1;
+  st->part_slots = malloc(n * sizeof *st->part_slots);
+  if (st->part_slots == NULL) return -1;
+  memcpy(st->part_slots, v, n * sizeof *st->part_slots);
+  st->store.part_slots = st->part_slots;
+  st->store.part_count = (uint32_t)count;
+  st->store.part_chunks = (uint32_t)chunks;
+  return 0;
+}
+
 static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value spec, chunks, key, out, collide;
@@ -437,14 +467,14 @@ static napi_value create_lookup_fn(napi_env env, napi_callback_info info) {
   uint32_t next = 0;
   int ok = st->chunks != NULL && st->refs != NULL && ro_get_bytes(env, key, &st->key, &st->key_cap) == 0 &&
            ro_get_f64_array(env, out, &st->out, &out_len) == 0 && out_len >= 8 && napi_create_reference(env, key, 1, &st->refs[next++]) == napi_ok &&
-           napi_create_reference(env, out, 1, &st->refs[next++]) == napi_ok;
+           napi_create_reference(env, out, 1, &st->refs[next++]) == napi_ok && read_partitions(env, spec, st, chunk_count) == 0;
   for (uint32_t i = 0; ok && i < chunk_count; i++) {
     napi_value c;
     ok = napi_get_element(env, chunks, i, &c) == napi_ok && read_chunk(env, c, &st->chunks[i], st, &next) == 0;
   }
   if (!ok) {
     free_state(env, st);
-    return ro_throw_type(env, "createLookup: bad spec (chunk windows, sizes, radix, key or out buffer)");
+    return ro_throw_type(env, "createLookup: bad spec (chunk windows, sizes, radix, partitions, key or out buffer)");
   }
   st->store.chunks = st->chunks;
   st->store.chunk_count = chunk_count;

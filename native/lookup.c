@@ -175,12 +175,10 @@ static int check_record(const ro_store *s, const ro_chunk *c, uint64_t off, cons
   return ro_be64(h) == prefix ? NOT_THIS_KEY : RO_E_FOREIGN_KEY;
 }
 
-static inline uint32_t chunk_of(const ro_store *s, const uint8_t hash[16]) {
-  return (uint32_t)(((uint32_t)hash[4] << 24 | (uint32_t)hash[5] << 16 | (uint32_t)hash[6] << 8 | hash[7]) % s->chunk_count);
-}
-
 void ro_prefetch_entry(const ro_store *s, const uint8_t hash[16]) {
-  const ro_chunk *c = &s->chunks[chunk_of(s, hash)];
+  uint32_t chunk = ro_chunk_slot(s, hash);
+  if (chunk == RO_NOT_HELD) return;
+  const ro_chunk *c = &s->chunks[chunk];
   uint64_t target = ro_be64(hash);
   uint64_t pos;
   if (s->binary) {
@@ -228,11 +226,16 @@ static int miss_checked(const ro_chunk *c, uint64_t pos, const visited_entries *
 }
 
 int ro_locate(const ro_store *s, const uint8_t hash[16], ro_hit *out, uint64_t *pos) {
-  uint32_t chunk = chunk_of(s, hash);
+  uint32_t chunk = ro_chunk_slot(s, hash);
+  out->probes = 0;
+  if (chunk == RO_NOT_HELD) {
+    /* Another node's partition: absent here, and chunk 0 keeps out->chunk a valid index. */
+    out->chunk = 0;
+    return RO_MISS;
+  }
   const ro_chunk *c = &s->chunks[chunk];
   uint64_t prefix = ro_be64(hash);
   out->chunk = chunk;
-  out->probes = 0;
   int order_error;
   visited_entries seen = {{0}, 0};
   *pos = search(s, c, prefix, &out->probes, &order_error, c->index_crcs != NULL ? &seen : NULL);

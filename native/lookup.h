@@ -23,6 +23,12 @@ typedef struct {
 typedef struct {
   const ro_chunk *chunks;
   uint32_t chunk_count;
+  /* Format 2 (partition files): part_slots[p] is partition p's slot among the held ones
+   * (-1: not held), for p < part_count; chunk slot = slot * part_chunks + chunk. NULL:
+   * format 1, chunk = u32be(h[4..8]) mod chunk_count. */
+  const int32_t *part_slots;
+  uint32_t part_count;
+  uint32_t part_chunks;
   int binary;       /* binary search instead of interpolation */
   int check_crc;    /* verify every record read against its CRC-32 */
   int collide_bits; /* -1: MD5; otherwise the test hash md5-collide-N */
@@ -55,6 +61,17 @@ enum {
    * header was not read either). */
   RO_COLD = 4
 };
+
+/* A key's chunk: RO_NOT_HELD when its partition is not held (the key is absent). */
+#define RO_NOT_HELD UINT32_MAX
+
+static inline uint32_t ro_chunk_slot(const ro_store *s, const uint8_t hash[16]) {
+  uint32_t lo = (uint32_t)hash[4] << 24 | (uint32_t)hash[5] << 16 | (uint32_t)hash[6] << 8 | hash[7];
+  if (s->part_slots == NULL) return lo % s->chunk_count;
+  uint32_t hi = (uint32_t)hash[0] << 24 | (uint32_t)hash[1] << 16 | (uint32_t)hash[2] << 8 | hash[3];
+  int32_t slot = s->part_slots[hi % s->part_count];
+  return slot < 0 ? RO_NOT_HELD : (uint32_t)slot * s->part_chunks + lo % s->part_chunks;
+}
 
 void ro_key_hash(const ro_store *s, const uint8_t *key, size_t len, uint8_t out[16]);
 

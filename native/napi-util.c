@@ -58,6 +58,14 @@ int ro_get_u32_array(napi_env env, napi_value v, uint32_t **data, size_t *count)
   return 0;
 }
 
+int ro_get_i32_array(napi_env env, napi_value v, int32_t **data, size_t *count) {
+  napi_typedarray_type type;
+  void *p;
+  if (typed_array_info(env, v, &type, count, &p) != 0 || type != napi_int32_array) return -1;
+  *data = (int32_t *)p;
+  return 0;
+}
+
 int ro_get_f64_array(napi_env env, napi_value v, double **data, size_t *count) {
   napi_typedarray_type type;
   void *p;

@@ -16,6 +16,7 @@ int ro_get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 
 /* A Uint32Array or Float64Array's elements; 0 on success, -1 on a wrong type. */
 int ro_get_u32_array(napi_env env, napi_value v, uint32_t **data, size_t *count);
+int ro_get_i32_array(napi_env env, napi_value v, int32_t **data, size_t *count);
 int ro_get_f64_array(napi_env env, napi_value v, double **data, size_t *count);
 
 /* An array of (Shared)ArrayBuffers that are consecutive windows of one memory range (as mapFile

@@ -3,11 +3,10 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { StoreError } from '../../common/errors'
 import { createFileHasher } from './checksum'
-import { chunkFileId } from './chunk-writer'
 import { codecById, type ValueCodec } from './codec'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from './header'
-import { dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
+import { slotFileId, slotFileNames, slotHeaderChunk } from './partition-files'
 import { RECORD_HEADER_SIZE } from './record'
 import { radixTableFor, type IndexKeys, type RadixTable } from './search'
 
@@ -33,11 +32,14 @@ const closeAsync = promisify(close)
 const fstatAsync = promisify(fstat)
 const readAsync = promisify(read)
 
-export async function openChunk(dir: string, meta: StoreMetadata, chunk: number, codec: ValueCodec, verify: boolean): Promise<OpenChunk> {
-  const indexFile = join(dir, indexFileName(chunk))
-  const dataFile = join(dir, dataFileName(chunk))
-  const expectedId = chunkFileId({ store: meta.store, version: meta.version, nodeId: meta.nodeId, chunk })
-  const listed = meta.files.find((f) => f.name === indexFileName(chunk))
+/** Opens chunk slot `slot` (partition-files.ts: the chunk number in format 1). */
+export async function openChunk(dir: string, meta: StoreMetadata, slot: number, codec: ValueCodec, verify: boolean): Promise<OpenChunk> {
+  const names = slotFileNames(meta, slot)
+  const indexFile = join(dir, names.index)
+  const dataFile = join(dir, names.data)
+  const expectedId = slotFileId(meta, slot)
+  const chunk = slotHeaderChunk(meta, slot)
+  const listed = meta.files.find((f) => f.name === names.index)
   const hasher = verify ? await createFileHasher(meta.checksumAlgorithm) : undefined
 
   const indexFd = await openFile(indexFile)
@@ -47,9 +49,10 @@ export async function openChunk(dir: string, meta: StoreMetadata, chunk: number,
     const head = Buffer.alloc(HEADER_SIZE)
     await readFullyAsync(indexFd, head, 0, indexFile)
     const header = decodeIndexHeader(head, indexFile)
-    if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node or chunk`)
-    if (header.entryCount !== meta.chunkRecords[chunk])
-      corrupt(indexFile, `${header.entryCount} entries, metadata says ${meta.chunkRecords[chunk]}`)
+    if (!header.fileId.equals(expectedId) || header.chunk !== chunk)
+      corrupt(indexFile, `belongs to another store, version, node, partition or chunk`)
+    if (header.entryCount !== meta.chunkRecords[slot])
+      corrupt(indexFile, `${header.entryCount} entries, metadata says ${meta.chunkRecords[slot]}`)
     if (size !== HEADER_SIZE + header.entryCount * INDEX_ENTRY_SIZE)
       corrupt(indexFile, `size ${size} does not match ${header.entryCount} entries`)
     hasher?.update(head)
@@ -68,7 +71,8 @@ export async function openChunk(dir: string, meta: StoreMetadata, chunk: number,
     const head = Buffer.alloc(HEADER_SIZE)
     await readFullyAsync(dataFd, head, 0, dataFile)
     const header = decodeDataHeader(head, dataFile)
-    if (!header.fileId.equals(expectedId) || header.chunk !== chunk) corrupt(dataFile, `belongs to another store, version, node or chunk`)
+    if (!header.fileId.equals(expectedId) || header.chunk !== chunk)
+      corrupt(dataFile, `belongs to another store, version, node, partition or chunk`)
     if (header.recordCount !== keys.hi.length) corrupt(dataFile, `${header.recordCount} records, the index has ${keys.hi.length}`)
     if (codecById(header.codec) !== codec) corrupt(dataFile, `codec ${header.codec} differs from the metadata's ${codec.name}`)
     return { ...keys, dataFd, dataSize: size, dataFile, readAhead: readAheadFor(keys.hi.length, size) }

@@ -1,6 +1,5 @@
 import { crc32 } from 'node:zlib'
 import { StoreError } from '../../common/errors'
-import { FORMAT_MAJOR, FORMAT_MINOR } from './metadata'
 
 /**
  * The 64-byte header that starts every .index and .data file (docs/FORMAT.md). Both files
@@ -8,6 +7,13 @@ import { FORMAT_MAJOR, FORMAT_MINOR } from './metadata'
  * so a chunk file swapped with another chunk's or version's is refused on open.
  */
 export const HEADER_SIZE = 64
+/**
+ * The chunk files' own format version, apart from metadata.json's: format 2 (partition
+ * files) names and identifies chunk files differently but keeps their bytes, so both
+ * metadata majors read chunk files of major 1.
+ */
+export const CHUNK_FORMAT_MAJOR = 1
+export const CHUNK_FORMAT_MINOR = 0
 export const INDEX_MAGIC = Buffer.from('RSTOREIX', 'ascii')
 export const DATA_MAGIC = Buffer.from('RSTOREDT', 'ascii')
 export const INDEX_ENTRY_SIZE = 16
@@ -72,8 +78,8 @@ export function decodeDataHeader(b: Buffer, file: string): DataHeader {
 }
 
 function writeCommon(b: Buffer, fileId: Buffer, chunk: number): void {
-  b.writeUInt16LE(FORMAT_MAJOR, 8)
-  b.writeUInt16LE(FORMAT_MINOR, 10)
+  b.writeUInt16LE(CHUNK_FORMAT_MAJOR, 8)
+  b.writeUInt16LE(CHUNK_FORMAT_MINOR, 10)
   b.writeUInt32LE(HEADER_SIZE, 12)
   if (fileId.length !== 16) throw new RangeError('file id must be 16 bytes')
   fileId.copy(b, 16)
@@ -85,8 +91,11 @@ function checkCommon(b: Buffer, magic: Buffer, file: string): void {
   if (!b.subarray(0, 8).equals(magic))
     throw new StoreError('RO_BAD_FORMAT', `${file}: not a rostore ${magic.toString('ascii')} file (bad magic)`)
   const major = b.readUInt16LE(8)
-  if (major !== FORMAT_MAJOR)
-    throw new StoreError('RO_BAD_FORMAT', `${file}: format major version ${major}, this reader understands ${FORMAT_MAJOR}`)
+  if (major !== CHUNK_FORMAT_MAJOR)
+    throw new StoreError(
+      'RO_BAD_FORMAT',
+      `${file}: chunk file format major version ${major}, this reader understands ${CHUNK_FORMAT_MAJOR}`,
+    )
   if (b.readUInt32LE(60) !== crc32(b.subarray(0, 60))) corrupt(file, 'header checksum mismatch')
   if (b.readUInt32LE(12) !== HEADER_SIZE) corrupt(file, `header size ${b.readUInt32LE(12)}`)
 }

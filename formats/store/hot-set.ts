@@ -1,11 +1,14 @@
 import type { MappedChunk } from './mapped-chunk'
 import type { ResidencyMap } from './residency'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE } from './header'
+import type { ChunkGeometry } from './partition-files'
 
 /** What a reader shows of itself for carrying its hot set (MappedStoreReader.hotSetParts). */
 export interface HotSetParts {
   readonly chunks: readonly MappedChunk[]
   readonly map: ResidencyMap
+  /** Which chunk slot a hash prefix lives in (either format, partition-files.ts). */
+  readonly geometry: ChunkGeometry
 }
 
 export interface HotSetOptions {
@@ -99,6 +102,7 @@ export async function carryHotSet(live: HotSetParts, next: HotSetParts, opts: Ho
   if (aborted()) return { hot: 0, warmed: 0, ms: 0 }
   await live.map.refreshNow()
   const nextChunks = next.chunks.length
+  const slotOf = prefixSlot(next.geometry)
   const lists = Array.from({ length: nextChunks }, () => new PrefixList())
   let hot = 0
   let steps = 0
@@ -112,9 +116,12 @@ export async function carryHotSet(live: HotSetParts, next: HotSetParts, opts: Ho
         if (aborted()) return { hot, warmed: 0, ms: performance.now() - t0 }
       }
       if (((vec[Math.floor(index.offset(i) / PAGE)] as number) & 1) === 0) continue
-      const lo = index.lo(i)
-      ;(lists[lo % nextChunks] as PrefixList).push(index.hi(i), lo)
       hot++
+      const hi = index.hi(i)
+      const lo = index.lo(i)
+      // A record of a partition the next version does not hold here is not carried.
+      const slot = slotOf(hi, lo)
+      if (slot >= 0) (lists[slot] as PrefixList).push(hi, lo)
     }
   }
 
@@ -151,6 +158,16 @@ export async function carryHotSet(live: HotSetParts, next: HotSetParts, opts: Ho
   }
   await Promise.all(wave)
   return { hot, warmed, ms: performance.now() - t0 }
+}
+
+/** partition-files.ts chunkSlot over an index entry's prefix (u32be h[0..4], h[4..8]), which is all it reads. */
+function prefixSlot(g: ChunkGeometry): (hi: number, lo: number) => number {
+  const { chunks, slots, partitionCount } = g
+  if (slots === undefined || partitionCount === undefined) return (_hi, lo) => lo % chunks
+  return (hi, lo) => {
+    const s = slots[hi % partitionCount] as number
+    return s < 0 ? -1 : s * chunks + (lo % chunks)
+  }
 }
 
 /** The parts of a reader that can carry or take a hot set: a mapped reader with a residency map. */

@@ -1,11 +1,10 @@
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
 import { SCAN_OK, SCAN_ORDER, type LookupChunkSpec, type MappedFile } from '../../common/native'
-import { chunkFileId } from './chunk-writer'
 import { codecById, type ValueCodec } from './codec'
 import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from './header'
-import { chunkOf, dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
+import { chunkSlot, slotFileId, slotFileNames, slotHeaderChunk, type ChunkGeometry } from './partition-files'
 import { RECORD_HEADER_SIZE } from './record'
 import type { ResidencyMap } from './residency'
 import type { StoreOps } from './store-ops'
@@ -29,6 +28,8 @@ export interface MappedChunkOptions {
   readonly keyHash: (key: Uint8Array, out: Uint8Array) => void
   /** Cold reads on the pool: the data mapping is MADV_RANDOM and tracked here. */
   readonly residency: ResidencyMap | undefined
+  /** The directory's chunk geometry (partition-files.ts chunkGeometry), for the first-key check. */
+  readonly geometry: ChunkGeometry
 }
 
 /** Fewer entries than this get no radix table (interpolation alone is as good there). */
@@ -49,13 +50,15 @@ export async function openMappedChunk(
   ops: StoreOps,
   dir: string,
   meta: StoreMetadata,
-  chunk: number,
+  slot: number,
   codec: ValueCodec,
   o: MappedChunkOptions,
 ): Promise<MappedChunk> {
-  const indexFile = join(dir, indexFileName(chunk))
-  const dataFile = join(dir, dataFileName(chunk))
-  const expectedId = chunkFileId({ store: meta.store, version: meta.version, nodeId: meta.nodeId, chunk })
+  const names = slotFileNames(meta, slot)
+  const indexFile = join(dir, names.index)
+  const dataFile = join(dir, names.data)
+  const expectedId = slotFileId(meta, slot)
+  const chunk = slotHeaderChunk(meta, slot)
   // The index is never handed out: shared and read-only. Data views reach callers: a
   // private writable mapping turns a caller's write into a copied page, not a SIGSEGV.
   const index = await ops.mapFile(indexFile, false, o.windowBytes)
@@ -70,13 +73,13 @@ export async function openMappedChunk(
   }
 
   const ih = decodeIndexHeader(headerOf(index, indexFile), indexFile)
-  if (!ih.fileId.equals(expectedId) || ih.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node or chunk`)
-  if (ih.entryCount !== meta.chunkRecords[chunk]) corrupt(indexFile, `${ih.entryCount} entries, metadata says ${meta.chunkRecords[chunk]}`)
+  if (!ih.fileId.equals(expectedId) || ih.chunk !== chunk) corrupt(indexFile, `belongs to another store, version, node, partition or chunk`)
+  if (ih.entryCount !== meta.chunkRecords[slot]) corrupt(indexFile, `${ih.entryCount} entries, metadata says ${meta.chunkRecords[slot]}`)
   if (index.size !== HEADER_SIZE + ih.entryCount * INDEX_ENTRY_SIZE)
     corrupt(indexFile, `size ${index.size} does not match ${ih.entryCount} entries`)
   if (data.size !== ih.dataSize) corrupt(dataFile, `size ${data.size}, the index says ${ih.dataSize}`)
   const dh = decodeDataHeader(headerOf(data, dataFile), dataFile)
-  if (!dh.fileId.equals(expectedId) || dh.chunk !== chunk) corrupt(dataFile, `belongs to another store, version, node or chunk`)
+  if (!dh.fileId.equals(expectedId) || dh.chunk !== chunk) corrupt(dataFile, `belongs to another store, version, node, partition or chunk`)
   if (dh.recordCount !== ih.entryCount) corrupt(dataFile, `${dh.recordCount} records, the index has ${ih.entryCount}`)
   if (codecById(dh.codec) !== codec) corrupt(dataFile, `codec ${dh.codec} differs from the metadata's ${codec.name}`)
 
@@ -87,7 +90,7 @@ export async function openMappedChunk(
   if (o.verifyIndex || o.preload !== 'none') {
     radixBits = radixBitsFor(count)
     radix = radixBits > 0 ? new Uint32Array(2 ** radixBits + 1) : null
-    const listed = meta.files.find((f) => f.name === indexFileName(chunk))
+    const listed = meta.files.find((f) => f.name === names.index)
     const checksum = o.verifyIndex && listed !== undefined
     // Taken in the same pass as the checks: a lookup that finds no entry re-checks the
     // blocks it read against these, so an index damaged while live is never read as "absent".
@@ -117,7 +120,7 @@ export async function openMappedChunk(
     dataFile,
   }
   if (o.residency && resident && count > 0) await o.residency.warm(o.residency.fileCount - 1, firstRecordOffset(spec), 0, false)
-  checkFirstKey(spec, chunk, meta, o.keyHash)
+  checkFirstKey(spec, slot, meta, o)
   return spec
 }
 
@@ -132,7 +135,7 @@ function headerOf(f: MappedFile, file: string): Buffer {
  * chunk (see checkFirstKey in pread-reader.ts: it ties metadata's keyHash and chunks to
  * the files). O(1): one entry, one record header, one key.
  */
-function checkFirstKey(c: MappedChunk, chunk: number, meta: StoreMetadata, keyHash: (key: Uint8Array, out: Uint8Array) => void): void {
+function checkFirstKey(c: MappedChunk, slot: number, meta: StoreMetadata, o: MappedChunkOptions): void {
   if (c.count === 0) return
   const entry = bytesAt(c.index, HEADER_SIZE, INDEX_ENTRY_SIZE)
   const offset = firstRecordOffset(c)
@@ -141,8 +144,8 @@ function checkFirstKey(c: MappedChunk, chunk: number, meta: StoreMetadata, keyHa
   const keyLen = new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(0, true)
   if (offset + RECORD_HEADER_SIZE + keyLen > c.dataSize) corrupt(c.dataFile, `record at offset ${offset} runs past the end of the file`)
   const h = new Uint8Array(16)
-  keyHash(bytesAt(c.data, offset + RECORD_HEADER_SIZE, keyLen), h)
-  if (!h.subarray(0, 8).every((b, i) => b === entry[i]) || chunkOf(h, meta.chunks) !== chunk) {
+  o.keyHash(bytesAt(c.data, offset + RECORD_HEADER_SIZE, keyLen), h)
+  if (!h.subarray(0, 8).every((b, i) => b === entry[i]) || chunkSlot(h, o.geometry) !== slot) {
     corrupt(
       c.dataFile,
       `the first record's key does not hash to its index entry and chunk (metadata keyHash ${meta.keyHash}, ${meta.chunks} chunks)`,

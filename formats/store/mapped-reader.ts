@@ -7,6 +7,7 @@ import { KeyBatch } from './key-batch'
 import { releaseMappingsSoon } from './mapping-release'
 import type { MappedChunk } from './mapped-chunk'
 import type { StoreMetadata } from './metadata'
+import type { ChunkGeometry } from './partition-files'
 import type { ResidencyMap, ResidencyStats } from './residency'
 import type { StoreOps } from './store-ops'
 import { FRAMED_COLD, type AccessMode, type FrameSink, type ServingReader, type ValueFraming } from './store-reader-api'
@@ -34,6 +35,7 @@ export class MappedStoreReader implements ServingReader {
   private readonly batch = new KeyBatch()
   private lookup: LookupFunctions | undefined
   private chunks: readonly MappedChunk[]
+  private readonly geometry: ChunkGeometry
   private readonly plain: boolean
 
   constructor(
@@ -43,9 +45,11 @@ export class MappedStoreReader implements ServingReader {
     chunks: readonly MappedChunk[],
     private readonly codec: ValueCodec,
     private readonly map: ResidencyMap | undefined,
-    opts: { readonly binary: boolean; readonly verifyRecords: boolean; readonly collideBits: number },
+    opts: { readonly geometry: ChunkGeometry; readonly binary: boolean; readonly verifyRecords: boolean; readonly collideBits: number },
   ) {
     this.chunks = chunks
+    this.geometry = opts.geometry
+    const g = opts.geometry
     this.plain = codec.name === 'none'
     this.lookup = ops.createLookup({
       chunks,
@@ -54,6 +58,7 @@ export class MappedStoreReader implements ServingReader {
       binary: opts.binary,
       checkCrc: opts.verifyRecords,
       collideBits: opts.collideBits,
+      ...(g.slots && g.partitionCount !== undefined ? { partitions: { count: g.partitionCount, slots: g.slots, chunks: g.chunks } } : {}),
     })
   }
 
@@ -133,7 +138,7 @@ export class MappedStoreReader implements ServingReader {
 
   /** Its chunks and residency map, for carrying the hot set to the next version (hot-set.ts); undefined without a map. */
   hotSetParts(): HotSetParts | undefined {
-    return this.map && this.lookup ? { chunks: this.chunks, map: this.map } : undefined
+    return this.map && this.lookup ? { chunks: this.chunks, map: this.map, geometry: this.geometry } : undefined
   }
 
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {

@@ -3,7 +3,10 @@ import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
 import { isKnownKeyHash } from './key-hash'
 import { isChunkFileName } from './layout'
-import { CHECKSUM_ALGORITHMS, COMPRESSIONS, FORMAT_MAJOR, METADATA_FILE, type StoreMetadata } from './metadata'
+import { FORMAT_MAJOR, METADATA_FILE, type StoreMetadata } from './metadata'
+import { checkStoreFields, int } from './metadata-fields'
+import { checkNodeView } from './node-view-check'
+import { PARTITIONED_FORMAT_MAJOR } from './partition-files'
 
 /** Metadata files are small; anything bigger is not ours. */
 export const MAX_METADATA_BYTES = 16 << 20
@@ -49,62 +52,26 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('not a JSON object')
   const m = json as Record<string, unknown>
   if (m['format'] !== 'rostore') throw new StoreError('RO_BAD_FORMAT', `${file}: not a rostore metadata file`)
-  if (m['formatMajor'] !== FORMAT_MAJOR) {
+  const major = m['formatMajor']
+  if (major !== FORMAT_MAJOR && major !== PARTITIONED_FORMAT_MAJOR) {
     throw new StoreError(
       'RO_BAD_FORMAT',
-      `${file}: format major version ${String(m['formatMajor'])}, this reader understands ${FORMAT_MAJOR}`,
+      `${file}: format major version ${JSON.stringify(major)}, this reader understands ${FORMAT_MAJOR} (node directories) and ${PARTITIONED_FORMAT_MAJOR} (partition files)`,
     )
   }
-  const int = (k: string, min = 0): number => {
-    const v = m[k]
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) bad(`"${k}" must be an integer >= ${min}`)
-    return v as number
-  }
-  const str = (k: string): string => {
-    const v = m[k]
-    if (typeof v !== 'string' || v.length === 0) bad(`"${k}" must be a non-empty string`)
-    return v as string
-  }
-  int('formatMinor')
-  str('store')
-  int('version', 1)
-  int('nodeId')
-  str('clusterName')
-  // Routing (verify, clients) needs the layout to be a whole ring holding `replication` nodes.
-  const replication = int('replication', 1)
-  str('keyHash')
-  const chunks = int('chunks', 1)
-  const records = int('records')
-  if (!['string', 'bytes'].includes(m['keySerializer'] as string)) bad('"keySerializer" must be string or bytes')
-  if (!['string', 'json', 'bytes', 'mixed'].includes(m['valueSerializer'] as string)) bad('unknown "valueSerializer"')
-  if (!(COMPRESSIONS as readonly unknown[]).includes(m['compression'])) bad(`unknown compression ${JSON.stringify(m['compression'])}`)
-  if (!(CHECKSUM_ALGORITHMS as readonly unknown[]).includes(m['checksumAlgorithm']))
-    bad(`unknown checksum algorithm ${JSON.stringify(m['checksumAlgorithm'])}`)
+  if (major === PARTITIONED_FORMAT_MAJOR && m['partitionFiles'] !== undefined)
+    throw new StoreError('RO_BAD_FORMAT', `${file}: a format-2 version manifest (a build output), not a node's metadata`)
+  int(m, 'nodeId', bad)
+  const { chunks, records, partitionCount } = checkStoreFields(m, bad)
+  // Format 2: the chunk slots are those of the held partitions (node-view-check.ts).
+  const slots = major === PARTITIONED_FORMAT_MAJOR ? checkNodeView(m, partitionCount, bad) : chunks
   const chunkRecords = m['chunkRecords']
-  if (!Array.isArray(chunkRecords) || chunkRecords.length !== chunks || !chunkRecords.every((n) => Number.isSafeInteger(n) && n >= 0)) {
-    bad('"chunkRecords" must list one record count per chunk')
+  if (!Array.isArray(chunkRecords) || chunkRecords.length !== slots || !chunkRecords.every((n) => Number.isSafeInteger(n) && n >= 0)) {
+    bad(`"chunkRecords" must list one record count per chunk slot (${slots})`)
   }
   if ((chunkRecords as number[]).reduce((a, b) => a + b, 0) !== records) bad('"records" is not the sum of "chunkRecords"')
-  const layout = m['layout']
-  if (!Array.isArray(layout) || layout.length === 0) bad('"layout" must be a non-empty array')
-  const ids = new Set<number>()
-  const partitions = new Set<number>()
-  for (const n of layout as unknown[]) {
-    const node = n as Record<string, unknown>
-    if (typeof n !== 'object' || n === null || !Number.isSafeInteger(node['id']) || !Array.isArray(node['partitions'])) {
-      bad('"layout" entries must have "id" and "partitions"')
-    }
-    if (ids.has(node['id'] as number)) bad(`"layout" lists node ${String(node['id'])} twice`)
-    ids.add(node['id'] as number)
-    for (const p of node['partitions'] as unknown[]) {
-      if (!Number.isSafeInteger(p) || (p as number) < 0 || partitions.has(p as number))
-        bad(`"layout": bad or repeated partition ${JSON.stringify(p)}`)
-      partitions.add(p as number)
-    }
-  }
-  for (let p = 0; p < partitions.size; p++)
-    if (!partitions.has(p)) bad(`"layout": partitions must be 0..${partitions.size - 1}, ${p} is missing`)
-  if (replication > ids.size) bad(`"replication" ${replication} exceeds the ${ids.size} nodes of "layout"`)
+  if (major === PARTITIONED_FORMAT_MAJOR) return json as StoreMetadata
+  if (m['held'] !== undefined || m['dataVersion'] !== undefined) bad('"held" and "dataVersion" belong to format 2 only')
   const files = m['files']
   if (!Array.isArray(files)) return bad('"files" must be an array')
   const names = new Set<string>()

@@ -7,6 +7,8 @@ import type { KeyKind } from '../input/types'
  * its size and checksum. Specified field by field in docs/FORMAT.md.
  */
 export const METADATA_FILE = 'metadata.json'
+/** metadata.json's major for format 1 (one directory per node); format 2's is
+ *  partition-files.ts PARTITIONED_FORMAT_MAJOR. Chunk files have their own (header.ts). */
 export const FORMAT_MAJOR = 1
 export const FORMAT_MINOR = 0
 

@@ -1,13 +1,14 @@
 import { closeSync, read, readSync } from 'node:fs'
 import { readU32BE } from '../../common/bytes'
 import { StoreError } from '../../common/errors'
-import { chunkOf } from './layout'
 import { openChunk, readFully, warmFile, type OpenChunk } from './chunk-reader'
 import { codecByName, type ValueCodec } from './codec'
 import { corrupt } from './header'
 import { createKeyHasher, keyBytes, type KeyHasher } from './key-hash'
 import type { StoreMetadata } from './metadata'
+import { chunkGeometry, chunkSlot, type ChunkGeometry } from './partition-files'
 import { RECORD_HEADER_SIZE, recordCrc } from './record'
+import { slotCount } from './slots'
 import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from './search'
 import type { AccessMode, FrameSink, Preload, ResidencyStats, ServingReader, ValueFraming } from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
@@ -16,24 +17,26 @@ import { writeFramed, writeFramedInto, writeValueInto } from './value-framing'
 const MAX_READ_AHEAD = 4096
 
 /**
- * Opens a node directory in 'pread' mode: every chunk's index decoded into typed arrays
+ * Opens a node directory in 'pread' mode (either format): every chunk slot's index decoded into typed arrays
  * (in async blocks, see chunk-reader.ts), every data file held open as a descriptor.
  */
 export async function openPreadStore(dir: string, metadata: StoreMetadata, o: PreadOptions): Promise<ServingReader> {
   const hasher = await createKeyHasher(metadata.keyHash)
   const codec = codecByName(metadata.compression)
+  const geometry = chunkGeometry(metadata)
   const chunks: OpenChunk[] = []
   try {
-    for (let c = 0; c < metadata.chunks; c++) {
-      chunks.push(await openChunk(dir, metadata, c, codec, o.verifyIndex))
-      checkFirstKey(chunks[c] as OpenChunk, c, metadata.chunks, hasher)
-      if (o.preload === 'all') await warmFile((chunks[c] as OpenChunk).dataFd, (chunks[c] as OpenChunk).dataSize)
+    for (let s = 0; s < slotCount(metadata); s++) {
+      const chunk = await openChunk(dir, metadata, s, codec, o.verifyIndex)
+      chunks.push(chunk)
+      checkFirstKey(chunk, s, geometry, hasher)
+      if (o.preload === 'all') await warmFile(chunk.dataFd, chunk.dataSize)
     }
   } catch (err) {
     for (const ch of chunks) closeSync(ch.dataFd)
     throw err
   }
-  return new PreadStoreReader(dir, metadata, chunks, hasher, codec, searchFn(o.search), o.verifyRecords)
+  return new PreadStoreReader(dir, metadata, chunks, geometry, hasher, codec, searchFn(o.search), o.verifyRecords)
 }
 
 export interface PreadOptions {
@@ -57,6 +60,7 @@ class PreadStoreReader implements ServingReader {
     readonly dir: string,
     readonly metadata: StoreMetadata,
     private readonly chunks: readonly OpenChunk[],
+    private readonly geometry: ChunkGeometry,
     private readonly hasher: KeyHasher,
     private readonly codec: ValueCodec,
     private readonly search: SearchFn,
@@ -69,13 +73,14 @@ class PreadStoreReader implements ServingReader {
     return this.find(kb, this.hasher.hash(kb))
   }
 
-  /** Keys in index order (chunk, then hash prefix), answers in request order. */
+  /** Keys in index order (chunk slot, then hash prefix), answers in request order. */
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
     if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
     const n = keys.length
     const bytes = keys.map(keyBytes)
     const hashes = bytes.map((k) => this.hasher.hash(k))
-    const chunkOfKey = hashes.map((h) => chunkOf(h, this.chunks.length))
+    // A key of a partition not held (-1) is absent: sorted first, answered without a read.
+    const chunkOfKey = hashes.map((h) => chunkSlot(h, this.geometry))
     const order = Array.from({ length: n }, (_, i) => i)
     order.sort((a, b) => {
       const ha = hashes[a] as Uint8Array
@@ -138,7 +143,9 @@ class PreadStoreReader implements ServingReader {
   }
 
   private find(kb: Uint8Array, hash: Uint8Array): Buffer | undefined {
-    const chunk = this.chunks[chunkOf(hash, this.chunks.length)] as OpenChunk
+    const slot = chunkSlot(hash, this.geometry)
+    if (slot < 0) return undefined
+    const chunk = this.chunks[slot] as OpenChunk
     const targetHi = readU32BE(hash, 0)
     const targetLo = readU32BE(hash, 4)
     this.counter.probes = 0
@@ -179,7 +186,9 @@ class PreadStoreReader implements ServingReader {
     const reads: Promise<void>[] = []
     for (const key of keys) {
       const hash = this.hasher.hash(keyBytes(key))
-      const chunk = this.chunks[chunkOf(hash, this.chunks.length)] as OpenChunk
+      const slot = chunkSlot(hash, this.geometry)
+      if (slot < 0) continue
+      const chunk = this.chunks[slot] as OpenChunk
       const pos = this.search(chunk, readU32BE(hash, 0), readU32BE(hash, 4), this.counter)
       if (pos >= chunk.hi.length) continue
       const offset = chunk.offsets[pos] as number
@@ -256,7 +265,7 @@ class PreadStoreReader implements ServingReader {
  * `chunks` of metadata.json (which no checksum covers) to the files: edited, they would
  * otherwise make lookups miss keys that are there.
  */
-function checkFirstKey(chunk: OpenChunk, c: number, chunks: number, hasher: KeyHasher): void {
+function checkFirstKey(chunk: OpenChunk, slot: number, geometry: ChunkGeometry, hasher: KeyHasher): void {
   if (chunk.hi.length === 0) return
   const offset = chunk.offsets[0] as number
   const head = Buffer.alloc(RECORD_HEADER_SIZE)
@@ -267,10 +276,10 @@ function checkFirstKey(chunk: OpenChunk, c: number, chunks: number, hasher: KeyH
   const key = Buffer.alloc(keyLen)
   readFully(chunk.dataFd, key, offset + RECORD_HEADER_SIZE, chunk.dataFile)
   const h = hasher.hash(key)
-  if (readU32BE(h, 0) !== chunk.hi[0] || readU32BE(h, 4) !== chunk.lo[0] || chunkOf(h, chunks) !== c) {
+  if (readU32BE(h, 0) !== chunk.hi[0] || readU32BE(h, 4) !== chunk.lo[0] || chunkSlot(h, geometry) !== slot) {
     corrupt(
       chunk.dataFile,
-      `the first record's key does not hash to its index entry and chunk (metadata keyHash ${hasher.name}, ${chunks} chunks)`,
+      `the first record's key does not hash to its index entry and chunk (metadata keyHash ${hasher.name}, ${geometry.chunks} chunks${geometry.partitionCount === undefined ? '' : ` per partition, ${geometry.partitionCount} partitions`})`,
     )
   }
 }

@@ -5,10 +5,12 @@ import { collideBitsOf } from './key-hash'
 import { openMappedChunk, type MappedChunk } from './mapped-chunk'
 import { MappedStoreReader } from './mapped-reader'
 import type { StoreMetadata } from './metadata'
+import { chunkGeometry } from './partition-files'
 import { readMetadata } from './metadata-io'
 import { openPreadStore } from './pread-reader'
 import { COLD_READ_MODES, DEFAULT_RESIDENCY_REFRESH_MS, ResidencyMap } from './residency'
 import { SEARCH_STRATEGIES } from './search'
+import { slotCount } from './slots'
 import { nativeStoreOps, type StoreOps } from './store-ops'
 import { ACCESS_MODES, PRELOADS, type OpenOptions, type ReaderOptions, type ServingReader, type StoreReader } from './store-reader-api'
 
@@ -65,10 +67,13 @@ export async function openMappedStore(ops: StoreOps, dir: string, metadata: Stor
     }
   }
   const residency = o.coldReads === 'pool' ? new ResidencyMap(ops, o.residencyRefreshMs) : undefined
+  const geometry = chunkGeometry(metadata)
   const chunks: MappedChunk[] = []
   try {
-    for (let c = 0; c < metadata.chunks; c++) {
-      chunks.push(await openMappedChunk(ops, dir, metadata, c, codec, { ...o, windowBytes: o.mapWindowBytes, keyHash, residency }))
+    for (let s = 0; s < slotCount(metadata); s++) {
+      chunks.push(
+        await openMappedChunk(ops, dir, metadata, s, codec, { ...o, windowBytes: o.mapWindowBytes, keyHash, residency, geometry }),
+      )
     }
     await residency?.start()
   } catch (err) {
@@ -76,6 +81,7 @@ export async function openMappedStore(ops: StoreOps, dir: string, metadata: Stor
     throw err
   }
   return new MappedStoreReader(dir, metadata, ops, chunks, codec, residency, {
+    geometry,
     binary: o.search === 'binary',
     verifyRecords: o.verifyRecords,
     collideBits,

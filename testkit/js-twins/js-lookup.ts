@@ -135,13 +135,25 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     return be32(h, 0) === hi && be32(h, 4) === lo ? NOT_THIS_KEY : FOREIGN_KEY
   }
 
+  /** The key's chunk slot, or -1 when its partition is not held (native: chunk_of in lookup.c). */
+  const parts = spec.partitions
+  const slotOf = (h: Uint8Array): number => {
+    if (parts === undefined) return be32(h, 4) % chunks.length
+    const s = parts.slots[be32(h, 0) % parts.count] as number
+    return s < 0 ? -1 : s * parts.chunks + (be32(h, 4) % parts.chunks)
+  }
+
   const lookupHashed = (key: Uint8Array, h: Uint8Array): number => {
-    const chunkNo = be32(h, 4) % chunks.length
+    const chunkNo = slotOf(h)
+    found.probes = 0
+    if (chunkNo < 0) {
+      found.chunk = 0
+      return LOOKUP_MISS
+    }
     const c = chunks[chunkNo] as Chunk
     const hi = be32(h, 0)
     const lo = be32(h, 4)
     found.chunk = chunkNo
-    found.probes = 0
     const [pos, orderError] = search(c, hi, lo)
     if (orderError) {
       found.recordOffset = pos < c.spec.count ? entryOffset(c, pos) : 0
@@ -293,7 +305,11 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
         keyHash(keys.subarray(start, ends[i]), hashes.subarray(i * 16, i * 16 + 16))
         order[i] = i
       }
-      const chunkOf = (i: number): number => be32(hashes, i * 16 + 4) % chunks.length
+      // Not held (-1) sorts last, as the addon's unsigned sort key does.
+      const chunkOf = (i: number): number => {
+        const slot = slotOf(hashes.subarray(i * 16, i * 16 + 16))
+        return slot < 0 ? TWO32 - 1 : slot
+      }
       order.sort(
         (a, b) =>
           chunkOf(a) - chunkOf(b) ||
