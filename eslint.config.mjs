@@ -28,7 +28,7 @@ const MAY_IMPORT = {
   cluster: ['common'],
   formats: ['common', 's3', 'cluster'],
   builder: ['common', 's3', 'cluster', 'formats'],
-  fetcher: ['common', 's3', 'formats'],
+  fetcher: ['common', 's3', 'cluster', 'formats'],
   swapper: ['common', 'formats'],
   server: ['common', 'cluster', 'formats', 'fetcher', 'swapper'],
   client: ['common', 's3', 'cluster', 'formats', 'fetcher'],

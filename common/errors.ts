@@ -26,6 +26,7 @@ export const ERROR_CODES = [
   'RO_PUSH_FAILED', // a cluster push did not go live
   'RO_INTERNAL', // an unexpected failure (a bug): the node's log has the details
   'RO_BUSY', // the node's budget for buffered request bytes is spent: retry later, or ask another replica
+  'RO_NOT_READY', // a peer has the version's fetch under way but not this file yet: ask again later, or another source
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -17,7 +17,7 @@ import type { TokenBucket } from './token-bucket'
 
 export interface DownloadContext {
   readonly source: FetchSource
-  /** Directory of the node under the source root, e.g. "node-3". */
+  /** Directory of the node under the source root, e.g. "node-3"; '' for files at the root (format 2). */
   readonly sourceDir: string
   readonly destDir: string
   readonly algorithm: ChecksumAlgorithm
@@ -26,6 +26,8 @@ export interface DownloadContext {
   /** Aborts when the fetch is cancelled or a sibling download failed for good. */
   readonly signal: AbortSignal
   readonly retries: number
+  /** Set: failures of the file allowed in all, progress or not (a peer that trickles is left for the next source). */
+  readonly totalRetries?: number
   readonly backoff: BackoffPolicy
   readonly stallTimeoutMs: number
   /** Keep the written data files out of the page cache (PartWriter). */
@@ -39,6 +41,10 @@ export interface DownloadContext {
 /** The bytes on disk are not the file of the manifest: start over from byte 0. */
 class ChecksumFailure extends FetchFailure {
   override readonly name = 'ChecksumFailure'
+}
+
+function remoteName(ctx: DownloadContext, name: string): string {
+  return ctx.sourceDir === '' ? name : `${ctx.sourceDir}/${name}`
 }
 
 async function sizeOrZero(path: string): Promise<number> {
@@ -61,7 +67,7 @@ async function hashPrefix(path: string, length: number, hasher: FileHasher): Pro
  * guard, throttles and hasher, fsync, verify, rename. Counts received bytes into `received`.
  */
 async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: number; reached: number }): Promise<void> {
-  const remote = `${ctx.sourceDir}/${entry.name}`
+  const remote = remoteName(ctx, entry.name)
   const where = ctx.source.describe(remote)
   const part = join(ctx.destDir, `${entry.name}.part`)
   let start = await sizeOrZero(part)
@@ -138,10 +144,11 @@ async function attempt(ctx: DownloadContext, entry: FileEntry, received: { n: nu
  * Checksum or size mismatches restart the file from scratch and are never forgiven.
  */
 export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Promise<void> {
-  const remote = `${ctx.sourceDir}/${entry.name}`
+  const remote = remoteName(ctx, entry.name)
   const part = join(ctx.destDir, `${entry.name}.part`)
   let inARow = 0
   let checksumFailures = 0
+  let failures = 0
   /** The furthest byte any attempt reached. */
   let furthest = await sizeOrZero(part)
   ctx.progress.setState(entry.name, 'active')
@@ -169,10 +176,12 @@ export async function downloadFile(ctx: DownloadContext, entry: FileEntry): Prom
       const advanced = received.reached > furthest
       if (advanced) furthest = received.reached
       inARow = advanced && !checksum ? 1 : inARow + 1
-      if (checksumFailures > ctx.retries || inARow > ctx.retries) {
+      failures++
+      const exhausted = ctx.totalRetries !== undefined && failures > ctx.totalRetries
+      if (checksumFailures > ctx.retries || inARow > ctx.retries || exhausted) {
         ctx.progress.setState(entry.name, 'failed')
         const code = checksum ? 'RO_CHECKSUM_MISMATCH' : 'RO_FETCH_FAILED'
-        const tries = checksum ? checksumFailures : inARow
+        const tries = checksum ? checksumFailures : exhausted ? failures : inARow
         throw new StoreError(code, `${ctx.source.describe(remote)}: gave up after ${tries - 1} retries: ${failureReason(err)}`, {
           cause: err,
         })

@@ -82,7 +82,9 @@ export function downloadOrder(files: readonly FileEntry[]): FileEntry[] {
   return [...files].sort((a, b) => rank(a) - rank(b) || b.size - a.size || a.name.localeCompare(b.name))
 }
 
-function checkOptions(o: FetchOptions): void {
+export function checkOptions(
+  o: Pick<FetchOptions, 'nodeId' | 'destDir' | 'concurrency' | 'stallTimeoutMs' | 'retryBaseDelayMs' | 'retries' | 'maxBytesPerSec'>,
+): void {
   if (!Number.isSafeInteger(o.nodeId) || o.nodeId < 0) throw new RangeError(`nodeId must be a non-negative integer, got ${o.nodeId}`)
   if (typeof o.destDir !== 'string' || o.destDir === '') throw new TypeError('destDir is required')
   const positiveInt = (k: 'concurrency' | 'stallTimeoutMs' | 'retryBaseDelayMs', v: number | undefined): void => {
@@ -99,7 +101,7 @@ function checkOptions(o: FetchOptions): void {
 
 /** Runs `work` over `items` with `concurrency` workers; the first failure stops the rest
  *  (through `stop`) and is the one reported, once every worker has settled. */
-async function runPool<T>(
+export async function runPool<T>(
   items: readonly T[],
   concurrency: number,
   stop: AbortController,
@@ -124,7 +126,7 @@ async function runPool<T>(
 }
 
 /** Writes a file durably under its final name: .part, fsync, rename. */
-async function writeDurably(path: string, bytes: Buffer): Promise<void> {
+export async function writeDurably(path: string, bytes: Buffer): Promise<void> {
   const part = `${path}.part`
   await writeFile(part, bytes)
   const fh = await open(part, 'r+')
@@ -136,7 +138,7 @@ async function writeDurably(path: string, bytes: Buffer): Promise<void> {
   await rename(part, path)
 }
 
-async function fsyncDir(dir: string): Promise<void> {
+export async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r')
   try {
     await fh.sync()
@@ -265,7 +267,7 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
   }
 }
 
-function toStoreError(err: unknown, signal: AbortSignal | undefined, source: string): StoreError {
+export function toStoreError(err: unknown, signal: AbortSignal | undefined, source: string): StoreError {
   // Whatever the abort broke on its way (a socket, a throttle wait), the cause is the abort.
   const shown = redactCredentials(source)
   if (signal?.aborted) return new StoreError('RO_ABORTED', `fetch from ${shown} aborted`, { cause: err })

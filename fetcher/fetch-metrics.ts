@@ -7,6 +7,10 @@ export interface FetchMetrics {
   readonly retries: Counter<'store'>
   readonly checksumFailures: Counter<'store'>
   readonly duration: Histogram<'result'>
+  /** Bytes of fetched files by origin: source (build output), peer, link (hardlinked, nothing moved). */
+  readonly fileBytes: Counter<'from'>
+  /** Sources a file download left for the next one of its chain (checksum, stall, error, refusal). */
+  readonly sourceFailovers: Counter<'from'>
 }
 
 const DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 10800]
@@ -63,6 +67,28 @@ export function registerFetchMetrics(registry: Registry): FetchMetrics {
           help: 'Wall time of store fetches by result (ok or error code)',
           labelNames: ['result'],
           buckets: DURATION_BUCKETS,
+          registers,
+        }),
+    ),
+    fileBytes: reuse(
+      registry,
+      'rostore_fetch_file_bytes_total',
+      () =>
+        new Counter({
+          name: 'rostore_fetch_file_bytes_total',
+          help: 'Bytes of fetched files by where they came from: source (the build output), peer (another node), link (hardlinked from an installed version, nothing moved)',
+          labelNames: ['from'],
+          registers,
+        }),
+    ),
+    sourceFailovers: reuse(
+      registry,
+      'rostore_fetch_source_failovers_total',
+      () =>
+        new Counter({
+          name: 'rostore_fetch_source_failovers_total',
+          help: 'File downloads that gave up on a source (checksum, stall, error, refusal) and moved to the next of its chain, by the source left',
+          labelNames: ['from'],
           registers,
         }),
     ),

@@ -9,6 +9,8 @@ import type { ConsoleServices } from './console/console-services'
 import type { TokenBucket } from '../fetcher/token-bucket'
 import type { FetchRunner, SourceAccess } from './jobs/fetch-runner'
 import type { Jobs } from './jobs/jobs'
+import type { FetchingVersions } from './jobs/fetching-versions'
+import type { PeerEgress } from './peers/peer-egress'
 import type { NodeLearning } from './peers/learned-nodes'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
@@ -53,6 +55,10 @@ export interface AppContext extends ReadContext {
   readonly fetch?: FetchRunner
   /** The node-wide limit of the streaming routes (`--stream-max-bytes-per-sec`); none: unlimited. */
   readonly streamBucket?: TokenBucket
+  /** Format-2 fetches under way, whose verified files the peer file route serves. */
+  readonly fetching?: FetchingVersions
+  /** The peer file route's throttle and stream bound; absent: unthrottled, unbounded. */
+  readonly peerEgress?: PeerEgress
   /** The allow-list and the bound on source file-system calls, for every admin path or URL. */
   readonly sources: SourceAccess
   /** Install and fetch jobs create a store lazily and drop it when nothing got installed. */

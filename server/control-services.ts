@@ -8,6 +8,8 @@ import { createFetchRunner, SourceAccess, type FetchRunner } from './jobs/fetch-
 import { Jobs } from './jobs/jobs'
 import { registerOperationsMetrics } from './ops-metrics'
 import { NodeLearning } from './peers/learned-nodes'
+import { PeerEgress } from './peers/peer-egress'
+import { FetchingVersions } from './jobs/fetching-versions'
 import type { Logger } from './log'
 import type { NodeMetrics } from './metrics'
 import type { NodeOptions, NodeSetup } from './node-options'
@@ -33,6 +35,10 @@ export interface ControlServices {
   readonly resolver: PushResolver
   readonly storeCreation: StoreCreation
   readonly streamBucket?: TokenBucket
+  /** Format-2 fetches under way, whose verified files peers may take (routes/peer-files.ts). */
+  readonly fetching: FetchingVersions
+  /** The peer file route's throttle (the node's fetch rate) and stream bound. */
+  readonly peerEgress: PeerEgress
   /** Nodes learned at run time (`POST /admin/cluster/nodes`), kept in the data directory. */
   readonly nodeLearning: NodeLearning
   /** The console's events, samples and peer access. */
@@ -78,15 +84,21 @@ export function createControlServices(
   })
   registerOperationsMetrics(metrics.registry, { dataDir: dd, jobs })
   const sources = new SourceAccess(opts.allowedSources)
+  // A node serving TLS asks its peers over HTTPS.
+  const peerTls = opts.peerTls ?? (opts.tls === undefined ? undefined : {})
+  const nodeLearning = new NodeLearning(setup.cluster, opts.dataDir)
+  const fetching = new FetchingVersions()
   const fetch = createFetchRunner({
     nodeId: opts.nodeId,
     maxBytesPerSec: opts.fetchMaxBytesPerSec,
     sources,
     registry: metrics.registry,
     stallTimeoutMs: opts.fetchStallTimeoutMs,
+    fetching,
+    peerAddress: (id) => nodeLearning.book.nodes.find((n) => n.id === id),
+    ...(opts.adminToken === undefined || opts.adminToken === '' ? {} : { adminToken: opts.adminToken }),
+    ...(peerTls === undefined ? {} : { peerTls }),
   })
-  // A node serving TLS asks its peers over HTTPS.
-  const peerTls = opts.peerTls ?? (opts.tls === undefined ? undefined : {})
   const peers = new PeerCheck({
     nodeId: opts.nodeId,
     cluster: setup.cluster,
@@ -121,7 +133,10 @@ export function createControlServices(
     decisions,
     resolver,
     storeCreation: new StoreCreation(dd),
-    nodeLearning: new NodeLearning(setup.cluster, opts.dataDir),
+    nodeLearning,
+    fetching,
+    // Throttles apply to peer traffic on both ends: serving peers spends the fetch rate too.
+    peerEgress: new PeerEgress(opts.fetchMaxBytesPerSec),
     // The peers accept the read token, or the admin token where they take no read token.
     console: new ConsoleServices(events, { token: nonEmpty(opts.readToken) ?? nonEmpty(opts.adminToken), tls: peerTls }),
     ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),

@@ -27,7 +27,7 @@ export interface Fixture {
   readonly totalBytes: number
 }
 
-async function writeRandomFile(path: string, size: number): Promise<string> {
+export async function writeRandomFile(path: string, size: number): Promise<string> {
   const hasher = await createFileHasher('xxh64')
   const fh = await open(path, 'w')
   try {

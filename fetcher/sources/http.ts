@@ -3,7 +3,7 @@ import https from 'node:https'
 import { StoreError } from '../../common/errors'
 import { redactCredentials } from '../../common/redact'
 import { FetchFailure } from '../failure-reason'
-import { RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './source'
+import { NotReadyError, RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './source'
 
 /** Statuses worth asking again for: the server or a proxy in front of it is unwell. */
 function isTransientStatus(status: number): boolean {
@@ -29,18 +29,36 @@ function parseContentRange(header: string | undefined): { first: number; last: n
  * is sent with every file's request; messages and logs show it as `?[redacted]`, and a
  * user name and password in the root likewise (common/redact.ts).
  */
+export interface HttpSourceOptions {
+  /** Sent with every request (a peer's bearer token); never shown in messages. */
+  readonly headers?: Readonly<Record<string, string>>
+  /** A 409 is a peer's "not ready yet" (NotReadyError) rather than a refusal. */
+  readonly notReadyOn409?: boolean
+  /** HTTPS: a CA trusted instead of the system's, and the name the certificate must carry. */
+  readonly tls?: { readonly ca?: string | Buffer; readonly servername?: string }
+}
+
 export class HttpSource implements FetchSource {
   private readonly base: URL
   private readonly agent: http.Agent
+  private readonly extraHeaders: Readonly<Record<string, string>>
+  private readonly notReadyOn409: boolean
 
-  constructor(root: string | URL) {
+  constructor(root: string | URL, opts: HttpSourceOptions = {}) {
+    this.extraHeaders = opts.headers ?? {}
+    this.notReadyOn409 = opts.notReadyOn409 === true
     const url = new URL(root.toString())
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RangeError(`not an http(s) URL: ${url.protocol}`)
     // A trailing slash makes relative names resolve under the root, not beside it.
     if (!url.pathname.endsWith('/')) url.pathname += '/'
     this.base = url
     // Keep-alive: a fetch asks for many files from one host, one TLS handshake each is waste.
-    const agentOptions = { keepAlive: true, maxSockets: 64 }
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: 64,
+      ...(opts.tls?.ca === undefined ? {} : { ca: opts.tls.ca }),
+      ...(opts.tls?.servername === undefined ? {} : { servername: opts.tls.servername }),
+    }
     this.agent = url.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions)
   }
 
@@ -65,7 +83,7 @@ export class HttpSource implements FetchSource {
   /** GET of any URL of this source's protocol (a URL index's file URLs), shown in messages as `shown`. */
   readUrl(url: URL, shown: string, req: ReadRequest): Promise<ReadResult> {
     const get = url.protocol === 'https:' ? https.get : http.get
-    const headers: http.OutgoingHttpHeaders = { 'accept-encoding': 'identity' }
+    const headers: http.OutgoingHttpHeaders = { ...this.extraHeaders, 'accept-encoding': 'identity' }
     if (req.start > 0) headers['range'] = `bytes=${req.start}-`
     return new Promise<ReadResult>((resolve, reject) => {
       req.signal.throwIfAborted()
@@ -89,6 +107,8 @@ export class HttpSource implements FetchSource {
         } else if (status === 416) {
           // Our partial file is longer than the server's: it changed under us.
           fail(new RestartFromZeroError(`${shown}: range ${req.start}- not satisfiable`))
+        } else if (status === 409 && this.notReadyOn409) {
+          fail(new NotReadyError(`${shown}: not ready yet (HTTP 409)`))
         } else if (status === 404 || status === 410) {
           fail(new StoreError('RO_FETCH_FAILED', `${shown}: not found (HTTP ${status})`))
         } else if (status >= 300 && status < 400) {

@@ -1,3 +1,5 @@
+import { StoreError } from '../../common/errors'
+
 /**
  * Where a fetch reads build output from. A source is opened on a build output root and
  * reads files by their path under it ("node-3/metadata.json", "node-3/0.data"). It is
@@ -36,6 +38,16 @@ export interface FetchSource {
   read(name: string, req: ReadRequest): Promise<ReadResult>
   /** Releases pooled connections; called once when the fetch is over. */
   close?(): void
+}
+
+/**
+ * A peer has the file's version under way but not this file yet (HTTP 409 RO_NOT_READY):
+ * permanent for one attempt, so the source chain decides whether to wait or move on.
+ */
+export class NotReadyError extends StoreError {
+  constructor(message: string) {
+    super('RO_NOT_READY', message)
+  }
 }
 
 /** The source cannot serve the asked range: start the file over. */

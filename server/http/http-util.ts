@@ -31,6 +31,7 @@ const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
   RO_PUSH_FAILED: 502,
   RO_INTERNAL: 500,
   RO_BUSY: 503,
+  RO_NOT_READY: 409,
 }
 
 export function httpStatusFor(code: ErrorCode): number {
@@ -136,6 +137,7 @@ const REQUEST_CODES: ReadonlySet<string> = new Set([
   'RO_TOO_LARGE',
   'RO_UNAUTHORIZED',
   'RO_FORBIDDEN',
+  'RO_NOT_READY',
 ])
 
 const PUBLIC_MESSAGES: Readonly<Record<string, string>> = {

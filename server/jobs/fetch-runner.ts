@@ -4,24 +4,44 @@ import { performance } from 'node:perf_hooks'
 import { Gauge, type Registry } from 'prom-client'
 import { StoreError } from '../../common/errors'
 import { fetchVersion, type FetchProgress } from '../../fetcher/fetch-job'
-import { registerFetchMetrics } from '../../fetcher/fetch-metrics'
+import { registerFetchMetrics, type FetchMetrics } from '../../fetcher/fetch-metrics'
+import { fetchPartitions, type FetchFrom, type PartitionFetchResult } from '../../fetcher/partition-fetch'
+import type { PartitionPeer } from '../../fetcher/sources/peer'
+import type { NodeTls } from '../../cluster/cluster'
+import { MANIFEST_FILE } from '../../formats/store/partition-files'
+import type { FetchingVersions } from './fetching-versions'
 import { defaultFsCallLimit, FsGate } from '../../fetcher/fs-gate'
 import { checkSource } from '../../fetcher/sources/open-source'
 import { TokenBucket } from '../../fetcher/token-bucket'
 import { installResult, type InstallResult, type StoreVersions } from '../../swapper/store-versions'
 import type { ServingMirror } from '../../swapper/serving-mirror'
 
+/** A format-2 fetch: where each held partition's files may come from (docs/API.md, "Fetch by partition"). */
+export interface PartitionRequest {
+  readonly fetchFrom: FetchFrom
+  /** Peers by node id, resolved through the node's address book; tried in this order. */
+  readonly peers: readonly { readonly nodeId: number; readonly version?: number; readonly partitions?: readonly number[] }[]
+  /** The version manifest, given inline (a rebalance's). */
+  readonly manifest?: Buffer
+}
+
 export interface FetchRequest {
   readonly sv: StoreVersions<ServingMirror>
-  readonly source: string
+  /** The build output root; absent only for a format-2 fetch from peers. */
+  readonly source?: string
+  /** Present: a format-2 fetch. */
+  readonly partitions?: PartitionRequest
   readonly version?: number
   readonly maxBytesPerSec?: number
   readonly signal: AbortSignal
   readonly onProgress: (p: unknown) => void
 }
 
-/** A fetched version, reported like an install. */
-export type FetchOutcome = InstallResult
+/** A fetched version, reported like an install; a format-2 fetch says where its bytes came from. */
+export type FetchOutcome = InstallResult & {
+  readonly bytesFrom?: PartitionFetchResult['bytesFrom']
+  readonly filesFrom?: PartitionFetchResult['filesFrom']
+}
 
 export type FetchRunner = (r: FetchRequest) => Promise<FetchOutcome>
 
@@ -33,6 +53,16 @@ export interface FetchRunnerOptions {
   readonly registry: Registry
   /** A download with no byte for this long is cut and retried; default the fetcher's (30 s). */
   readonly stallTimeoutMs?: number
+  /** Format-2 fetches under way, served to peers (routes/peer-files.ts). */
+  readonly fetching?: FetchingVersions
+  /** A peer's address, by node id (the node's address book). */
+  readonly peerAddress?: (nodeId: number) => { readonly host: string; readonly port: number } | undefined
+  /** Sent to peers: the cluster's shared admin token. */
+  readonly adminToken?: string
+  /** Set: peers are asked over HTTPS with this CA and name. */
+  readonly peerTls?: NodeTls
+  /** "Not ready" answers waited out per peer before the next source; default the fetcher's. */
+  readonly notReadyWaits?: number
 }
 
 /**
@@ -104,6 +134,8 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
   return async (r) => {
     const t0 = performance.now()
     const staging = r.sv.stagingPath('fetch')
+    if (r.partitions !== undefined) return fetchByPartition(opts, bucket, metrics, r, r.partitions, staging, t0)
+    if (r.source === undefined) throw new StoreError('RO_BAD_REQUEST', 'source is required')
     try {
       const manifest = await fetchVersion({
         source: r.source,
@@ -119,19 +151,77 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
         ...(opts.stallTimeoutMs === undefined ? {} : { stallTimeoutMs: opts.stallTimeoutMs }),
         expect: { store: r.sv.store, ...(r.version === undefined ? {} : { version: r.version }) },
         metrics,
-        onProgress: (p: FetchProgress) =>
-          r.onProgress({
-            bytesDone: p.bytesDone,
-            bytesTotal: p.bytesTotal,
-            rateBytesPerSec: Math.round(p.rateBytesPerSec),
-            etaSeconds: p.etaSeconds,
-            retries: p.retries,
-            checksumFailures: p.checksumFailures,
-          }),
+        onProgress: (p: FetchProgress) => r.onProgress(progressJson(p)),
       })
       return installResult(await r.sv.adopt(staging, { signal: r.signal, expectVersion: manifest.version }), t0)
     } finally {
       await rm(staging, { recursive: true, force: true }).catch(() => undefined)
     }
+  }
+}
+
+function progressJson(p: FetchProgress): Record<string, unknown> {
+  return {
+    bytesDone: p.bytesDone,
+    bytesTotal: p.bytesTotal,
+    rateBytesPerSec: Math.round(p.rateBytesPerSec),
+    etaSeconds: p.etaSeconds,
+    retries: p.retries,
+    checksumFailures: p.checksumFailures,
+  }
+}
+
+/**
+ * A format-2 fetch into staging: held files from installed versions of the same data
+ * (hardlinks), the named peers, the build output; served to other peers while it runs.
+ */
+async function fetchByPartition(
+  opts: FetchRunnerOptions,
+  bucket: TokenBucket | undefined,
+  metrics: FetchMetrics,
+  r: FetchRequest,
+  pr: PartitionRequest,
+  staging: string,
+  t0: number,
+): Promise<FetchOutcome> {
+  const scheme = opts.peerTls === undefined ? 'http' : 'https'
+  const peers: PartitionPeer[] = pr.peers.map((p) => {
+    const addr = opts.peerAddress?.(p.nodeId)
+    if (addr === undefined) throw new StoreError('RO_BAD_REQUEST', `peer node ${p.nodeId} is not in this node's cluster file nor learned`)
+    const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host
+    return { ...p, url: `${scheme}://${host}:${addr.port}` }
+  })
+  let unregister: (() => void) | undefined
+  try {
+    const fetched = await fetchPartitions({
+      ...(r.source === undefined ? {} : { source: r.source }),
+      fetchFrom: pr.fetchFrom,
+      peers,
+      ...(pr.manifest === undefined ? {} : { manifest: pr.manifest }),
+      ...(opts.adminToken === undefined ? {} : { peerToken: opts.adminToken }),
+      ...(opts.peerTls === undefined ? {} : { peerTls: opts.peerTls }),
+      ...(opts.notReadyWaits === undefined ? {} : { notReadyWaits: opts.notReadyWaits }),
+      reuseDirs: r.sv.versions().map((v) => r.sv.versionDir(v)),
+      nodeId: opts.nodeId,
+      destDir: staging,
+      maxBytesPerSec: r.maxBytesPerSec,
+      bucket,
+      signal: r.signal,
+      allowedSources: opts.sources.allowedSources,
+      fsGate: opts.sources.gate,
+      ...(opts.stallTimeoutMs === undefined ? {} : { stallTimeoutMs: opts.stallTimeoutMs }),
+      expect: { store: r.sv.store, ...(r.version === undefined ? {} : { version: r.version }) },
+      metrics,
+      onStarted: (view) => {
+        const names = new Set([MANIFEST_FILE, ...view.files.map((f) => f.name)])
+        unregister = opts.fetching?.add(r.sv.store, view.version, { dir: staging, names })
+      },
+      onProgress: (p: FetchProgress) => r.onProgress(progressJson(p)),
+    })
+    const meta = await r.sv.adopt(staging, { signal: r.signal, expectVersion: fetched.meta.version })
+    return { ...installResult(meta, t0), bytesFrom: fetched.bytesFrom, filesFrom: fetched.filesFrom }
+  } finally {
+    unregister?.()
+    await rm(staging, { recursive: true, force: true }).catch(() => undefined)
   }
 }

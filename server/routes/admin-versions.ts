@@ -5,6 +5,7 @@ import type { SwapResult } from '../../swapper/events'
 import { requestVersion } from '../../swapper/versions'
 import type { AppContext } from '../context'
 import { badRequest, onlyFields, readJsonObject, sendJson } from '../http/http-util'
+import { MAX_FETCH_BODY_BYTES, parsePartitionFetch } from './partition-fetch-body'
 import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
@@ -99,11 +100,15 @@ async function install(ctx: AppContext, store: string, req: IncomingMessage, res
 }
 
 async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = await readJsonObject(req)
-  onlyFields(body, ['source', 'version', 'maxBytesPerSec', 'swap', 'lease'])
+  const body = await readJsonObject(req, MAX_FETCH_BODY_BYTES)
+  onlyFields(body, ['source', 'version', 'maxBytesPerSec', 'swap', 'lease', 'fetchFrom', 'peers', 'manifest'])
   if (!ctx.fetch) throw new StoreError('RO_CONFLICT', 'fetching is not available on this node')
   const source = body['source']
-  if (typeof source !== 'string' || source.length === 0 || source.length > 4096 || source.includes('\0')) {
+  const partitions = parsePartitionFetch(body, source !== undefined)
+  if (
+    (source !== undefined || partitions === undefined) &&
+    (typeof source !== 'string' || source.length === 0 || source.length > 4096 || source.includes('\0'))
+  ) {
     throw badRequest('source must be a path or URL of a build output')
   }
   const version = body['version'] === undefined ? undefined : requestVersion(body['version'])
@@ -121,7 +126,7 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
     throw new StoreError('RO_CONFLICT', `store ${store} already has version ${version}`)
   }
   const runner = ctx.fetch
-  const from: string = source
+  const from = source as string | undefined
   const job = ctx.jobs.start(
     'fetch',
     store,
@@ -146,9 +151,17 @@ async function fetch(ctx: AppContext, store: string, req: IncomingMessage, res: 
 
   async function fetchVersion(signal: AbortSignal, progress: (p: unknown) => void): Promise<unknown> {
     // Validate before the store exists: a refused source creates nothing.
-    await ctx.sources.checkFetchSource(from, signal)
+    if (from !== undefined) await ctx.sources.checkFetchSource(from, signal)
     return ctx.storeCreation.use(store, async (sv) => {
-      const fetched = await runner({ sv, source: from, version, maxBytesPerSec: rate as number | undefined, signal, onProgress: progress })
+      const fetched = await runner({
+        sv,
+        ...(from === undefined ? {} : { source: from }),
+        ...(partitions === undefined ? {} : { partitions }),
+        version,
+        maxBytesPerSec: rate as number | undefined,
+        signal,
+        onProgress: progress,
+      })
       if (!swapAfter) return fetched
       return { ...fetched, swap: swapJson(await sv.swap(fetched.version)) }
     })

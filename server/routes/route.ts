@@ -5,6 +5,7 @@ import type { AppContext, ReadContext } from '../context'
 import { badRequest, decodeNameSegment } from '../http/http-util'
 import { isJobId } from '../jobs/jobs'
 import { isPushId } from '../../swapper/push-decision'
+import { MANIFEST_FILE, parsePartitionFileName } from '../../formats/store/partition-files'
 
 /**
  * One row of the node's route table: its path pattern, methods, who may call it, the
@@ -48,6 +49,8 @@ interface ParamTypes {
   readonly version: number
   /** A push id (isPushId). */
   readonly push: string
+  /** A file of a version a peer may ask for: `manifest.json` or `p<P>-c<C>.index|data` (isPeerFileName). */
+  readonly file: string
   /** The rest of the path, raw: `*key`. */
   readonly key: string
 }
@@ -86,6 +89,11 @@ export function controlRoute<P extends string>(spec: RouteSpec<AppContext, P>): 
   return { ...spec, scope: 'control' } as ControlRoute
 }
 
+/** The names the peer file route serves: never a path, only the manifest and partition files. */
+export function isPeerFileName(name: string): boolean {
+  return name === MANIFEST_FILE || parsePartitionFileName(name) !== undefined
+}
+
 /** Parses one `:name` segment; throws RO_BAD_REQUEST when it is not a valid value. */
 function parseParam(name: string, segment: string): string | number {
   switch (name) {
@@ -100,6 +108,11 @@ function parseParam(name: string, segment: string): string | number {
       const id = decodeNameSegment(segment)
       if (!isPushId(id)) throw badRequest('invalid push id: 1-128 characters of [A-Za-z0-9._:-]')
       return id
+    }
+    case 'file': {
+      const name = decodeNameSegment(segment)
+      if (!isPeerFileName(name)) throw badRequest('invalid file name: manifest.json or p<partition>-c<chunk>.index|data')
+      return name
     }
     case 'version': {
       const v = parseVersionText(decodeNameSegment(segment))

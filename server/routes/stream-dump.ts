@@ -192,7 +192,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
  * a version's files and a stream's buffers for ever. Only this wait is timed, not the
  * throttle's, so a slow limit never looks like a stalled client.
  */
-async function drained(res: ServerResponse, ac: AbortController, ms: number): Promise<void> {
+export async function drained(res: ServerResponse, ac: AbortController, ms: number): Promise<void> {
   // A timer of our own, not AbortSignal.timeout(): inside AbortSignal.any() a timeout
   // signal can be collected before it fires (nodejs/node#57736), and then a stopped client
   // held the stream and its files for ever (seen once in a CI run, 20 s and counting).

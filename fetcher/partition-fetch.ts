@@ -1,0 +1,248 @@
+import { link, mkdir, readFile, rm } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { StoreError } from '../common/errors'
+import type { NodeTls } from '../cluster/cluster'
+import { buildRing, heldPartitions } from '../cluster/routing'
+import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/metadata'
+import { MAX_METADATA_BYTES } from '../formats/store/metadata-io'
+import { MANIFEST_FILE, nodeView, parsePartitionFileName, type VersionManifest } from '../formats/store/partition-files'
+import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff'
+import { ensureFreeSpace, freeBytesOf } from './disk-space'
+import { checkOptions, downloadOrder, fsyncDir, runPool, toStoreError, writeDurably, type FetchOptions } from './fetch-job'
+import { local } from './local-io'
+import { ProgressTracker } from './progress'
+import { readSmall } from './read-small'
+import { downloadFromChain, type ChainLink, type ChainPolicy, type FileOrigin } from './source-chain'
+import { openSource } from './sources/open-source'
+import { peerSource, type PartitionPeer } from './sources/peer'
+import type { FetchSource } from './sources/source'
+import { TokenBucket } from './token-bucket'
+import { parseVersionManifest } from './version-manifest'
+
+/** `source`: every file from the build output; `peers`: from peers only (the build output is gone); `auto`: peers first, then the build output. */
+export const FETCH_FROM = ['auto', 'source', 'peers'] as const
+export type FetchFrom = (typeof FETCH_FROM)[number]
+
+export interface PartitionFetchOptions
+  extends
+    Omit<FetchOptions, 'source' | 'resumeDir' | 'fileCalls' | 'expect'>,
+    Pick<ChainPolicy, 'notReadyWaits' | 'peerRetries' | 'onLinkFailed'> {
+  /** The build output root (its `metadata.json` is the version manifest); required unless fetchFrom is `peers`. */
+  readonly source?: string
+  readonly fetchFrom: FetchFrom
+  readonly peers?: readonly PartitionPeer[]
+  /** Sent to peers as a bearer token (the cluster's admin token). */
+  readonly peerToken?: string
+  /** Peers over HTTPS: their CA and certificate name. */
+  readonly peerTls?: NodeTls
+  /** The manifest, given inline (a rebalance's, which exists nowhere else). */
+  readonly manifest?: Buffer
+  readonly expect: { readonly store: string; readonly version?: number }
+  /** Installed version directories of the store: a file with the same name and checksum there, of the same data version, is hardlinked. */
+  readonly reuseDirs?: readonly string[]
+  /** Called once destDir holds `manifest.json`: from then on its verified files may be served to peers. */
+  readonly onStarted?: (view: StoreMetadata) => void
+}
+
+export interface PartitionFetchResult {
+  /** The node view, as written to `metadata.json`. */
+  readonly meta: StoreMetadata
+  /** Bytes of the held files, by where they came from (`link`: hardlinked, nothing moved). */
+  readonly bytesFrom: Readonly<Record<FileOrigin, number>>
+  readonly filesFrom: Readonly<Record<FileOrigin, number>>
+}
+
+interface Reusable {
+  readonly path: string
+  readonly checksum: string
+  readonly size: number
+}
+
+/** Files of installed format-2 versions of the same store and data version, by name. */
+async function reusableFiles(dirs: readonly string[], m: VersionManifest): Promise<Map<string, Reusable>> {
+  const out = new Map<string, Reusable>()
+  for (const dir of dirs) {
+    let meta: Partial<StoreMetadata>
+    try {
+      meta = JSON.parse(await readFile(join(dir, METADATA_FILE), 'utf8')) as Partial<StoreMetadata>
+    } catch {
+      continue
+    }
+    if (meta.store !== m.store || meta.held === undefined || (meta.dataVersion ?? meta.version) !== m.dataVersion) continue
+    for (const f of meta.files ?? []) {
+      if (parsePartitionFileName(f.name) !== undefined) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
+    }
+  }
+  return out
+}
+
+async function tryLink(from: Reusable | undefined, f: FileEntry, to: string): Promise<boolean> {
+  if (from === undefined || from.checksum !== f.checksum || from.size !== f.size) return false
+  try {
+    await link(from.path, to)
+    return true
+  } catch {
+    // Another file system, a file deleted meanwhile: download it instead.
+    return false
+  }
+}
+
+/**
+ * Fetches a format-2 version onto this node: reads the version manifest (inline, the build
+ * output's `metadata.json`, or a peer's `manifest.json`), narrows it to the partitions this
+ * node holds (`nodeView`), and takes each held file from, in order: an installed version
+ * of the same data (hardlink), the peers that hold its partition, the build output.
+ * destDir gets `manifest.json` first, the files, then `metadata.json` (the node view) last.
+ * All or nothing, like `fetchVersion`; a failed partition fetch keeps nothing for resume.
+ */
+export async function fetchPartitions(opts: PartitionFetchOptions): Promise<PartitionFetchResult> {
+  checkOptions(opts)
+  if (opts.fetchFrom !== 'peers' && opts.source === undefined)
+    throw new StoreError('RO_BAD_REQUEST', `fetchFrom ${opts.fetchFrom} needs a source`)
+  const started = performance.now()
+  const destDir = resolve(opts.destDir)
+  const retries = opts.retries ?? 5
+  const backoff: BackoffPolicy = { baseMs: opts.retryBaseDelayMs ?? DEFAULT_BACKOFF.baseMs, maxMs: DEFAULT_BACKOFF.maxMs }
+  const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000
+  const stop = new AbortController()
+  const signal = opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal])
+  const m = opts.metrics
+  const store = opts.expect.store
+  const shown = opts.source ?? `the peers of store ${store}`
+  const opened: FetchSource[] = []
+  let created = false
+  let progress: ProgressTracker | undefined
+  try {
+    signal.throwIfAborted()
+    const source =
+      opts.fetchFrom === 'peers' || opts.source === undefined
+        ? undefined
+        : await openSource(opts.source, {
+            signal,
+            ...(opts.allowedSources === undefined ? {} : { allowedSources: opts.allowedSources }),
+            ...(opts.fsGate === undefined ? {} : { gate: opts.fsGate }),
+          })
+    if (source) opened.push(source)
+    const small = { maxBytes: MAX_METADATA_BYTES, signal, retries, backoff, stallTimeoutMs }
+    const peerAccess = {
+      ...(opts.peerToken === undefined ? {} : { token: opts.peerToken }),
+      ...(opts.peerTls === undefined ? {} : { tls: opts.peerTls }),
+    }
+    const peers = opts.fetchFrom === 'source' ? [] : (opts.peers ?? [])
+    const version = opts.expect.version
+    let manifestBytes = opts.manifest
+    if (manifestBytes === undefined && source) manifestBytes = await readSmall(source, METADATA_FILE, small)
+    for (const p of manifestBytes === undefined ? peers : []) {
+      if (version === undefined) throw new StoreError('RO_BAD_REQUEST', 'a fetch from peers names its version')
+      const s = peerSource(p, store, version, peerAccess)
+      opened.push(s)
+      manifestBytes = await readSmall(s, MANIFEST_FILE, small).catch(() => undefined)
+      if (manifestBytes !== undefined) break
+    }
+    if (manifestBytes === undefined) throw new StoreError('RO_FETCH_FAILED', `no peer of store ${store} answered with the version manifest`)
+    const manifest = parseVersionManifest(manifestBytes, opts.manifest ? 'the manifest given' : 'the version manifest', opts.expect)
+    const view = nodeView(manifest, opts.nodeId)
+    const ring = buildRing(manifest.layout)
+    const peerLinks = peers.map((p) => {
+      const s = peerSource(p, store, manifest.version, peerAccess)
+      opened.push(s)
+      const holds = new Set(p.partitions ?? heldPartitions(ring, manifest.replication, p.nodeId))
+      return { holds, link: { from: 'peer', source: s, dir: '', label: `node ${p.nodeId}` } satisfies ChainLink }
+    })
+    const sourceLink: ChainLink[] = source && opts.fetchFrom !== 'peers' ? [{ from: 'source', source, dir: '', label: 'build output' }] : []
+    const linksOf = (name: string): ChainLink[] => {
+      const partition = parsePartitionFileName(name)?.partition
+      return [...peerLinks.filter((l) => l.holds.has(partition as number)).map((l) => l.link), ...sourceLink]
+    }
+    const missing = view.held?.filter((p) => linksOf(`p${p}-c0.data`).length === 0) ?? []
+    if (missing.length > 0) {
+      throw new StoreError(
+        'RO_FETCH_FAILED',
+        `no source holds partition${missing.length > 1 ? 's' : ''} ${missing.slice(0, 20).join(', ')} of store ${store} version ${manifest.version}: name a peer that holds ${missing.length > 1 ? 'them' : 'it'}, or fetch from the build output`,
+      )
+    }
+    const reuse = await reusableFiles(opts.reuseDirs ?? [], manifest)
+    const toMove = view.files.filter((f) => !(reuse.get(f.name)?.checksum === f.checksum))
+    await ensureFreeSpace(
+      toMove.reduce((a, f) => a + f.size, 0) + 2 * manifestBytes.length,
+      opts.freeSpaceMarginBytes ?? 64 << 20,
+      opts.freeBytes ?? (() => freeBytesOf(dirname(destDir))),
+      dirname(destDir),
+    )
+    try {
+      await mkdir(destDir)
+    } catch (err) {
+      const exists = (err as NodeJS.ErrnoException).code === 'EEXIST'
+      throw new StoreError(exists ? 'RO_CONFLICT' : 'RO_IO', `cannot create the fetch's directory${exists ? ': it exists' : ''}`, {
+        cause: err,
+      })
+    }
+    created = true
+    await local('writing the version manifest', () => writeDurably(join(destDir, MANIFEST_FILE), manifestBytes))
+    opts.onStarted?.(view)
+    const bytesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
+    const filesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
+    const order: FileEntry[] = []
+    for (const f of downloadOrder(view.files)) {
+      if (await tryLink(reuse.get(f.name), f, join(destDir, f.name))) {
+        bytesFrom.link += f.size
+        filesFrom.link++
+        m?.fileBytes.inc({ from: 'link' }, f.size)
+      } else order.push(f)
+    }
+    progress = new ProgressTracker(order, opts.onProgress)
+    const buckets: TokenBucket[] = []
+    if (opts.maxBytesPerSec !== undefined) buckets.push(new TokenBucket(opts.maxBytesPerSec))
+    if (opts.bucket !== undefined) buckets.push(opts.bucket)
+    const base = {
+      destDir,
+      algorithm: manifest.checksumAlgorithm,
+      buckets,
+      signal,
+      retries,
+      backoff,
+      stallTimeoutMs,
+      dropBehind: opts.dropBehind ?? true,
+      progress,
+      onRetry: () => m?.retries.inc({ store }),
+      onChecksumFailure: () => m?.checksumFailures.inc({ store }),
+    }
+    const policy: ChainPolicy = {
+      ...(opts.notReadyWaits === undefined ? {} : { notReadyWaits: opts.notReadyWaits }),
+      ...(opts.peerRetries === undefined ? {} : { peerRetries: opts.peerRetries }),
+      onLinkFailed: (l, err) => {
+        m?.sourceFailovers.inc({ from: l.from })
+        opts.onLinkFailed?.(l, err)
+      },
+      onBytes: (from, n) => {
+        bytesFrom[from] += n
+        m?.bytes.inc({ store }, n)
+        m?.fileBytes.inc({ from }, n)
+      },
+    }
+    await runPool(order, opts.concurrency ?? 4, stop, async (f) => {
+      filesFrom[await downloadFromChain(base, f, linksOf(f.name), policy)]++
+    })
+    signal.throwIfAborted()
+    // Last: a directory with metadata.json in it is a complete one.
+    await local(`writing ${METADATA_FILE}`, () =>
+      writeDurably(join(destDir, METADATA_FILE), Buffer.from(`${JSON.stringify(view, null, 2)}\n`)),
+    )
+    await local('syncing the fetched version', async () => {
+      await fsyncDir(destDir)
+      await fsyncDir(dirname(destDir))
+    })
+    progress.final()
+    m?.duration.observe({ result: 'ok' }, (performance.now() - started) / 1000)
+    return { meta: view, bytesFrom, filesFrom }
+  } catch (err) {
+    stop.abort()
+    const failure = toStoreError(err, opts.signal, shown)
+    progress?.final()
+    if (created) await rm(destDir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined)
+    m?.duration.observe({ result: failure.code }, (performance.now() - started) / 1000)
+    throw failure
+  } finally {
+    for (const s of opened) s.close?.()
+  }
+}
