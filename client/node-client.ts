@@ -68,6 +68,7 @@ export interface RemotePushRecord {
   readonly seq: number
   readonly at: string
   readonly holders?: readonly number[]
+  readonly partitioned?: boolean
 }
 
 /** The admin fetch request (docs/API.md): a build output, or (format 2) peers and a version made by the pusher. */

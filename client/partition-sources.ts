@@ -3,13 +3,13 @@ import type { ClusterLayoutNode } from '../cluster/layout'
 import type { VersionManifest } from '../formats/store/partition-files'
 
 /**
- * Where a node takes the partitions of a format-2 version from. `source`: every byte from
- * the build output (format 1's behaviour). `auto`: each partition is read from the build
- * output once per push, by its first replica, and the other replicas take it from that
- * node. `peers`: from nodes that hold it only (the build output is gone: repair, rebalance).
+ * Where a node takes the partitions of a format-2 version from (fetcher/partition-fetch.ts).
+ * For a push: `source`, every byte from the build output (format 1's behaviour); `auto`,
+ * each partition read from the build output once, by its first replica, the other
+ * replicas taking it from that node; `peers`, from nodes that hold it only.
  */
-export const FETCH_FROM = ['auto', 'source', 'peers'] as const
-export type FetchFrom = (typeof FETCH_FROM)[number]
+export { FETCH_FROM, type FetchFrom } from '../fetcher/partition-fetch'
+import type { FetchFrom } from '../fetcher/partition-fetch'
 
 /** "Node `nodeId` holds these partitions of version `version`": a node may fetch them from it. */
 export interface PeerOffer {

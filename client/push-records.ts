@@ -17,6 +17,8 @@ export interface PushRecordPlan {
   readonly source?: string
   /** Nodes that took the push: each keeps the record (its peers read it when they restart). */
   readonly nodes: readonly number[]
+  /** The version is in partition files: a node that missed it repairs from its peers. */
+  readonly partitioned?: boolean
 }
 
 /**
@@ -38,6 +40,7 @@ export async function writePushRecords(admin: ClusterAdmin, plan: PushRecordPlan
     seq,
     at: new Date().toISOString(),
     holders: [...plan.nodes],
+    ...(plan.partitioned === true ? { partitioned: true } : {}),
   }
   const targets = [...new Set([...plan.nodes, ...plan.missed])]
   const written = await onEveryNode(targets, (id) => admin.node(id).putPushRecord(plan.store, record))

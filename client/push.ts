@@ -313,6 +313,7 @@ export async function pushVersion(
         missed: [...fetchFailures.keys()],
         ...(how.source === undefined ? {} : { source: how.source }),
         nodes: swapTargets,
+        ...(how.fetchFrom === undefined ? {} : { partitioned: true }),
       },
       seq,
     )

@@ -36,7 +36,7 @@ export function rollbackTarget(
   o: Pick<RollbackOptions, 'cluster' | 'store' | 'to'>,
   states: ReadonlyMap<number, NodeVersions>,
   unreachable: ReadonlyMap<number, string>,
-): { readonly to: number; readonly participants: number[]; readonly outside: number[] } {
+): { readonly to: number; readonly participants: number[]; readonly outside: number[]; readonly partitioned: boolean } {
   const lives = [...states.values()].map((s) => s.live).filter((v): v is number => v !== null)
   if (lives.length === 0 && o.to === undefined) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node serves ${o.store}`)
   const newest = Math.max(...lives)
@@ -85,8 +85,10 @@ export function rollbackTarget(
       problems.some((p) => p.includes('does not hold')) ? 'RO_NOT_FOUND' : 'RO_UNAVAILABLE',
       `nothing changed: ${[...new Set(problems)].join('; ')}`,
     )
+  const partitioned = [...states.values()].some((s) => s.versions.some((x) => x.version === to && x.formatMajor === 2))
   return {
     to,
+    partitioned,
     participants,
     outside: [...states.keys()].filter((id) => !participants.includes(id) && (serving.includes(id) || held(id).length > 0)),
   }
@@ -158,7 +160,7 @@ export async function rollbackCluster(o: RollbackOptions): Promise<RollbackResul
     }
     // The rollback is the cluster's last decision: it replaces the last push's record, so
     // no node takes itself for behind a push that was rolled back.
-    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: ids }, seq)
+    await writePushRecords(admin, { store: o.store, version: to, missed: [], nodes: ids, partitioned: target.partitioned }, seq)
     // Back in the layout of `to`: a stale mark from leaving a later layout is lifted. Nodes
     // outside it stop serving (best effort: one that is down serves nothing anyway, and a
     // client following the layout does not ask it).

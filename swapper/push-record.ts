@@ -39,6 +39,8 @@ export interface PushRecord {
    * version again, from its peers when the build output is gone.
    */
   readonly holders?: readonly number[]
+  /** The version is in partition files (format 2): a node repairs it from the peers holding its partitions. */
+  readonly partitioned?: boolean
 }
 
 const MAX_MISSED = 4096
@@ -52,7 +54,7 @@ export function parsePushRecord(input: unknown): PushRecord {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return bad('must be an object')
   const o = input as Record<string, unknown>
   for (const k of Object.keys(o))
-    if (!['version', 'missed', 'source', 'seq', 'at', 'holders'].includes(k)) bad(`unknown field ${JSON.stringify(k)}`)
+    if (!['version', 'missed', 'source', 'seq', 'at', 'holders', 'partitioned'].includes(k)) bad(`unknown field ${JSON.stringify(k)}`)
   if (!isValidVersion(o['version'])) bad('version must be a positive integer')
   const missed = o['missed']
   if (
@@ -75,6 +77,7 @@ export function parsePushRecord(input: unknown): PushRecord {
   ) {
     bad(`holders must be a list of at most ${MAX_MISSED} node ids`)
   }
+  if (o['partitioned'] !== undefined && typeof o['partitioned'] !== 'boolean') bad('partitioned must be a boolean')
   if (!isValidVersion(o['seq'])) bad('seq must be a positive integer')
   const at = o['at'] ?? ''
   if (typeof at !== 'string' || at.length > 64) bad('at must be a time of at most 64 characters')
@@ -85,6 +88,7 @@ export function parsePushRecord(input: unknown): PushRecord {
     seq: o['seq'] as number,
     at: at as string,
     ...(holders === undefined ? {} : { holders: [...new Set(holders as number[])].sort((a, b) => a - b) }),
+    ...(o['partitioned'] === true ? { partitioned: true } : {}),
   }
 }
 

@@ -3,7 +3,7 @@ import { ERROR_CODES, errorMessage, isStoreError, StoreError, type ErrorCode } f
 import { isRedacted } from '../../common/redact'
 import type { DataDir } from '../../swapper/data-dir'
 import type { ServingMirror } from '../../swapper/serving-mirror'
-import type { FetchRunner } from '../jobs/fetch-runner'
+import type { FetchRunner, PartitionRequest } from '../jobs/fetch-runner'
 import type { Jobs } from '../jobs/jobs'
 import type { Logger } from '../log'
 import { namesNode } from '../../swapper/push-record'
@@ -120,6 +120,11 @@ export class PeerCheck {
     for (const t of this.repairTimers.values()) clearTimeout(t)
   }
 
+  /** Every peer may hold partitions of `version`: the fetch keeps those its manifest's layout gives them. */
+  private partitionRequest(version: number, withSource: boolean): PartitionRequest {
+    return { fetchFrom: withSource ? 'auto' : 'peers', peers: this.peers().map((n) => ({ nodeId: n.id, version })) }
+  }
+
   private peers(): Cluster['nodes'] {
     return this.o.cluster.nodes.filter((n) => n.id !== this.o.nodeId)
   }
@@ -198,7 +203,10 @@ export class PeerCheck {
     }
     const fetch = this.o.fetch
     const have = sv.versions().includes(version)
-    if (!have && (record.source === undefined || fetch === undefined || isRedacted(record.source))) {
+    const source = record.source !== undefined && !isRedacted(record.source) ? record.source : undefined
+    // Format 2: every partition is on the peers that hold it, so the build output may be gone.
+    const fromPeers = record.partitioned === true
+    if (!have && (fetch === undefined || (source === undefined && !fromPeers))) {
       set(
         'impossible',
         'the push record names no source this node can fetch from (none, or one whose credentials were removed); push again',
@@ -213,7 +221,16 @@ export class PeerCheck {
         'repair',
         store,
         async ({ signal, progress }) => {
-          const fetched = have ? undefined : await fetch!({ sv, source: record.source!, version, signal, onProgress: progress })
+          const fetched = have
+            ? undefined
+            : await fetch!({
+                sv,
+                ...(source === undefined ? {} : { source }),
+                ...(fromPeers ? { partitions: this.partitionRequest(version, source !== undefined) } : {}),
+                version,
+                signal,
+                onProgress: progress,
+              })
           // A newer push may have come while this one fetched: swap only to what is still wanted.
           if (sv.behind !== version) return { ...fetched, swapped: false }
           return { ...fetched, swapped: true, swap: await sv.swap(version) }
