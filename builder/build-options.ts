@@ -97,7 +97,7 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   }
   if (o.chunks !== undefined && (!Number.isInteger(o.chunks) || o.chunks < 1 || o.chunks > 65536))
     bad(`--chunks ${o.chunks} must be 1..65536`)
-  const layout = o.layout ?? 'nodes'
+  const layout = o.layout ?? 'partitions'
   if (!(OUTPUT_LAYOUTS as readonly string[]).includes(layout)) bad(`unknown --layout ${layout} (${OUTPUT_LAYOUTS.join(', ')})`)
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)

@@ -40,18 +40,12 @@ export function rollbackTarget(
   const lives = [...states.values()].map((s) => s.live).filter((v): v is number => v !== null)
   if (lives.length === 0 && o.to === undefined) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node serves ${o.store}`)
   const newest = Math.max(...lives)
-  const liveNodes = [...states].filter(([, s]) => s.live !== null)
-  if (o.to === undefined && new Set(lives).size > 1)
-    throw new StoreError(
-      'RO_CONFLICT',
-      `nothing changed: nodes serve different versions (${liveNodes.map(([id, s]) => `node ${id}: ${s.live}`).join(', ')}); name one with --to`,
-    )
   const held = (id: number): number[] => states.get(id)?.versions.map((v) => v.version) ?? []
   const everHeld = [...new Set([...states.keys()].flatMap(held))].sort((a, b) => b - a)
   const to = o.to ?? everHeld.find((v) => v < newest)
   if (to === undefined) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node holds a version of ${o.store} older than ${newest}`)
   if (!everHeld.includes(to)) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node holds version ${to} of ${o.store}`)
-  const layoutOf = (v: number): Layout | undefined => {
+  function layoutOf(v: number): Layout | undefined {
     for (const s of states.values()) {
       const l = s.versions.find((x) => x.version === v)?.layout
       if (l !== undefined) return l
@@ -62,6 +56,18 @@ export function rollbackTarget(
   const toLayout = layoutOf(to) ?? clusterLayout(o.cluster)
   const participants = toLayout.map((n) => n.id).sort((a, b) => a - b)
   const inFile = new Set(o.cluster.nodes.map((n) => n.id))
+  // Nodes of the newest live version's layout on another version: a split (a push not
+  // finished yet); nodes outside it on an older version are backups of a layout change.
+  const newestLayout = layoutOf(newest)
+  const split = [...states].filter(([id, s]) => s.live !== null && s.live !== newest && (newestLayout?.some((n) => n.id === id) ?? true))
+  if (o.to === undefined && split.length > 0)
+    throw new StoreError(
+      'RO_CONFLICT',
+      `nothing changed: nodes serve different versions (${[...states]
+        .filter(([, s]) => s.live !== null)
+        .map(([id, s]) => `node ${id}: ${s.live}`)
+        .join(', ')}); name one with --to`,
+    )
   const problems: string[] = []
   const liveLayouts = [...new Set(lives)].map((v) => ({ v, layout: layoutOf(v) ?? [] }))
   for (const { v, layout } of liveLayouts) {

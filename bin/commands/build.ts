@@ -39,7 +39,7 @@ export const builder = (y: Argv) =>
     })
     .option('layout', {
       choices: OUTPUT_LAYOUTS,
-      default: 'nodes' as const,
+      default: 'partitions' as const,
       describe: 'nodes: a directory per node (format 1); partitions: each partition written once (format 2, docs/FORMAT.md)',
     })
     .option('chunks', {

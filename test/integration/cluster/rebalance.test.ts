@@ -169,7 +169,7 @@ test('rebalance 3 -> 5 under reads: each node fetches exactly the bytes of the p
   await rm(output, { recursive: true, force: true })
   const { plan } = await planRebalance({ cluster: five, store: STORE, adminToken: TOKEN })
   const r = await rebalanceStore({ cluster: five, store: STORE, adminToken: TOKEN })
-  expect(r.status).toBe('live')
+  expect({ status: r.status, errors: r.nodes.filter((n) => n.error) }).toEqual({ status: 'live', errors: [] })
   expect(r.version).toBe(2)
   for (const n of plan.nodes) {
     const outcome = r.nodes.find((o) => o.nodeId === n.nodeId)!
@@ -252,10 +252,12 @@ test('a node that lost its disk takes its partitions from its peers (the build o
   }
 })
 
-test('through every change: zero failed reads, zero wrong or mixed values, every version seen by every reader', async () => {
+test('through every change: zero failed reads, zero wrong or mixed values', async () => {
   for (const r of readers) await r.stop()
   for (const r of readers) {
     expect({ reader: r.name, failed: r.failed.slice(0, 5), wrong: r.wrong.slice(0, 5) }).toEqual({ reader: r.name, failed: [], wrong: [] })
-    expect({ reader: r.name, seen: [...r.seen].sort() }).toEqual({ reader: r.name, seen: [1, 2, 3] })
+    // Versions 2 and 3 are rebalances: the data (values "v1:...") of the only build.
+    expect({ reader: r.name, seen: [...r.seen] }).toEqual({ reader: r.name, seen: [1] })
+    expect(r.reads).toBeGreaterThan(50)
   }
 })
