@@ -7,6 +7,7 @@ import { MappedStoreReader } from './mapped-reader'
 import type { StoreMetadata } from './metadata'
 import { chunkGeometry } from './partition-files'
 import { readMetadata } from './metadata-io'
+import { readNodeOrBuild, wholeVersionView } from './manifest-io'
 import { openPreadStore } from './pread-reader'
 import { COLD_READ_MODES, DEFAULT_RESIDENCY_REFRESH_MS, ResidencyMap } from './residency'
 import { SEARCH_STRATEGIES } from './search'
@@ -20,19 +21,21 @@ export type { AccessMode, OpenOptions, Preload, ReaderOptions, ServingReader, St
 export const DEFAULT_MAP_WINDOW_BYTES = 1 << 30
 
 /**
- * Opens one node directory for lookups: the public entry's reader (get, getMany, their
- * async forms, warm, residency). Nothing O(records) runs on the calling thread:
- * in 'mmap' mode the mapping, index checks, checksum and warm-up run in the addon on the
- * libuv pool; in 'pread' mode the index is read and decoded in async blocks.
+ * Opens a node directory, or a whole format-2 build output (every partition), for
+ * lookups: the public entry's reader (get, getMany, their async forms, warm, residency).
+ * Nothing O(records) runs on the calling thread: in 'mmap' mode the mapping, index checks,
+ * checksum and warm-up run in the addon on the libuv pool; in 'pread' mode the index is
+ * read and decoded in async blocks.
  */
-export function openStore(dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
-  return openServingReader(dir, opts)
+export async function openStore(dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
+  const found = await readNodeOrBuild(dir)
+  return openServingReader(dir, opts, found.kind === 'build' ? wholeVersionView(found.manifest) : found.meta)
 }
 
-/** openStore for a serving node: the same reader, with its framed batch paths (ServingReader). */
-export async function openServingReader(dir: string, opts: ReaderOptions = {}): Promise<ServingReader> {
+/** openStore for a serving node: the same reader, with its framed batch paths (ServingReader); node directories only. */
+export async function openServingReader(dir: string, opts: ReaderOptions = {}, known?: StoreMetadata): Promise<ServingReader> {
   const o = normalize(opts)
-  const metadata = await readMetadata(dir)
+  const metadata = known ?? (await readMetadata(dir))
   announceAccessMode()
   const ops = o.access === 'pread' ? undefined : nativeStoreOps()
   if (!ops) {
