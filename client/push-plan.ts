@@ -3,7 +3,8 @@ import { redactCredentials } from '../common/redact'
 import { clusterLayout, type Cluster } from '../cluster/cluster'
 import type { StoreMetadata } from '../formats/store/metadata'
 import { ClusterAdmin, onEveryNode } from './cluster-admin'
-import { normalizeSource, readBuildManifests } from './source-manifests'
+import { normalizeSource, readBuildManifests, type BuildManifests } from './source-manifests'
+import { pushPeerOffers, type FetchFrom } from './partition-sources'
 
 /**
  * What a push does on one node. `joins`: in the build's layout, serving nothing of the
@@ -24,6 +25,8 @@ export interface NodePlan {
   readonly partitionsAfter: readonly number[]
   /** Bytes of the node's files in the build: what its fetch downloads (0 when it holds the version already, or leaves). */
   readonly fetchBytes: number
+  /** Format 2: of fetchBytes, what the node takes from peers rather than the build output (`--fetch-from auto`). */
+  readonly peerBytes?: number
   readonly files: number
   /** Why the node could not be asked, if it could not. */
   readonly error?: string
@@ -58,13 +61,14 @@ export async function planPush(o: {
   from: string
   adminToken?: string
   readToken?: string
+  fetchFrom?: FetchFrom
 }): Promise<PushPlan> {
   const from = normalizeSource(o.from)
-  const manifests = (await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))).nodes
+  const built = await readBuildManifests(o.cluster, o.store, from, AbortSignal.timeout(60_000))
   const admin = new ClusterAdmin(o.cluster, o.adminToken, undefined, o.readToken)
   try {
     const states = await nodeStates(admin, o.store)
-    return buildPlan(o.cluster, o.store, from, manifests, states)
+    return buildPlan(o.cluster, o.store, from, built, states, o.fetchFrom ?? 'auto')
   } finally {
     admin.close()
   }
@@ -108,9 +112,17 @@ export function buildPlan(
   cluster: Cluster,
   store: string,
   from: string,
-  manifests: ReadonlyMap<number, StoreMetadata>,
+  built: BuildManifests,
   states: ReadonlyMap<number, NodeState>,
+  fetchFrom: FetchFrom = 'auto',
 ): PushPlan {
+  const manifests = built.nodes
+  const peerBytes = (id: number): { peerBytes?: number } => {
+    if (built.manifest === undefined) return {}
+    const offered = new Set(pushPeerOffers(built.manifest, id, fetchFrom).flatMap((o) => o.partitions))
+    const bytes = [...offered].reduce((a, p) => a + built.manifest!.partitionFiles[p]!.files.reduce((s, f) => s + f.size, 0), 0)
+    return { peerBytes: bytes }
+  }
   const first = manifests.values().next().value as StoreMetadata
   const after = new Map(clusterLayout(cluster).map((n) => [n.id, n.partitions]))
   const buildKey = layoutKey(first.layout)
@@ -127,6 +139,7 @@ export function buildPlan(
       partitionsBefore: s.partitions,
       partitionsAfter: after.get(n.id) ?? [],
       fetchBytes: fetches ? meta.files.reduce((a, f) => a + f.size, 0) : 0,
+      ...(fetches ? peerBytes(n.id) : {}),
       files: fetches ? meta.files.length : 0,
       ...(s.error === undefined ? {} : { error: s.error }),
     }
@@ -150,10 +163,10 @@ export function formatPlan(p: PushPlan): string {
           ? `leaves the layout: fetches nothing, keeps version ${n.live} as a backup after the swap`
           : n.role === 'idle'
             ? 'not in the layout, serves nothing: unchanged'
-            : `${n.role === 'joins' ? 'joins' : 'stays'}: partitions [${n.partitionsBefore.join(',')}] -> [${n.partitionsAfter.join(',')}], fetches ${n.files} files, ${n.fetchBytes} bytes (${mib(n.fetchBytes)} MiB)`
+            : `${n.role === 'joins' ? 'joins' : 'stays'}: partitions [${n.partitionsBefore.join(',')}] -> [${n.partitionsAfter.join(',')}], fetches ${n.files} files, ${n.fetchBytes} bytes (${mib(n.fetchBytes)} MiB${n.peerBytes === undefined ? '' : `, ${mib(n.peerBytes)} MiB of it from peers`})`
       return `  node ${n.nodeId} (live ${n.live ?? 'none'}): ${what}${n.error ? ` [could not ask: ${n.error}]` : ''}`
     }),
-    `  total: ${p.nodes.reduce((a, n) => a + n.fetchBytes, 0)} bytes to fetch`,
+    `  total: ${p.nodes.reduce((a, n) => a + n.fetchBytes, 0)} bytes to fetch, ${p.nodes.reduce((a, n) => a + n.fetchBytes - (n.peerBytes ?? 0), 0)} of them from the build output`,
     // The plan's nodes are the cluster file's: a push hands each of them all their addresses.
     `  before fetching, every reachable node would be handed the addresses of nodes ${p.nodes.map((n) => n.nodeId).join(', ')} (POST /admin/cluster/nodes)`,
   ]

@@ -146,7 +146,7 @@ export async function pushVersion(
     }
     const leaving = locked.filter((id) => !inLayout.has(id))
     await handAddresses(admin, locked, emit)
-    const plan = buildPlan(o.cluster, o.store, from, manifests, await nodeStates(admin, o.store))
+    const plan = buildPlan(o.cluster, o.store, from, built, await nodeStates(admin, o.store), how.fetchFrom)
     if (down.size > allowFailed) return failed(version, o.cluster, down, 'no node changed: not every node could be reached')
 
     // Version checks before any byte moves.

@@ -51,7 +51,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   }
   if (a.lease < 2 || a.lease > 3600) throw new StoreError('RO_BAD_OPTION', `--lease must be from 2 to 3600 seconds, got ${a.lease}`)
   if (a['dry-run']) {
-    process.stdout.write(`${formatPlan(await planPush(target))}\n`)
+    process.stdout.write(`${formatPlan(await planPush({ ...target, fetchFrom: a['fetch-from'] }))}\n`)
     return
   }
   const result = await pushStore({

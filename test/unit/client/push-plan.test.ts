@@ -61,7 +61,7 @@ test('roles, partitions before and after, and bytes: nothing for a node holding 
     [1, manifest(1, [7])],
     [2, manifest(2, [50, 50, 1])],
   ])
-  const plan = buildPlan(cluster, 's', '/b', manifests, states)
+  const plan = buildPlan(cluster, 's', '/b', { nodes: manifests }, states)
   expect(plan.version).toBe(9)
   expect(plan.layoutChange).toBe(true)
   expect(plan.nodes.map((n) => [n.nodeId, n.role, n.partitionsBefore, n.partitionsAfter, n.fetchBytes, n.files])).toEqual([
@@ -93,10 +93,12 @@ test('a push to the same layout is no layout change', () => {
     same,
     's',
     '/b',
-    new Map([
-      [0, m],
-      [1, { ...m, nodeId: 1 }],
-    ]),
+    {
+      nodes: new Map([
+        [0, m],
+        [1, { ...m, nodeId: 1 }],
+      ]),
+    },
     new Map([...states].slice(0, 2)),
   )
   expect(plan.layoutChange).toBe(false)
