@@ -2,7 +2,16 @@
  * `rostore/build`: build stores offline and verify them. Re-exports only.
  */
 export { buildStore, type BuildSummary } from './builder/engines/local/build-job'
-export { DUPLICATE_POLICIES, type BuildOptions, type BuildProgress, type DuplicatePolicy } from './builder/build-options'
+export {
+  DUPLICATE_POLICIES,
+  OUTPUT_LAYOUTS,
+  type BuildOptions,
+  type BuildProgress,
+  type DuplicatePolicy,
+  type OutputLayout,
+} from './builder/build-options'
+export { readManifest, validateManifest } from './formats/store/manifest-io'
+export type { VersionManifest } from './formats/store/partition-files'
 export { verifyStore, type VerifyReport } from './formats/store/verify'
 export { INPUT_FORMATS, MAX_KEY_BYTES, type InputFormat, type InputRecord, type ReadOptions } from './formats/input/types'
 export { readInput, listInputFiles } from './formats/input/read-input'

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the whole benchmark suite, writing bench/RESULTS.md.
  *
- *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,lookup,serve,resp,fetch,swap,push,dump,soak,chaos,objstore,cold,hardening,partitions,memory,hadoop,ray]
+ *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,replication,lookup,serve,resp,fetch,swap,push,dump,soak,chaos,objstore,cold,hardening,partitions,memory,hadoop,ray]
  *                          [--runs N] [--seed N] [--out FILE]
  *   node dist/bench/run.js --render [FILE]   re-render FILE (default bench/RESULTS.md) from the
  *                                             sections the last run saved, e.g. after editing analysis.ts
@@ -18,6 +18,7 @@ import { basename, dirname, join } from 'node:path'
 import { packageRoot } from '../common/paths'
 import { explain, noteOnMet } from './kit/analysis'
 import { runBuildBench } from './build/build-bench'
+import { REPLICATION_TITLE, runReplicationBench } from './build/replication-bench'
 import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './kit/data'
 import { EXTERNALS, runExternal } from './kit/external'
 import { runLookupBench } from './lookup/lookup-bench'
@@ -29,6 +30,7 @@ import { log, machineFacts, toolVersion, which } from './kit/system'
 
 const ALL = [
   'build',
+  'replication',
   'lookup',
   'serve',
   'resp',
@@ -262,6 +264,7 @@ async function main(): Promise<void> {
     const ext = EXTERNALS.find((e) => e.id === id)
     if (ext) plan.push({ id, title: ext.title, run: () => runExternal(ctx, ext) })
     else if (id === 'build') plan.push({ id, title: '1. Build', run: () => runBuildBench(ctx) })
+    else if (id === 'replication') plan.push({ id, title: REPLICATION_TITLE, run: () => runReplicationBench(ctx) })
     else if (id === 'lookup') plan.push({ id, title: '2. In-process lookups (one thread)', run: () => runLookupBench(ctx) })
     else if (id === 'serve') plan.push({ id, title: '3. Serving over loopback', run: () => runServeBench(ctx) })
     else if (id === 'resp') plan.push({ id, title: '3b. Serving over RESP (the Redis protocol)', run: () => runRespServeBench(ctx) })

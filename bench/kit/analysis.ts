@@ -154,6 +154,10 @@ lengths in the arena, the records staying in a mapped input file.`,
   'build-sqlite': `Same causes as for LMDB above. SQLite is measured at its best settings (16 KiB pages, no journal, no sync until one fsync
 at the end, in input order and sorted first); with SQLite's default 4 KiB pages the 1024-byte shape loads 4× slower.`,
 
+  'build-r2-time': `A format-2 build does the same work at R=1 and R=2: the map emits one record per key whatever R is, and the
+partition files it writes are the same bytes (test/integration/builder/partition-build.test.ts checks them byte for byte); only the
+manifest's layout and replication differ. A gap between the two rows is the machine's, not the build's: compare the spreads and the
+load average of the run, and rerun the section on a quiet machine before reading anything into it.`,
   'build-btree': `See "Build (all cores) vs LMDB bulk load": the goal (≥ 1.5× the faster B-tree load) on 2 shared cores.`,
 
   'build-per-core': `See "Build (all cores) vs LMDB bulk load" for where the time goes in the batched builder. The per-core rate is that of a

@@ -32,6 +32,9 @@ export interface RostoreBuildOptions {
   readonly version?: number
   /** Another cluster file (default: the one-node benchCluster). */
   readonly cluster?: string
+  readonly replication?: number
+  /** `--layout` (default: the CLI's). */
+  readonly layout?: 'nodes' | 'partitions'
   /** Build from this file instead of the data set's TSV (the same records in another format). */
   readonly input?: { readonly path: string; readonly format: InputFormat }
 }
@@ -62,6 +65,8 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
   if (o.workers !== undefined) args.push('--workers', String(o.workers))
   if (o.chunks !== undefined) args.push('--chunks', String(o.chunks))
   if (o.memoryMb !== undefined) args.push('--memory-mb', String(o.memoryMb))
+  if (o.replication !== undefined) args.push('--replication', String(o.replication))
+  if (o.layout !== undefined) args.push('--layout', o.layout)
   return runTimed(process.execPath, args, { timeoutMs: 4 * 3_600_000 })
 }
 

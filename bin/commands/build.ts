@@ -69,7 +69,10 @@ export const builder = (y: Argv) =>
       default: false,
       describe: 'hadoop: write the job spec and print the commands that run the job (docs/HADOOP.md)',
     })
-    .option('reducers', { ...integerOption('reducers'), describe: 'hadoop, ray: reduce tasks (default: one per node and chunk)' })
+    .option('reducers', {
+      ...integerOption('reducers'),
+      describe: 'hadoop, ray: reduce tasks (default: one per node, or partition, and chunk)',
+    })
     .option('job-dir', {
       type: 'string',
       describe: 'hadoop: local directory for the job spec and script (default ./rostore-job-<store>-<version>)',

@@ -37,7 +37,7 @@ export interface RayBuildOptions {
   readonly python?: string
   /** How tasks start rostore on the nodes; default this Node.js and this CLI (same paths on every node). */
   readonly taskCommand?: readonly string[]
-  /** Reduce tasks; default one per (node, chunk) bucket. */
+  /** Reduce tasks; default one per bucket: (node, chunk), or (partition, chunk) for layout 'partitions'. */
   readonly reducers?: number
   /** Bytes of input per map task (text formats; row groups / batches for Parquet and Arrow); default 64 MiB. */
   readonly splitBytes?: number

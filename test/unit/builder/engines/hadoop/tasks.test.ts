@@ -245,6 +245,25 @@ describe('finalize checks', () => {
     expect(() => parseStatsText('hello\tworld\n', 'part-00000')).toThrow(/part-00000:1: not a rostore statistics line/)
     expect(parseStatsText('\n\n', 'x')).toEqual({ chunks: [], maps: [] })
   })
+
+  test('statistics text: a chunk belongs to a node (format 1) or a partition (format 2), never both or neither', () => {
+    const chunk = {
+      bucket: 3,
+      chunk: 1,
+      records: 2,
+      duplicates: 0,
+      indexSize: 96,
+      dataSize: 100,
+      indexChecksum: 'a',
+      dataChecksum: 'b',
+      attempt: 'x',
+    }
+    const line = (c: object): string => `rostore-chunk\t${JSON.stringify(c)}\n`
+    expect(parseStatsText(line({ ...chunk, nodeId: 1 }), 'p').chunks[0]).toMatchObject({ nodeId: 1 })
+    expect(parseStatsText(line({ ...chunk, partition: 7 }), 'p').chunks[0]).toMatchObject({ partition: 7 })
+    expect(() => parseStatsText(line(chunk), 'p')).toThrow(/p:1: chunk statistics need one of "nodeId" and "partition"/)
+    expect(() => parseStatsText(line({ ...chunk, nodeId: 1, partition: 7 }), 'p')).toThrow(/need one of/)
+  })
 })
 
 describe('job spec', () => {
@@ -257,6 +276,8 @@ describe('job spec', () => {
     expect(() => validateJobSpec({ ...spec(), replication: 3 }, 'j')).toThrow(/replication/)
     expect(() => validateJobSpec({ ...spec(), format: 'csv' }, 'j')).toThrow(/csvHeaders/)
     expect(() => validateJobSpec({ ...spec(), chunks: 0 }, 'j')).toThrow(/chunks/)
+    expect(() => validateJobSpec({ ...spec(), layout: 'racks' }, 'j')).toThrow(/--layout racks/)
+    expect(validateJobSpec({ ...spec(), layout: 'partitions' }, 'j').layout).toBe('partitions')
     await expect(readJobSpec(path('missing.json'))).rejects.toThrow(/ship it with -files/)
   })
 })
