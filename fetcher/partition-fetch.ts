@@ -50,6 +50,8 @@ export interface PartitionFetchResult {
   /** Bytes of the held files, by where they came from (`link`: hardlinked, nothing moved). */
   readonly bytesFrom: Readonly<Record<FileOrigin, number>>
   readonly filesFrom: Readonly<Record<FileOrigin, number>>
+  /** "Not ready" answers of peers waited out (a peer fetching the same partition). */
+  readonly notReadyWaits: number
 }
 
 interface Reusable {
@@ -207,7 +209,9 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
       onRetry: () => m?.retries.inc({ store }),
       onChecksumFailure: () => m?.checksumFailures.inc({ store }),
     }
+    let notReadyWaits = 0
     const policy: ChainPolicy = {
+      onNotReady: () => notReadyWaits++,
       ...(opts.notReadyWaits === undefined ? {} : { notReadyWaits: opts.notReadyWaits }),
       ...(opts.peerRetries === undefined ? {} : { peerRetries: opts.peerRetries }),
       onLinkFailed: (l, err) => {
@@ -234,7 +238,7 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     })
     progress.final()
     m?.duration.observe({ result: 'ok' }, (performance.now() - started) / 1000)
-    return { meta: view, bytesFrom, filesFrom }
+    return { meta: view, bytesFrom, filesFrom, notReadyWaits }
   } catch (err) {
     stop.abort()
     const failure = toStoreError(err, opts.signal, shown)

@@ -111,6 +111,35 @@ describe('nodes fetch partitions from the build output or from each other', () =
     expect(total).toBe(RECORDS.length * 2)
   })
 
+  test('a peer still fetching a partition is waited for, and gives it once verified', async () => {
+    const big = numberedRecords(600, (i) => `${'v'.repeat(600)}${i}`)
+    const v3 = {
+      ...(await makeBuildOutput(join(serve, 'v3'), big, { store: 'users', version: 3, replication: 2 })),
+      clusterName: 'test-cluster',
+    }
+    // Node 0 fetches slowly (its 255 kB in about 3 s): node 1 asks for files it has not verified yet.
+    const slow = await node(0).admin('POST', '/stores/users/fetch', {
+      source: `${nginx.url}v3`,
+      fetchFrom: 'source',
+      maxBytesPerSec: 100_000,
+    })
+    expect(slow.status).toBe(202)
+    let started = await node(0).admin('GET', '/stores/users/versions/3/files/manifest.json')
+    for (let i = 0; i < 500 && started.status !== 200; i++)
+      started = await node(0).admin('GET', '/stores/users/versions/3/files/manifest.json')
+    expect(started.status).toBe(200)
+    const job = await fetchJob(1, { source: `${nginx.url}v3`, peers: [{ nodeId: 0 }] })
+    expect(job['state']).toBe('succeeded')
+    const shared = nodeView(v3, 1).files.filter((f) => /^p[03]-/.test(f.name))
+    const result = job['result'] as { bytesFrom: Record<string, number>; notReadyWaits: number }
+    expect(result.bytesFrom.peer).toBe(shared.reduce((a, f) => a + f.size, 0))
+    expect(result.notReadyWaits).toBeGreaterThan(0)
+    expect((await node(0).waitJob(String(json(slow)['id'])))['state']).toBe('succeeded')
+    // The shared partitions left the build output once, for node 0.
+    const got = (await nginx.accessLog()).filter((e) => /^\/v3\/p[03]-/.test(e.uri) && e.status < 300)
+    expect(got.length).toBe(shared.length)
+  })
+
   test('a version a node is still fetching: its verified files are served, the rest answer not ready', async () => {
     const v2 = await makeBuildOutput(join(serve, 'v2'), RECORDS, { store: 'users', version: 2, replication: 2 })
     const view = nodeView({ ...v2, clusterName: 'test-cluster' }, 0)
