@@ -134,7 +134,8 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const version = opts.expect.version
     let manifestBytes = opts.manifest
     if (manifestBytes === undefined && source) manifestBytes = await readSmall(source, METADATA_FILE, small)
-    for (const p of manifestBytes === undefined ? peers : []) {
+    // Only a peer asked for this very version holds its manifest (a rebalance's peers hold older ones).
+    for (const p of manifestBytes === undefined ? peers.filter((q) => q.version === undefined || q.version === version) : []) {
       if (version === undefined) throw new StoreError('RO_BAD_REQUEST', 'a fetch from peers names its version')
       const s = peerSource(p, store, version, peerAccess)
       opened.push(s)

@@ -99,6 +99,19 @@ describe('nodes fetch partitions from the build output or from each other', () =
     // Every file of partitions 0 and 3 left the build output once: for node 0.
     expect(got.length).toBe(nodeView(v1, 0).files.filter((f) => /^p[03]-/.test(f.name)).length)
 
+    const metrics = (await node(0).request('/metrics')).body.toString()
+    expect(Number(/^rostore_peer_file_bytes_sent_total (\d+)/m.exec(metrics)?.[1])).toBe(bytesOf(1, [0, 3]))
+    // Through a multi-process node's control proxy: Range and its status pass as they are.
+    const f = nodeView(v1, 1).files.find((x) => x.name === 'p1-c0.data')
+    const whole = await node(1).admin('GET', '/stores/users/versions/1/files/p1-c0.data')
+    expect(whole.status).toBe(200)
+    expect(whole.body.length).toBe(f?.size)
+    const tail = await node(1).request('/admin/stores/users/versions/1/files/p1-c0.data', {
+      headers: { authorization: `Bearer ${TOKEN}`, range: 'bytes=7-' },
+    })
+    expect(tail.status).toBe(206)
+    expect(tail.body.equals(whole.body.subarray(7))).toBe(true)
+
     await rm(join(serve, 'v1'), { recursive: true })
     const third = await fetchJob(2, { fetchFrom: 'peers', version: 1, peers: [{ nodeId: 0 }, { nodeId: 1 }], swap: true })
     expect(third['state']).toBe('succeeded')
