@@ -1,3 +1,4 @@
+import type { VersionManifest } from '../formats/store/partition-files'
 import type { Agent } from 'node:http'
 import { StoreError } from '../common/errors'
 import type { NodeAddress } from '../cluster/address-book'
@@ -85,6 +86,21 @@ export interface NodeReads {
  * every failure is a StoreError: RO_UNAVAILABLE for connection errors, timeouts and 5xx,
  * the node's own code otherwise.
  */
+/**
+ * The body of `POST /admin/stores/<s>/fetch` (docs/API.md). With `fetchFrom`, `peers` or
+ * `manifest`, a format-2 fetch by partition: peers are node ids the node resolves itself.
+ */
+export interface RemoteFetchBody {
+  readonly source?: string
+  readonly version?: number
+  readonly maxBytesPerSec?: number
+  readonly lease?: string
+  readonly swap?: boolean
+  readonly fetchFrom?: 'auto' | 'source' | 'peers'
+  readonly peers?: readonly { readonly nodeId: number; readonly version?: number; readonly partitions?: readonly number[] }[]
+  readonly manifest?: VersionManifest
+}
+
 export class NodeClient implements NodeReads {
   readonly endpoint: string
   private readonly agent: Agent
@@ -158,7 +174,7 @@ export class NodeClient implements NodeReads {
     return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
   }
 
-  async startFetch(store: string, body: { source: string; version?: number; maxBytesPerSec?: number; lease?: string }): Promise<RemoteJob> {
+  async startFetch(store: string, body: RemoteFetchBody): Promise<RemoteJob> {
     return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/fetch`, body, true)
   }
 
