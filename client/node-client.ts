@@ -6,7 +6,6 @@ import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
 import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
 
-import type { FetchFrom, PeerOffer } from './partition-sources'
 import type { VersionManifest } from '../formats/store/partition-files'
 export type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
 
@@ -71,17 +70,6 @@ export interface RemotePushRecord {
   readonly partitioned?: boolean
 }
 
-/** The admin fetch request (docs/API.md): a build output, or (format 2) peers and a version made by the pusher. */
-export interface FetchBody {
-  readonly source?: string
-  readonly version?: number
-  readonly maxBytesPerSec?: number
-  readonly lease?: string
-  readonly fetchFrom?: FetchFrom
-  readonly peers?: readonly PeerOffer[]
-  readonly manifest?: VersionManifest
-}
-
 export interface NodeClientOptions {
   readonly timeoutMs?: number
   readonly adminToken?: string
@@ -104,6 +92,21 @@ export interface NodeReads {
  * every failure is a StoreError: RO_UNAVAILABLE for connection errors, timeouts and 5xx,
  * the node's own code otherwise.
  */
+/**
+ * The body of `POST /admin/stores/<s>/fetch` (docs/API.md). With `fetchFrom`, `peers` or
+ * `manifest`, a format-2 fetch by partition: peers are node ids the node resolves itself.
+ */
+export interface RemoteFetchBody {
+  readonly source?: string
+  readonly version?: number
+  readonly maxBytesPerSec?: number
+  readonly lease?: string
+  readonly swap?: boolean
+  readonly fetchFrom?: 'auto' | 'source' | 'peers'
+  readonly peers?: readonly { readonly nodeId: number; readonly version?: number; readonly partitions?: readonly number[] }[]
+  readonly manifest?: VersionManifest
+}
+
 export class NodeClient implements NodeReads {
   readonly endpoint: string
   private readonly agent: Agent
@@ -182,7 +185,7 @@ export class NodeClient implements NodeReads {
     return this.json('GET', `/admin/stores/${encodeURIComponent(store)}/versions`, undefined, true)
   }
 
-  async startFetch(store: string, body: FetchBody): Promise<RemoteJob> {
+  async startFetch(store: string, body: RemoteFetchBody): Promise<RemoteJob> {
     return this.json('POST', `/admin/stores/${encodeURIComponent(store)}/fetch`, body, true)
   }
 

@@ -1,7 +1,7 @@
 import { StoreError, isStoreError } from '../common/errors'
 import type { ClusterAdmin } from './cluster-admin'
 import { isConnectionRefused } from './http'
-import type { FetchBody, NodeClient, RemoteJob } from './node-client'
+import type { NodeClient, RemoteFetchBody, RemoteJob } from './node-client'
 import type { PushEvent } from './push-events'
 
 /** The fetch jobs of a push on the nodes: waiting for them, polling patiently, cancelling. */
@@ -25,7 +25,7 @@ export async function fetchOnNode(
   id: number,
   o: {
     store: string
-    body: FetchBody & { readonly version: number }
+    body: RemoteFetchBody & { readonly version: number }
     deadline: number
     pollMs: number
     emit: (e: PushEvent) => void

@@ -50,6 +50,8 @@ export interface PartitionFetchResult {
   /** Bytes of the held files, by where they came from (`link`: hardlinked, nothing moved). */
   readonly bytesFrom: Readonly<Record<FileOrigin, number>>
   readonly filesFrom: Readonly<Record<FileOrigin, number>>
+  /** "Not ready" answers of peers waited out (a peer fetching the same partition). */
+  readonly notReadyWaits: number
 }
 
 interface Reusable {
@@ -132,7 +134,8 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const version = opts.expect.version
     let manifestBytes = opts.manifest
     if (manifestBytes === undefined && source) manifestBytes = await readSmall(source, METADATA_FILE, small)
-    for (const p of manifestBytes === undefined ? peers : []) {
+    // Only a peer asked for this very version holds its manifest (a rebalance's peers hold older ones).
+    for (const p of manifestBytes === undefined ? peers.filter((q) => q.version === undefined || q.version === version) : []) {
       if (version === undefined) throw new StoreError('RO_BAD_REQUEST', 'a fetch from peers names its version')
       const s = peerSource(p, store, version, peerAccess)
       opened.push(s)
@@ -213,7 +216,9 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
       onRetry: () => m?.retries.inc({ store }),
       onChecksumFailure: () => m?.checksumFailures.inc({ store }),
     }
+    let notReadyWaits = 0
     const policy: ChainPolicy = {
+      onNotReady: () => notReadyWaits++,
       ...(opts.notReadyWaits === undefined ? {} : { notReadyWaits: opts.notReadyWaits }),
       ...(opts.peerRetries === undefined ? {} : { peerRetries: opts.peerRetries }),
       onLinkFailed: (l, err) => {
@@ -240,7 +245,7 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     })
     progress.final()
     m?.duration.observe({ result: 'ok' }, (performance.now() - started) / 1000)
-    return { meta: view, bytesFrom, filesFrom }
+    return { meta: view, bytesFrom, filesFrom, notReadyWaits }
   } catch (err) {
     stop.abort()
     const failure = toStoreError(err, opts.signal, shown)

@@ -27,6 +27,8 @@ export interface ChainPolicy {
   readonly peerRetries?: number
   /** Called when a link fails and the chain moves on (or gives up). */
   readonly onLinkFailed?: (link: ChainLink, err: unknown) => void
+  /** Called for each "not ready" answer waited out. */
+  readonly onNotReady?: (link: ChainLink) => void
   readonly onBytes: (from: 'source' | 'peer', n: number) => void
 }
 
@@ -67,6 +69,7 @@ export async function downloadFromChain(
         if (err instanceof StoreError && LOCAL_CODES.has(err.code)) throw err
         if (err instanceof NotReadyError && waits < notReadyWaits) {
           waits++
+          policy.onNotReady?.(link)
           await sleep(backoffDelay(waits, base.backoff), base.signal)
           continue
         }

@@ -1,5 +1,6 @@
 import { StoreError } from '../common/errors'
 import { buildRing } from '../cluster/routing'
+import { validateManifest } from '../formats/store/manifest-io'
 import { CHECKSUM_ALGORITHMS } from '../formats/store/metadata'
 import { parsePartitionFileName, PARTITIONED_FORMAT_MAJOR, type VersionManifest } from '../formats/store/partition-files'
 
@@ -17,7 +18,8 @@ const MAX_CHUNKS = 1 << 16
  * `manifest.json`, or one a pusher sent inline) before any of its names or sizes is used:
  * it decides which files get created in the fetch's directory and how much disk is claimed.
  * Every file name must be `p<P>-c<C>.index|data` of its own partition and chunk, so nothing
- * can be written outside the directory. Messages never quote the bytes received.
+ * can be written outside the directory. Messages never quote the bytes received; the
+ * format's own consistency checks (formats/store/manifest-io.ts) come last.
  */
 export function parseVersionManifest(bytes: Buffer, where: string, want: VersionManifestExpectations = {}): VersionManifest {
   let json: unknown
@@ -88,5 +90,11 @@ export function parseVersionManifest(bytes: Buffer, where: string, want: Version
   if (!Number.isSafeInteger(total)) refuse('file sizes add up beyond any disk')
   if (want.store !== undefined && m['store'] !== want.store) refuse(`the manifest is for another store, expected "${want.store}"`)
   if (want.version !== undefined && version !== want.version) refuse(`the manifest is for another version, expected ${want.version}`)
-  return json as VersionManifest
+  try {
+    // The format's own checks (record counts, file order), shared with the readers.
+    return validateManifest(json, where)
+  } catch (err) {
+    if (err instanceof StoreError && err.code === 'RO_CORRUPT') throw new StoreError('RO_BAD_REQUEST', err.message, { cause: err })
+    throw err
+  }
 }

@@ -136,7 +136,7 @@ export function createControlServices(
     nodeLearning,
     fetching,
     // Throttles apply to peer traffic on both ends: serving peers spends the fetch rate too.
-    peerEgress: new PeerEgress(opts.fetchMaxBytesPerSec),
+    peerEgress: new PeerEgress(opts.fetchMaxBytesPerSec, undefined, metrics.registry),
     // The peers accept the read token, or the admin token where they take no read token.
     console: new ConsoleServices(events, { token: nonEmpty(opts.readToken) ?? nonEmpty(opts.adminToken), tls: peerTls }),
     ...(setup.streamMaxBytesPerSec > 0 ? { streamBucket: new TokenBucket(setup.streamMaxBytesPerSec) } : {}),

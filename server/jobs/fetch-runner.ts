@@ -41,6 +41,7 @@ export interface FetchRequest {
 export type FetchOutcome = InstallResult & {
   readonly bytesFrom?: PartitionFetchResult['bytesFrom']
   readonly filesFrom?: PartitionFetchResult['filesFrom']
+  readonly notReadyWaits?: number
 }
 
 export type FetchRunner = (r: FetchRequest) => Promise<FetchOutcome>
@@ -219,7 +220,7 @@ async function fetchByPartition(
       onProgress: (p: FetchProgress) => r.onProgress(progressJson(p)),
     })
     const meta = await r.sv.adopt(staging, { signal: r.signal, expectVersion: fetched.meta.version })
-    return { ...installResult(meta, t0), bytesFrom: fetched.bytesFrom, filesFrom: fetched.filesFrom }
+    return { ...installResult(meta, t0), bytesFrom: fetched.bytesFrom, filesFrom: fetched.filesFrom, notReadyWaits: fetched.notReadyWaits }
   } finally {
     unregister?.()
     await rm(staging, { recursive: true, force: true }).catch(() => undefined)

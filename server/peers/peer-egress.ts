@@ -1,3 +1,4 @@
+import { Counter, Gauge, type Registry } from 'prom-client'
 import { StoreError } from '../../common/errors'
 import { TokenBucket } from '../../fetcher/token-bucket'
 
@@ -12,12 +13,37 @@ export const DEFAULT_PEER_STREAMS = 8
 export class PeerEgress {
   readonly bucket: TokenBucket | undefined
   private active = 0
+  private readonly bytes: Counter | undefined
 
   constructor(
     bytesPerSec: number | undefined,
     readonly maxStreams = DEFAULT_PEER_STREAMS,
+    registry?: Registry,
   ) {
     this.bucket = bytesPerSec === undefined ? undefined : new TokenBucket(bytesPerSec)
+    if (registry === undefined) return
+    this.bytes =
+      (registry.getSingleMetric('rostore_peer_file_bytes_sent_total') as Counter | undefined) ??
+      new Counter({
+        name: 'rostore_peer_file_bytes_sent_total',
+        help: 'Bytes of version files sent to peers (the peer file route)',
+        registers: [registry],
+      })
+    if (registry.getSingleMetric('rostore_peer_file_streams') !== undefined) return
+    const streams = (): number => this.active
+    new Gauge({
+      name: 'rostore_peer_file_streams',
+      help: 'Peer file streams being served now',
+      registers: [registry],
+      collect() {
+        this.set(streams())
+      },
+    })
+  }
+
+  /** `n` bytes of a file went to a peer. */
+  sent(n: number): void {
+    this.bytes?.inc(n)
   }
 
   get streams(): number {

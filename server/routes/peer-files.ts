@@ -125,6 +125,7 @@ async function servePeerFile(
       }
       pos += bytesRead
       if (bucket) await bucket.take(bytesRead, ac.signal)
+      ctx.peerEgress?.sent(bytesRead)
       if (!res.write(bytesRead === want ? buf : buf.subarray(0, bytesRead))) await drained(res, ac, sendTimeoutMs)
     }
     res.end()
