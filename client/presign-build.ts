@@ -58,8 +58,9 @@ export async function presignBuild(o: PresignOptions): Promise<PresignResult> {
       if (name !== '' && !name.endsWith(URL_INDEX_SUFFIX)) names.push(name)
     }
   }).catch(fail)
-  if (!names.some((n) => /^node-\d+\//.test(n) && n.endsWith(`/${METADATA_FILE}`)))
-    throw new StoreError('RO_NOT_FOUND', `${o.from}: no build here (no node-<id>/${METADATA_FILE})`)
+  // Format 2 has its manifest at the root, format 1 one per node directory.
+  if (!names.some((n) => n === METADATA_FILE || (/^node-\d+\//.test(n) && n.endsWith(`/${METADATA_FILE}`))))
+    throw new StoreError('RO_NOT_FOUND', `${o.from}: no build here (no ${METADATA_FILE} nor node-<id>/${METADATA_FILE})`)
   names.sort()
   const files = new Map(names.map((n) => [n, s3.presignedGetUrl({ bucket: root.bucket, key: `${prefix}${n}` }, expiresSeconds)]))
   const index = { bucket: root.bucket, key: `${prefix}${INDEX_NAME}` }

@@ -3,8 +3,9 @@ import { copyFile, link, lstat, mkdir, open, realpath } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import { METADATA_FILE, type StoreMetadata } from '../formats/store/metadata'
-import { MANIFEST_FILE } from '../formats/store/partition-files'
-import { readMetadata } from '../formats/store/metadata-io'
+import { MANIFEST_FILE, nodeView } from '../formats/store/partition-files'
+import { readMetadata, writeMetadata } from '../formats/store/metadata-io'
+import { readNodeOrBuild } from '../formats/store/manifest-io'
 import { fsyncDir } from './live-pointer'
 
 function ioError(what: string, err: unknown): StoreError {
@@ -31,6 +32,29 @@ export async function readNodeMetadata(dir: string): Promise<StoreMetadata> {
   }
   if (!st.isFile()) throw new StoreError('RO_BAD_FORMAT', `${path} is not a regular file`)
   return readMetadata(dir)
+}
+
+/**
+ * What an install takes from `dir`: a node directory's metadata, or (a format-2 build
+ * output, whose metadata.json is the version manifest) this node's view of it, the node
+ * taking only the partitions it holds. `nodeId` may be omitted for a one-node layout.
+ */
+export async function readInstallMetadata(
+  dir: string,
+  nodeId: number | undefined,
+): Promise<{ readonly meta: StoreMetadata; readonly fromBuild: boolean }> {
+  await readNodeMetadata(dir).catch((err: unknown) => {
+    // A manifest is not a node's metadata: told apart below; anything else stands.
+    if (!(err instanceof StoreError && err.code === 'RO_BAD_FORMAT' && /manifest|partitionFiles/.test(err.message))) throw err
+  })
+  const found = await readNodeOrBuild(dir)
+  if (found.kind === 'node') return { meta: found.meta, fromBuild: false }
+  const layout = found.manifest.layout
+  const id = nodeId ?? (layout.length === 1 ? layout[0]!.id : undefined)
+  if (id === undefined)
+    throw new StoreError('RO_BAD_REQUEST', `${dir} is a build for ${layout.length} nodes: the node installing it must know its id`)
+  if (!layout.some((n) => n.id === id)) throw new StoreError('RO_CONFLICT', `${dir} is a build whose layout does not include node ${id}`)
+  return { meta: nodeView(found.manifest, id), fromBuild: true }
 }
 
 export interface StageOptions {
@@ -62,7 +86,7 @@ async function fsyncFile(path: string): Promise<void> {
  * Copies use copy-on-write clones where the file system has them. Cancellable between
  * files. Returns the metadata read from `src`.
  */
-export async function stageNodeDir(given: string, dest: string, opts: StageOptions = {}): Promise<StoreMetadata> {
+export async function stageNodeDir(given: string, dest: string, opts: StageOptions = {}, nodeId?: number): Promise<StoreMetadata> {
   if (!isAbsolute(given)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
   let src: string
   try {
@@ -72,7 +96,7 @@ export async function stageNodeDir(given: string, dest: string, opts: StageOptio
     if (code === 'ENOENT' || code === 'ENOTDIR') throw new StoreError('RO_NOT_FOUND', `${given} is not a node directory: it does not exist`)
     throw ioError(`cannot read ${given}`, err)
   }
-  const meta = await readNodeMetadata(src)
+  const { meta, fromBuild } = await readInstallMetadata(src, nodeId)
   const bytesTotal = meta.files.reduce((n, f) => n + f.size, 0)
   let bytesDone = 0
   try {
@@ -84,7 +108,12 @@ export async function stageNodeDir(given: string, dest: string, opts: StageOptio
   const names = [...meta.files.map((f) => f.name), ...(meta.held !== undefined ? [MANIFEST_FILE] : []), METADATA_FILE]
   for (const name of names) {
     throwIfAborted(opts.signal)
-    const from = join(src, name)
+    if (fromBuild && name === METADATA_FILE) {
+      // The node's view of the build, written here; the build's metadata.json is the manifest.
+      await writeMetadata(dest, meta)
+      continue
+    }
+    const from = join(src, fromBuild && name === MANIFEST_FILE ? METADATA_FILE : name)
     const to = join(dest, name)
     let st
     try {

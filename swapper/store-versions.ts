@@ -5,7 +5,7 @@ import { errorMessage, StoreError } from '../common/errors'
 import type { StoreMetadata } from '../formats/store/metadata'
 import { crashPoint } from './crash-points'
 import { silentLogger, type SwapHooks, type SwapKind, type SwapLogger, type SwapResult } from './events'
-import { readNodeMetadata, stageNodeDir, type StageOptions } from './install'
+import { readInstallMetadata, readNodeMetadata, stageNodeDir, type StageOptions } from './install'
 import { LocalServingStore } from './local-serving'
 import { fsyncDir, writeLivePointer } from './live-pointer'
 import { defaultOpenReader } from './open-version'
@@ -215,12 +215,12 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
     const t0 = performance.now()
     this.checkOpen()
     if (!isAbsolute(src)) throw new StoreError('RO_BAD_REQUEST', 'the source directory must be an absolute path')
-    const srcMeta = await readNodeMetadata(src)
+    const srcMeta = (await readInstallMetadata(src, this.opts.nodeId)).meta
     this.checkBelongs(srcMeta, src)
     if (this.shelf.has(srcMeta.version)) throw this.shelf.exists(srcMeta.version)
     const staging = this.shelf.stagingPath('install')
     try {
-      await stageNodeDir(src, staging, opts)
+      await stageNodeDir(src, staging, opts, srcMeta.nodeId)
       crashPoint('install:staged')
       return installResult(await this.adopt(staging, { signal: opts.signal, expectVersion: srcMeta.version }), t0)
     } finally {

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { buildStore } from '../builder/engines/local/build-job'
+import type { OutputLayout } from '../builder/build-options'
 import type { Cluster } from '../cluster/cluster'
 import { writeInput } from './input-files'
 
@@ -22,6 +23,8 @@ export interface VersionBuild {
   readonly replication?: number
   /** Default 2. */
   readonly chunks?: number
+  /** Default the builder's (partition files); `nodes` for tests of format-1 directories. */
+  readonly layout?: OutputLayout
 }
 
 /**
@@ -42,6 +45,7 @@ export async function buildVersion(o: VersionBuild): Promise<string> {
     version: o.version,
     replication: o.replication ?? 2,
     chunks: o.chunks ?? 2,
+    ...(o.layout === undefined ? {} : { layout: o.layout }),
     workers: 1,
     memoryMb: 16,
   })

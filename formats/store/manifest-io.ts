@@ -1,6 +1,7 @@
 import { open, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
+import { isKnownKeyHash } from './key-hash'
 import { isSafeName } from './layout'
 import { CHECKSUM_ALGORITHMS, COMPRESSIONS, METADATA_FILE, type StoreMetadata } from './metadata'
 import { MAX_METADATA_BYTES, validateMetadata } from './metadata-io'
@@ -182,7 +183,13 @@ export async function readNodeOrBuild(
   const file = join(dir, METADATA_FILE)
   const json = await readJson(file)
   const isManifest = typeof json === 'object' && json !== null && 'partitionFiles' in json
-  return isManifest ? { kind: 'build', manifest: validateManifest(json, file) } : { kind: 'node', meta: validateMetadata(json, file) }
+  const found = isManifest
+    ? ({ kind: 'build', manifest: validateManifest(json, file) } as const)
+    : ({ kind: 'node', meta: validateMetadata(json, file) } as const)
+  // Read to hash keys (readers, verify): a hash they cannot compute is refused, as readMetadata does.
+  const keyHash = found.kind === 'build' ? found.manifest.keyHash : found.meta.keyHash
+  if (!isKnownKeyHash(keyHash)) throw new StoreError('RO_CORRUPT', `${file}: unknown "keyHash" ${JSON.stringify(keyHash)}`)
+  return found
 }
 
 /**

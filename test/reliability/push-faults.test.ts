@@ -57,6 +57,9 @@ async function buildVersion(v: number, keys = KEYS, name = `v${v}`): Promise<voi
     version: v,
     records: numberedRecords(keys, (i) => `v${v}-${i}`),
     output: join(www(), name),
+    // The faults are placed in node directories' files (format 1); format 2's sources and
+    // peers have their own fault tests (peer-fetch, rebalance).
+    layout: 'nodes',
   })
 }
 

@@ -148,7 +148,8 @@ export function specBuildOptions(spec: HadoopJobSpec): NormalizedBuildOptions {
     store: spec.store,
     output: spec.output,
     replication: spec.replication,
-    layout: spec.layout,
+    // A spec without the field predates format 2: its job writes node directories.
+    layout: spec.layout ?? 'nodes',
     keyField: spec.keyField,
     valueField: spec.valueField,
     chunks: spec.chunks,

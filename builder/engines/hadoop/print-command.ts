@@ -109,6 +109,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     cluster: b.cluster,
     replication: b.replication,
     // Written only for format 2: a format-1 spec stays what older tasks read.
+    // Absent means format 1 (a spec written before format 2 existed).
     ...(b.layout === 'partitions' ? { layout: b.layout } : {}),
     chunks,
     compression: b.compression,

@@ -124,7 +124,8 @@ test('build from Parquet parts under an s3:// prefix to an s3:// output, push fr
   expect(summary.upload?.files).toBeGreaterThan(3)
   const keys: string[] = []
   for await (const o of s3.list('builds', 'objs/v1/')) keys.push(o.key)
-  expect(keys.filter((k) => k.endsWith('/metadata.json'))).toHaveLength(3)
+  // Format 2: one version manifest at the root, each partition's files once.
+  expect(keys.filter((k) => k.endsWith('/metadata.json'))).toEqual(['objs/v1/metadata.json'])
   const r = await push('s3://builds/objs/v1/')
   expect(r.status).toBe('live')
   expect(await live()).toEqual([1, 1, 1])
@@ -190,6 +191,8 @@ test('a missing bucket, a missing manifest, a half-uploaded build and a wrong ke
     version: 2,
     replication: 2,
     workers: 1,
+    // Uploaded node directory by node below: a format-1 build.
+    layout: 'nodes',
   })
   for (const node of await readdir(local)) {
     for (const f of (await readdir(join(local, node))).filter((n) => n !== 'metadata.json'))
@@ -232,6 +235,8 @@ test('a fetch cut mid-file fails the push; the next push of the same build fetch
     replication: 2,
     workers: 2,
     chunks: 1,
+    // Bytes are counted per node directory below: a format-1 build.
+    layout: 'nodes',
   })
   const sizes = new Map<number, number>()
   for await (const o of s3.list('builds', 'objs/v3/')) {
@@ -363,7 +368,7 @@ test("a node whose own S3 credentials are wrong fails the push with S3's reason,
     const r = await push('s3://builds/objs/v5/')
     expect(r.status).toBe('failed')
     // Node 2's fetch failed on S3's refusal (the others were cancelled with it).
-    expect(r.nodes.find((n) => n.nodeId === 2)?.error).toMatch(/s3:\/\/builds\/objs\/v5\/node-2\/.*SignatureDoesNotMatch/)
+    expect(r.nodes.find((n) => n.nodeId === 2)?.error).toMatch(/s3:\/\/builds\/objs\/v5\/.*SignatureDoesNotMatch/)
     expect(r.nodes.filter((n) => /SignatureDoesNotMatch/.test(n.error ?? '')).map((n) => n.nodeId)).toEqual([2])
     expect(JSON.stringify(r)).not.toContain(wrong)
     expect(await live()).toEqual([4, 4, 4])
