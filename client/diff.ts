@@ -1,12 +1,11 @@
-import { readdir } from 'node:fs/promises'
-import { join } from 'node:path'
 import { StoreError } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { buildRing, replicaNodes } from '../cluster/routing'
 import { createKeyHasher } from '../formats/store/key-hash'
-import { readMetadata } from '../formats/store/metadata-io'
 import type { StoreMetadata } from '../formats/store/metadata'
 import { openVersion, walkPartitions } from '../formats/store/partition-walk'
+import { slotCount } from '../formats/store/slots'
+import { buildParts } from './build-parts'
 import { liveVersionOfMost } from './dump'
 import { openNodeDump } from './dump-stream'
 import { NodeClient } from './node-client'
@@ -118,32 +117,18 @@ export async function diffSorted(
   return counts
 }
 
-/** The node directory to read each master partition from: the first replica present. */
-function holders(metas: readonly StoreMetadata[]): Map<number, number> {
-  const first = metas[0] as StoreMetadata
-  const ring = buildRing(first.layout)
-  const out = new Map<number, number>()
-  for (let p = 0; p < ring.partitionCount; p++) {
-    const n = replicaNodes(ring, p, first.replication).find((id) => metas.some((m) => m.nodeId === id))
-    if (n === undefined) throw new StoreError('RO_BAD_OPTION', `no node directory holds partition ${p}`)
-    out.set(p, n)
-  }
-  return out
-}
-
-/** A build's output directory as one side: a run per node directory and chunk. */
+/** A build's output directory as one side: a run per chunk slot of each directory read (build-parts.ts). */
 export function buildSide(dir: string, opts: { blockBytes?: number } = {}): DiffSide {
   return async () => {
-    const names = (await readdir(dir)).filter((d) => /^node-\d+$/.test(d)).sort()
-    if (names.length === 0) throw new StoreError('RO_BAD_OPTION', `${dir} holds no node-<id> directory: not a build output`)
-    const metas = await Promise.all(names.map((n) => readMetadata(join(dir, n))))
-    const by = holders(metas)
-    const P = by.size
+    const { partitionCount, parts } = await buildParts(dir)
     const runs: AsyncGenerator<DiffRecord>[] = []
-    for (const [i, meta] of metas.entries()) {
-      const mine = new Set([...by].filter(([, n]) => n === meta.nodeId).map(([p]) => p))
-      if (mine.size === 0) continue
-      for (let c = 0; c < meta.chunks; c++) runs.push(localRun(join(dir, names[i] as string), meta, mine, P, c, opts.blockBytes))
+    for (const { dir: d, meta, partitions } of parts) {
+      const mine = new Set(partitions)
+      for (let c = 0; c < slotCount(meta); c++) {
+        // Format 2: a slot is one partition's chunk; slots of partitions read elsewhere add nothing.
+        if (meta.held !== undefined && !mine.has(meta.held[Math.floor(c / meta.chunks)] as number)) continue
+        runs.push(localRun(d, meta, mine, partitionCount, c, opts.blockBytes))
+      }
     }
     return runs
   }

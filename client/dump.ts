@@ -1,12 +1,12 @@
 import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { errorMessage, StoreError } from '../common/errors'
 import type { Cluster } from '../cluster/cluster'
 import { buildRing, replicaNodes } from '../cluster/routing'
-import { readMetadata } from '../formats/store/metadata-io'
 import { openVersion, walkPartitions } from '../formats/store/partition-walk'
+import { buildParts } from './build-parts'
 import { openNodeDump } from './dump-stream'
 import { NodeClient, type RemoteStoreInfo } from './node-client'
 
@@ -265,29 +265,18 @@ export async function dumpBuild(
   opts: BuildDumpOptions,
   prepare: (info: { keySerializer: string; valueSerializer: string; version: number }) => Promise<RecordSink>,
 ): Promise<DumpSummary> {
-  const dirs = (await readdir(opts.dir)).filter((d) => /^node-\d+$/.test(d)).sort()
-  if (dirs.length === 0) throw new StoreError('RO_BAD_OPTION', `${opts.dir} holds no node-<id> directory: not a build output`)
-  const metas = await Promise.all(dirs.map(async (d) => ({ dir: join(opts.dir, d), meta: await readMetadata(join(opts.dir, d)) })))
-  const first = metas[0]!.meta
-  const ring = buildRing(first.layout)
-  const wanted = opts.partitions ?? Array.from({ length: ring.partitionCount }, (_, p) => p)
+  const { first, partitionCount, parts } = await buildParts(opts.dir, opts.partitions)
   const servedBy = new Map<number, number>()
+  for (const part of parts) for (const p of part.partitions) servedBy.set(p, part.meta.nodeId)
   const progress: DumpProgress = { records: 0, bytes: 0, estimatedRecords: 0 }
-  for (const p of wanted) {
-    const holder = replicaNodes(ring, p, first.replication).find((n) => metas.some((m) => m.meta.nodeId === n))
-    if (holder === undefined) throw new StoreError('RO_BAD_OPTION', `no node directory of ${opts.dir} holds partition ${p}`)
-    servedBy.set(p, holder)
-  }
   const sink = await prepare({ keySerializer: first.keySerializer, valueSerializer: first.valueSerializer, version: first.version })
-  for (const { dir, meta } of metas) {
-    const mine = wanted.filter((p) => servedBy.get(p) === meta.nodeId)
-    if (mine.length === 0) continue
+  for (const { dir, meta, partitions: mine } of parts) {
     progress.estimatedRecords += meta.records
     const v = await openVersion(dir, meta)
     try {
       for await (const item of walkPartitions(v, {
         partitions: new Set(mine),
-        partitionCount: ring.partitionCount,
+        partitionCount,
         values: !opts.keysOnly,
         signal: opts.signal,
       })) {

@@ -1,7 +1,7 @@
 import { StoreError } from '../common/errors'
-import { isChunkFileName } from '../formats/store/layout'
 import { CHECKSUM_ALGORITHMS, type StoreMetadata } from '../formats/store/metadata'
 import { validateMetadata } from '../formats/store/metadata-io'
+import { isStoreFileName } from '../formats/store/slots'
 
 export interface ManifestExpectations {
   readonly nodeId: number
@@ -53,9 +53,13 @@ export function parseManifest(bytes: Buffer, where: string, want: ManifestExpect
   for (const [i, f] of (files as unknown[]).entries()) {
     const e = (typeof f === 'object' && f !== null ? f : {}) as Record<string, unknown>
     const name = e['name']
-    // The one check that keeps a manifest from writing outside destDir.
-    if (typeof name !== 'string' || !isChunkFileName(name))
-      refuse(`refusing the file name of files[${i}]: only <n>.index and <n>.data may be listed`, `name ${shown(name)}`)
+    // The one check that keeps a manifest from writing outside destDir. Either format's
+    // names pass here; validateMetadata then holds each format to its own.
+    if (typeof name !== 'string' || !isStoreFileName(name))
+      refuse(
+        `refusing the file name of files[${i}]: only <n>.index, <n>.data, p<P>-c<C>.index and p<P>-c<C>.data may be listed`,
+        `name ${shown(name)}`,
+      )
     const size = e['size']
     if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) refuse(`files[${i}]: size must be a non-negative integer`)
     total += size as number

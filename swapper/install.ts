@@ -3,6 +3,7 @@ import { copyFile, link, lstat, mkdir, open, realpath } from 'node:fs/promises'
 import { isAbsolute, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import { METADATA_FILE, type StoreMetadata } from '../formats/store/metadata'
+import { MANIFEST_FILE } from '../formats/store/partition-files'
 import { readMetadata } from '../formats/store/metadata-io'
 import { fsyncDir } from './live-pointer'
 
@@ -79,7 +80,8 @@ export async function stageNodeDir(given: string, dest: string, opts: StageOptio
   } catch (err) {
     throw ioError(`cannot create ${dest}`, err)
   }
-  const names = [...meta.files.map((f) => f.name), METADATA_FILE]
+  // Format 2: the version manifest goes with the node view (verify checks one against the other).
+  const names = [...meta.files.map((f) => f.name), ...(meta.held !== undefined ? [MANIFEST_FILE] : []), METADATA_FILE]
   for (const name of names) {
     throwIfAborted(opts.signal)
     const from = join(src, name)

@@ -3,11 +3,13 @@ import { closeSync, openSync, fstatSync } from 'node:fs'
 import { join } from 'node:path'
 import { codecByName } from './codec'
 import { HEADER_SIZE } from './header'
-import { dataFileName } from './layout'
 import type { StoreMetadata } from './metadata'
+import { slotFileNames } from './partition-files'
+import { slotCount } from './slots'
 import { walkRecords } from './record-walk'
 
 export interface DumpedRecord {
+  /** The chunk slot (partition-files.ts): the chunk in format 1. */
   readonly chunk: number
   readonly key: string
   readonly value: string
@@ -15,12 +17,12 @@ export interface DumpedRecord {
   readonly encoding: 'utf8' | 'base64'
 }
 
-/** Every record of a node directory, chunk by chunk, in index order. */
+/** Every record of a node directory (either format), chunk slot by chunk slot, in index order. */
 export function* dumpRecords(dir: string, meta: StoreMetadata, limit = Infinity): Generator<DumpedRecord> {
   const codec = codecByName(meta.compression)
   let n = 0
-  for (let c = 0; c < meta.chunks && n < limit; c++) {
-    const file = join(dir, dataFileName(c))
+  for (let c = 0; c < slotCount(meta) && n < limit; c++) {
+    const file = join(dir, slotFileNames(meta, c).data)
     const fd = openSync(file, 'r')
     try {
       for (const r of walkRecords(fd, HEADER_SIZE, fstatSync(fd).size, file)) {

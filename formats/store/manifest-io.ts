@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
+import { isKnownKeyHash } from './key-hash'
 import { METADATA_FILE, type StoreMetadata } from './metadata'
 import { MAX_METADATA_BYTES, validateMetadata } from './metadata-io'
 import { checkStoreFields, int } from './metadata-fields'
@@ -26,7 +27,13 @@ export async function readNodeOrBuild(
   const file = join(dir, METADATA_FILE)
   const json = await readJson(file)
   const isManifest = typeof json === 'object' && json !== null && 'partitionFiles' in json
-  return isManifest ? { kind: 'build', manifest: validateManifest(json, file) } : { kind: 'node', meta: validateMetadata(json, file) }
+  const found = isManifest
+    ? ({ kind: 'build', manifest: validateManifest(json, file) } as const)
+    : ({ kind: 'node', meta: validateMetadata(json, file) } as const)
+  // As readMetadata: a directory is read to hash keys, so a hash no reader computes is refused here.
+  const keyHash = found.kind === 'build' ? found.manifest.keyHash : found.meta.keyHash
+  if (!isKnownKeyHash(keyHash)) throw new StoreError('RO_CORRUPT', `${file}: unknown "keyHash" ${JSON.stringify(keyHash)}`)
+  return found
 }
 
 /**

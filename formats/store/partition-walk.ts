@@ -3,8 +3,9 @@ import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
 import { codecByName } from './codec'
 import { HEADER_SIZE } from './header'
-import { dataFileName, indexFileName } from './layout'
 import type { StoreMetadata } from './metadata'
+import { slotFileNames } from './partition-files'
+import { slotCount } from './slots'
 import { batchHashes } from '../../common/batch-hash'
 import { RECORD_HEADER_SIZE } from './record'
 
@@ -21,7 +22,7 @@ import { RECORD_HEADER_SIZE } from './record'
 export interface OpenVersion {
   readonly dir: string
   readonly meta: StoreMetadata
-  /** Index and data handle of every chunk, opened before anything is streamed. */
+  /** Index and data handle of every chunk slot (partition-files.ts; = chunk in format 1), opened before anything is streamed. */
   readonly chunks: readonly { readonly index: FileHandle; readonly data: FileHandle; readonly dataSize: number }[]
   close(): Promise<void>
 }
@@ -41,10 +42,11 @@ export async function openVersion(dir: string, meta: StoreMetadata): Promise<Ope
     await Promise.all(handles.splice(0).map((h) => h.close().catch(() => undefined)))
   }
   try {
-    for (let c = 0; c < meta.chunks; c++) {
-      const index = await open(join(dir, indexFileName(c)), 'r')
+    for (let s = 0; s < slotCount(meta); s++) {
+      const names = slotFileNames(meta, s)
+      const index = await open(join(dir, names.index), 'r')
       handles.push(index)
-      const data = await open(join(dir, dataFileName(c)), 'r')
+      const data = await open(join(dir, names.data), 'r')
       handles.push(data)
       chunks.push({ index, data, dataSize: (await data.stat()).size })
     }
@@ -61,7 +63,7 @@ export interface WalkOptions {
   readonly partitionCount: number
   /** Values are decoded with the version's codec unless false (keys-only walks skip them). */
   readonly values?: boolean
-  /** Only this chunk (diffs merge the chunks, each a sorted run); default all, in order. */
+  /** Only this chunk slot (diffs merge the slots, each a sorted run); default all, in order. */
   readonly chunk?: number
   /** Bytes per read of each file (default 1 MiB): memory is about twice this per walk. */
   readonly blockBytes?: number
@@ -183,7 +185,10 @@ export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGene
   for (let c = opts.chunk ?? 0; c < (opts.chunk ?? v.chunks.length - 1) + 1; c++) {
     const files = v.chunks[c] as OpenVersion['chunks'][number]
     const dataName = `chunk ${c} data`
-    const count = v.meta.chunkRecords[c] ?? 0
+    // Format 2: a slot is one partition's chunk, so one whose partition is not wanted is skipped unread.
+    const held = v.meta.held
+    const skip = held !== undefined && opts.partitions !== undefined && !opts.partitions.has(held[Math.floor(c / v.meta.chunks)] as number)
+    const count = skip ? 0 : (v.meta.chunkRecords[c] ?? 0)
     const index = new BlockReader(files.index, HEADER_SIZE + count * ENTRY, `chunk ${c} index`, block)
     const data = new BlockReader(files.data, files.dataSize, dataName, block)
     let first = true

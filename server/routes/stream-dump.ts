@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError, isStoreError } from '../../common/errors'
 import { buildRing, heldPartitions } from '../../cluster/routing'
 import { openVersion, walkBatches, type OpenVersion } from '../../formats/store/partition-walk'
+import { slotCount } from '../../formats/store/slots'
 import { DUMP_CONTENT_TYPES, DumpEncoder, DUMP_FORMATS, type DumpFraming } from '../../formats/wire/dump-frames'
 import { TokenBucket } from '../../fetcher/token-bucket'
 import { parseVersionText } from '../../swapper/versions'
@@ -104,7 +105,8 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
     if (version === undefined) throw new StoreError('RO_UNAVAILABLE', `store ${store} has no live version on this node`)
   }
   const meta = await sv.versionMetadata(version)
-  const held = heldPartitions(buildRing(meta.layout), meta.replication, ctx.nodeId)
+  // Format 2 lists what the directory holds; format 1 holds what the layout gives this node.
+  const held = meta.held ?? heldPartitions(buildRing(meta.layout), meta.replication, ctx.nodeId)
   const wanted = query.partitions ?? held
   const missing = wanted.filter((p) => !held.includes(p))
   if (missing.length > 0) {
@@ -113,8 +115,10 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       `node ${ctx.nodeId} does not hold partition${missing.length > 1 ? 's' : ''} ${missing.slice(0, 20).join(', ')} of store ${store} version ${version}; it holds ${held.join(', ')}`,
     )
   }
-  if (query.chunk !== undefined && query.chunk >= meta.chunks) {
-    throw new StoreError('RO_BAD_REQUEST', `store ${store} version ${version} has chunks 0..${meta.chunks - 1}, not ${query.chunk}`)
+  // Format 2: the chunks of a stream are the directory's chunk slots (held partitions × chunks).
+  const chunks = slotCount(meta)
+  if (query.chunk !== undefined && query.chunk >= chunks) {
+    throw new StoreError('RO_BAD_REQUEST', `store ${store} version ${version} has chunks 0..${chunks - 1}, not ${query.chunk}`)
   }
   let opened: OpenVersion
   try {
@@ -140,7 +144,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       'X-Rostore-Key-Serializer': meta.keySerializer,
       'X-Rostore-Value-Serializer': meta.valueSerializer,
       'X-Rostore-Estimated-Records': String(estimate),
-      'X-Rostore-Chunks': String(meta.chunks),
+      'X-Rostore-Chunks': String(chunks),
     })
     const enc = new DumpEncoder(query.framing)
     let batch: Buffer[] = []

@@ -135,8 +135,14 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     return be32(h, 0) === hi && be32(h, 4) === lo ? NOT_THIS_KEY : FOREIGN_KEY
   }
 
-  /** The key's chunk slot, or -1 when its partition is not held (native: chunk_of in lookup.c). */
+  /** The key's chunk slot, or -1 when its partition is not held (native: ro_chunk_slot in lookup.h). */
   const parts = spec.partitions
+  if (parts !== undefined) {
+    const runs = parts.chunks > 0 ? chunks.length / parts.chunks : 0
+    const ok =
+      parts.count >= 1 && parts.slots.length === parts.count && Number.isInteger(runs) && parts.slots.every((s) => s >= -1 && s < runs)
+    if (!ok) throw new TypeError('createLookup: bad spec (chunk windows, sizes, radix, partitions, key or out buffer)')
+  }
   const slotOf = (h: Uint8Array): number => {
     if (parts === undefined) return be32(h, 4) % chunks.length
     const s = parts.slots[be32(h, 0) % parts.count] as number

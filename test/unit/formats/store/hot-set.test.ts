@@ -1,6 +1,9 @@
 import { carryHotSet, hotSetPartsOf } from '../../../../formats/store/hot-set'
 import { nativeFunctions } from '../../../../common/native'
 import { openStore, type StoreReader } from '../../../../formats/store/store-reader'
+import { createHash } from 'node:crypto'
+import { buildRing, heldPartitions, masterPartition } from '../../../../cluster/routing'
+import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput, makePartitionedNodeDir } from '../../../../testkit/make-partitioned'
 import { makeNodeDir } from '../../../../testkit/make-store'
 import { evictTree } from '../../../../testkit/page-cache'
 import { makeTmp } from '../../../../testkit/tmp'
@@ -89,5 +92,33 @@ describeNative('carryHotSet (the addon, files evicted)', () => {
     expect(hotSetPartsOf(sync)).toBeUndefined()
     pread.close()
     sync.close()
+  })
+
+  test('into a format-2 version: hot records of the held partitions are warmed, the others are not carried', async () => {
+    const live = await openStore(await version(1, 2, N), { residencyRefreshMs: 0 })
+    const build = tmp.fresh()
+    const records = Array.from({ length: N }, (_, i): [string, string] => [keyOf(i), `v2:${i}|${'z'.repeat(900)}`])
+    const nextDir = tmp.fresh()
+    await makePartitionedNodeDir(build, await makeBuildOutput(build, records, { version: 2, chunks: 2 }), 0, nextDir)
+    evictTree(nextDir)
+    const next = await openStore(nextDir, { residencyRefreshMs: 0 })
+    try {
+      const held = heldPartitions(buildRing(DEFAULT_PARTITIONED_LAYOUT), 2, 0)
+      const isHeld = (k: string): boolean => held.includes(masterPartition(createHash('md5').update(k).digest(), 6))
+      const hotKeys = Array.from({ length: 300 }, (_, n) => keyOf(n * 97))
+      await live.getManyAsync(hotKeys)
+      const report = await carryHotSet(hotSetPartsOf(live)!, hotSetPartsOf(next)!)
+      expect(report.hot).toBeGreaterThanOrEqual(300)
+      // Node 0 holds 4 of the 6 partitions: about two thirds of the hot records are carried.
+      expect(report.warmed).toBeLessThan(report.hot)
+      expect(report.warmed).toBeGreaterThan(report.hot / 2)
+      expect(await coldOf(next, hotKeys.filter(isHeld))).toBe(0)
+      expect(next.getMany(hotKeys.slice(0, 20)).map((v) => v?.toString().split('|')[0])).toEqual(
+        hotKeys.slice(0, 20).map((k) => (isHeld(k) ? `v2:${k.slice(4)}` : undefined)),
+      )
+    } finally {
+      live.close()
+      next.close()
+    }
   })
 })
