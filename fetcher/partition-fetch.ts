@@ -158,20 +158,15 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
       return [...peerLinks.filter((l) => l.holds.has(partition as number)).map((l) => l.link), ...sourceLink]
     }
     const reuse = await reusableFiles(opts.reuseDirs ?? [], manifest)
-    // A partition kept from an installed version (a rebalance) needs no source.
-    const linkable = (f: FileEntry): boolean => reuse.get(f.name)?.checksum === f.checksum && reuse.get(f.name)?.size === f.size
-    const missing =
-      view.held?.filter(
-        (p) =>
-          linksOf(`p${p}-c0.data`).length === 0 && !view.files.every((f) => parsePartitionFileName(f.name)?.partition !== p || linkable(f)),
-      ) ?? []
+    const reusable = (f: FileEntry): boolean => reuse.get(f.name)?.checksum === f.checksum && reuse.get(f.name)?.size === f.size
+    const toMove = view.files.filter((f) => !reusable(f))
+    const missing = [...new Set(toMove.filter((f) => linksOf(f.name).length === 0).map((f) => parsePartitionFileName(f.name)?.partition))]
     if (missing.length > 0) {
       throw new StoreError(
         'RO_FETCH_FAILED',
         `no source holds partition${missing.length > 1 ? 's' : ''} ${missing.slice(0, 20).join(', ')} of store ${store} version ${manifest.version}: name a peer that holds ${missing.length > 1 ? 'them' : 'it'}, or fetch from the build output`,
       )
     }
-    const toMove = view.files.filter((f) => !(reuse.get(f.name)?.checksum === f.checksum))
     await ensureFreeSpace(
       toMove.reduce((a, f) => a + f.size, 0) + 2 * manifestBytes.length,
       opts.freeSpaceMarginBytes ?? 64 << 20,

@@ -4,7 +4,11 @@ import { StoreError } from '../../common/errors'
 import { METADATA_FILE } from './metadata'
 import { verifyStore, type VerifyReport } from './verify'
 
-/** `dir` is either one node directory or a build output holding node-<id>/ directories. */
+/**
+ * `dir` is one node directory (either format), a format-2 build output (its metadata.json
+ * is the version manifest: verifyStore checks every partition), or a format-1 build
+ * output holding node-<id>/ directories.
+ */
 export async function verifyBuildOrNode(dir: string): Promise<VerifyReport[]> {
   if (existsSync(join(dir, METADATA_FILE))) return [await verifyStore(dir)]
   const nodes = existsSync(dir)

@@ -52,12 +52,12 @@ describe('nodes fetch partitions from the build output or from each other', () =
       .reduce((a, f) => a + f.size, 0)
 
   /** Every key whose master partition `id` holds reads back its value through that node alone. */
-  async function readsAll(id: number): Promise<number> {
-    const hasher = await createKeyHasher(v1.keyHash)
-    const held = new Set(heldPartitions(buildRing(v1.layout), v1.replication, id))
+  async function readsAll(id: number, m: VersionManifest = v1): Promise<number> {
+    const hasher = await createKeyHasher(m.keyHash)
+    const held = new Set(heldPartitions(buildRing(m.layout), m.replication, id))
     let n = 0
     for (const [k, v] of RECORDS) {
-      if (!held.has(masterPartition(hasher.hash(Buffer.from(k)), v1.partitions))) continue
+      if (!held.has(masterPartition(hasher.hash(Buffer.from(k)), m.partitions))) continue
       const r = await node(id).request(`/stores/users/keys/${k}`)
       expect({ k, status: r.status, body: r.body.toString() }).toEqual({ k, status: 200, body: v })
       n++
@@ -122,6 +122,35 @@ describe('nodes fetch partitions from the build output or from each other', () =
     for (const id of [0, 1, 2]) total += await readsAll(id)
     // Each key is read through the nodes holding its partition: R times.
     expect(total).toBe(RECORDS.length * 2)
+  })
+
+  test('a new layout of the same data, from an inline manifest: kept partitions hardlinked, gained ones from an older version on a peer', async () => {
+    // Version 5 re-deals v1's partitions (as a rebalance would): node 0 now holds 0, 1, 3, 4.
+    const layout = [
+      { id: 0, partitions: [1, 4] },
+      { id: 1, partitions: [2, 5] },
+      { id: 2, partitions: [0, 3] },
+    ]
+    const v5: VersionManifest = { ...v1, version: 5, dataVersion: 1, layout }
+    const job = await fetchJob(0, {
+      fetchFrom: 'peers',
+      manifest: v5,
+      version: 5,
+      // Node 1 holds 1 and 4 in version 1 (they are not in node 0's version 1).
+      peers: [{ nodeId: 1, version: 1, partitions: [1, 4] }],
+      swap: true,
+    })
+    expect(job).toMatchObject({ state: 'succeeded' })
+    const sizeOf = (ps: readonly number[]): number =>
+      nodeView(v5, 0)
+        .files.filter((f) => ps.some((p) => f.name.startsWith(`p${p}-`)))
+        .reduce((a, f) => a + f.size, 0)
+    expect((job['result'] as { bytesFrom: Record<string, number> }).bytesFrom).toEqual({
+      source: 0,
+      peer: sizeOf([1, 4]),
+      link: sizeOf([0, 3]),
+    })
+    expect(await readsAll(0, v5)).toBeGreaterThan(0)
   })
 
   test('a peer still fetching a partition is waited for, and gives it once verified', async () => {
