@@ -38,6 +38,8 @@ export function rollbackTarget(
   unreachable: ReadonlyMap<number, string>,
 ): { readonly to: number; readonly participants: number[]; readonly outside: number[]; readonly partitioned: boolean } {
   const lives = [...states.values()].map((s) => s.live).filter((v): v is number => v !== null)
+  if (lives.length === 0 && unreachable.size > 0)
+    throw new StoreError('RO_UNAVAILABLE', `nothing changed: ${[...unreachable].map(([id, why]) => `node ${id}: ${why}`).join('; ')}`)
   if (lives.length === 0 && o.to === undefined) throw new StoreError('RO_NOT_FOUND', `nothing changed: no node serves ${o.store}`)
   const newest = Math.max(...lives)
   const held = (id: number): number[] => states.get(id)?.versions.map((v) => v.version) ?? []

@@ -42,6 +42,8 @@ async function build(input: string | string[], o: Partial<BuildOptions> = {}): P
     replication: 2,
     chunks: 3,
     workers: 2,
+    // Node directories, one per node, read node by node below (format 2: partition-build.test.ts).
+    layout: 'nodes',
     ...o,
   })
   return { out, summary }

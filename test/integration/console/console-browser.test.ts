@@ -48,6 +48,8 @@ async function buildVersion(v: number, records: number): Promise<void> {
     replication: 2,
     chunks: 2,
     workers: 1,
+    // Sized per node directory below.
+    layout: 'nodes',
   })
 }
 

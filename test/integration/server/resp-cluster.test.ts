@@ -50,7 +50,8 @@ beforeAll(async () => {
     records: numberedRecords(KEYS, valueOf, keyOf),
     output: join(tmp.dir, 'out'),
   })
-  await Promise.all(nodes.nodes.map((n, id) => n.install('st', join(out, `node-${id}`), { swap: true })))
+  // Each node installs its own partitions of the (format-2) build output.
+  await Promise.all(nodes.nodes.map((n) => n.install('st', out, { swap: true })))
   const http = await StoreClient.connect({ cluster, store: 'st', readToken: READ })
   remote = Array.from({ length: KEYS }, (_, i) => i).filter((i) => !http.replicasOf(keyOf(i)).includes(0))
   http.close()

@@ -114,7 +114,15 @@ test("local inputs: the printed script runs the job and finalizes it into rostor
   expect(existsSync(out)).toBe(false)
   expect(readFileSync(join(jobDir, 'run-hadoop.sh'), 'utf8')).toBe(script)
   const spec = await readJobSpec(join(jobDir, 'rostore-job.json'))
-  expect(spec).toMatchObject({ store: 'st', version: 9, chunks: 2, reducers: 3, inputs: [join(input, 'p0.tsv'), join(input, 'p1.tsv')] })
+  // Format 2 (the default): one chunk per partition for an input this small.
+  expect(spec).toMatchObject({
+    store: 'st',
+    version: 9,
+    chunks: 1,
+    reducers: 3,
+    layout: 'partitions',
+    inputs: [join(input, 'p0.tsv'), join(input, 'p1.tsv')],
+  })
 
   const run = spawnSync('/bin/sh', [join(jobDir, 'run-hadoop.sh')], { encoding: 'utf8', env: env() })
   expect(run.stderr).toBe('')
@@ -244,7 +252,8 @@ describe('refusals', () => {
     mkdirSync(dir)
     writeFileSync(join(dir, 'a.csv'), '\ufeffkey,value\r\nx,1\r\n')
     writeFileSync(join(dir, 'b.csv'), 'value,key\ny,2\n')
-    const job = await prepareHadoopJob({ build: build({ inputs: [dir], format: 'csv' }), jobDir: path('j') })
+    // Format 1's defaults: at least 2 chunks per node, a reducer per (node, chunk).
+    const job = await prepareHadoopJob({ build: build({ inputs: [dir], format: 'csv', layout: 'nodes' }), jobDir: path('j') })
     expect(job.spec.csvHeaders!.map((h) => Buffer.from(h, 'base64').toString())).toEqual(['key,value', 'value,key'])
     expect(job.spec.chunks).toBe(2)
     expect(job.spec.reducers).toBe(4)
