@@ -61,7 +61,9 @@ async function readVersionManifest(source: FetchSource, signal: AbortSignal): Pr
   try {
     bytes = await readSmall(source, METADATA_FILE, { ...SMALL, signal })
   } catch (err) {
-    if (isStoreError(err, 'RO_FETCH_FAILED') && /not found/.test(err.message)) return undefined
+    // A source without a root manifest (a file, HTTP or S3 404) holds format 1 or nothing:
+    // the node manifests tell which, with their own errors.
+    if (isStoreError(err, 'RO_FETCH_FAILED') && /not found|NoSuchKey|HTTP 404/.test(err.message)) return undefined
     throw err
   }
   let json: unknown

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { Gauge, type Registry } from 'prom-client'
 import { StoreError } from '../../common/errors'
 import { fetchVersion, type FetchProgress } from '../../fetcher/fetch-job'
+import { isPartitionedSource } from '../../fetcher/source-format'
 import { registerFetchMetrics, type FetchMetrics } from '../../fetcher/fetch-metrics'
 import { fetchPartitions, type FetchFrom, type PartitionFetchResult } from '../../fetcher/partition-fetch'
 import type { PartitionPeer } from '../../fetcher/sources/peer'
@@ -137,6 +138,14 @@ export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
     const staging = r.sv.stagingPath('fetch')
     if (r.partitions !== undefined) return fetchByPartition(opts, bucket, metrics, r, r.partitions, staging, t0)
     if (r.source === undefined) throw new StoreError('RO_BAD_REQUEST', 'source is required')
+    // A fetch naming only a build output of format 2: this node's partitions, all from it.
+    const probe = {
+      signal: r.signal,
+      gate: opts.sources.gate,
+      ...(opts.sources.allowedSources === undefined ? {} : { allowedSources: opts.sources.allowedSources }),
+    }
+    if (await isPartitionedSource(r.source, probe))
+      return fetchByPartition(opts, bucket, metrics, r, { fetchFrom: 'source', peers: [] }, staging, t0)
     try {
       const manifest = await fetchVersion({
         source: r.source,

@@ -173,7 +173,7 @@ test('reads go on at full pace while the node fetches, verifies and installs a 2
   const v2 = await build(2)
   expect((await pushStore({ cluster, store: 'st', from: v1, adminToken: TOKEN })).status).toBe('live')
 
-  const { verifyMs, stallMs } = await inProcessVerifyStall(join(v2, 'node-0'))
+  const { verifyMs, stallMs } = await inProcessVerifyStall(v2)
   const bound = stallMs / 2
 
   const reader = startReader(node.port)
