@@ -78,6 +78,8 @@ export async function runChaos(o: {
   seed: number
   runs: number
   keys?: number
+  /** No new operation starts after this time (ms since the epoch): the run stays bounded on a busy machine. */
+  until?: number
   log?: (m: string) => void
 }): Promise<ChaosReport> {
   const log = o.log ?? (() => undefined)
@@ -123,7 +125,7 @@ export async function runChaos(o: {
   }
   const report = {
     seed: o.seed,
-    runs: o.runs,
+    runs: 0,
     pushes: 0,
     rollbacks: 0,
     faults: {} as Record<string, number>,
@@ -145,6 +147,11 @@ export async function runChaos(o: {
     reader.allowed = new Set([1])
     await reader.start()
     for (let run = 0; run < o.runs; run++) {
+      if (o.until !== undefined && Date.now() > o.until) {
+        log(`time budget spent after ${run} operations`)
+        break
+      }
+      report.runs = run + 1
       const before = live
       // Every choice is drawn each run in the same order, so a seed replays the same
       // choices (what they meet still depends on timing: which pushes went live).
