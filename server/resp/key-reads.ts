@@ -320,7 +320,7 @@ export class KeyReads {
     }
     const d = target ?? conn.defer()
     // The keys outlive the parser's buffer if they must be read again from one version.
-    const copies = groups.map((g) => g.keys.map((k) => Buffer.from(k)))
+    const copies = groups.map((g) => copyKeys(g.keys))
     let pending = batches.length
     let failure: Error | undefined
     for (const b of batches) {
@@ -462,6 +462,13 @@ export class KeyReads {
   private forwardFailure(store: string, err: unknown): void {
     this.d.log.warn('resp-forward-failed', { store, code: isStoreError(err) ? err.code : undefined, error: errorMessage(err) })
   }
+}
+
+/** Copies of keys that point into the parser's buffer, in one allocation. */
+function copyKeys(keys: readonly Buffer[]): Buffer[] {
+  const all = Buffer.concat(keys)
+  let at = 0
+  return keys.map((k) => all.subarray(at, (at += k.length)))
 }
 
 /** A lookup that failed on this node's files: another replica may still answer. */
