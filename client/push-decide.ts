@@ -1,10 +1,11 @@
+import { canCommit, layoutOf, outcomeOf, quorumOf } from '../cluster/push-quorum'
 import { errorMessage, isStoreError } from '../common/errors'
 import { onEveryNode, type ClusterAdmin } from './cluster-admin'
 import type { Outcome, RemotePrepared, RemoteVote } from './node-client'
 import type { PushEvent } from './push-events'
 
 export interface DecideResult {
-  /** null: no majority of the participants answered; they finish it among themselves. */
+  /** null: no majority of the layout answered (or a minority holds the version); the nodes finish it among themselves. */
   readonly outcome: Outcome | null
   /** Why the push did not commit, when it did not. */
   readonly reason?: string
@@ -20,9 +21,11 @@ const EARLIER_PUSH_WAIT_MS = 30_000
 /**
  * The decision of a push or rollback (docs/RELIABILITY.md §4): every participant prepares
  * (it holds the version, verified), then gets the pusher's vote, commit (or abort when a
- * prepare failed); the outcome is what a majority of the participants' votes say (a vote,
- * once written, never changes, whoever wrote it first), and is then told to every
- * participant, which applies it itself: commit swaps, abort drops what was fetched.
+ * prepare failed); the outcome is what a majority of the version's LAYOUT says (a vote,
+ * once written, never changes, whoever wrote it first): commit votes of participants, or
+ * abort votes of any layout node, which an abort is also written to. It is then told to
+ * every participant, which applies it itself: commit swaps, abort drops what was fetched.
+ * A push that a minority of the layout holds is not decided at all (nothing prepared).
  */
 export async function decideCluster(
   admin: ClusterAdmin,
@@ -32,6 +35,14 @@ export async function decideCluster(
   emit: (e: PushEvent) => void,
 ): Promise<DecideResult> {
   const ids = p.participants
+  const layout = layoutOf(p)
+  if (!canCommit(p))
+    return {
+      outcome: null,
+      reason: `only ${ids.length} of the layout's ${layout.length} nodes hold version ${p.version}; a decision needs ${quorumOf(p)}`,
+      applied: new Map(),
+      errors: [],
+    }
   const prepared = await onEveryNode(ids, (id) => prepareOne(admin, id, store, { ...p, fetched: fetchedOn.has(id) }, emit))
   const unprepared = [...prepared].filter(([, r]) => r.status === 'rejected')
   const want: Outcome = unprepared.length === 0 ? 'commit' : 'abort'
@@ -39,18 +50,20 @@ export async function decideCluster(
     unprepared.length === 0
       ? undefined
       : `prepare failed on ${unprepared.map(([id, r]) => `node ${id}: ${errorMessage((r as PromiseRejectedResult).reason)}`).join('; ')}`
-  emit({ type: 'step', message: `${p.kind} ${p.pushId}: voting ${want} on ${ids.length} node(s)${why ? ` (${why})` : ''}` })
-  const votes = await onEveryNode(ids, (id) => admin.node(id).vote(store, p.pushId, { vote: want, version: p.version }))
-  const held = [...votes.values()].flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
-  const errors = [...prepared.values(), ...votes.values()].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))
-  const majority = Math.floor(ids.length / 2) + 1
-  const known = held.find((v) => v.outcome !== null)?.outcome ?? null
-  const count = (o: Outcome): number => held.filter((v) => v.vote === o).length
-  const outcome = known ?? (count('commit') >= majority ? 'commit' : count('abort') >= majority ? 'abort' : null)
+  // An abort is written to the layout's other nodes too: with participants down, theirs make the majority.
+  const voters = want === 'commit' ? ids : layout
+  emit({ type: 'step', message: `${p.kind} ${p.pushId}: voting ${want} on ${voters.length} node(s)${why ? ` (${why})` : ''}` })
+  const votes = await onEveryNode(voters, (id) => admin.node(id).vote(store, p.pushId, { vote: want, version: p.version }))
+  const held = [...votes].flatMap(([node, r]) => (r.status === 'fulfilled' ? [{ node, vote: r.value.vote, outcome: r.value.outcome }] : []))
+  const counted = (id: number): boolean => ids.includes(id)
+  const errors = [...prepared.values(), ...[...votes].filter(([id]) => counted(id)).map(([, r]) => r)].flatMap((r) =>
+    r.status === 'rejected' ? [r.reason as unknown] : [],
+  )
+  const outcome = outcomeOf(p, held)
   if (outcome === null) {
     return {
       outcome,
-      reason: `no majority of the ${ids.length} participant(s) answered the vote (${held.length} did); they decide by themselves once they reach each other`,
+      reason: `no majority of the layout's ${layout.length} node(s) answered the vote (${held.length} did); the nodes decide by themselves once they reach each other`,
       applied: new Map(),
       errors,
     }

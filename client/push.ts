@@ -7,6 +7,7 @@ import { fetchOnNode, holdsVersion } from './push-jobs'
 import { PushLease } from './push-lease'
 import { handAddresses } from './push-addresses'
 import { nextSeq, writePushRecords } from './push-records'
+import { canCommit } from '../cluster/push-quorum'
 import { decideCluster } from './push-decide'
 import { normalizeSource, readBuildManifests, type BuildManifests } from './source-manifests'
 import { pushPeerOffers, type FetchFrom, type PeerOffer } from './partition-sources'
@@ -232,8 +233,14 @@ export async function pushVersion(
         .map(([id, r]) => [id, errorMessage((r as PromiseRejectedResult).reason)] as const),
     ])
 
-    if (fetchFailures.size > allowFailed) {
-      emit({ type: 'step', message: `fetch failed on ${fetchFailures.size} node(s); removing the fetched copies, no node swapped` })
+    // A decision needs a majority of the layout (cluster/push-quorum.ts): a version only a
+    // minority holds is dropped like a failed fetch.
+    const minority = !canCommit({ participants: targets.filter((id) => !fetchFailures.has(id)), missed: [...fetchFailures.keys()] })
+    if (fetchFailures.size > allowFailed || minority) {
+      emit({
+        type: 'step',
+        message: `fetch failed on ${fetchFailures.size} node(s)${minority ? ', a majority of the layout does not hold the version' : ''}; removing the fetched copies, no node swapped`,
+      })
       // Every node the push asked to fetch drops the version if it has it: a fetch cancelled
       // in its last step (verify, rename, opening the reader) may still have added it.
       const asked = targets.filter((id) => !hadBefore(id))
@@ -247,11 +254,11 @@ export async function pushVersion(
           ),
       )
       const cleaned = new Set([...dropped].filter(([, r]) => r.status === 'fulfilled' && r.value).map(([id]) => id))
-      return failed(version, o.cluster, fetchFailures, 'fetch failed', cleaned)
+      return failed(version, o.cluster, fetchFailures, minority ? 'fetch failed on a majority of the layout' : 'fetch failed', cleaned)
     }
 
     // The decision, durable on the nodes before any swaps: commit iff a majority of the
-    // nodes that fetched voted it; each node then swaps itself, so a pusher dying from
+    // layout's nodes (all of which fetched) voted it; each node then swaps itself, so a pusher dying from
     // here on leaves a decision the nodes finish (server/peers/push-resolver.ts).
     lease.assertHeld('the decision')
     const swapTargets = targets.filter((id) => !fetchFailures.has(id))

@@ -2,7 +2,7 @@ import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../commo
 import type { Cluster, ClusterNode } from '../cluster/cluster'
 import type { KeyHasher } from '../formats/store/key-hash'
 import { NodeClient, type NodeReads, type RemoteStoreInfo } from './node-client'
-import { readOneVersion } from './one-version-read'
+import { readOneVersion } from '../cluster/one-version-read'
 import { RespNodeClient } from './resp-node-client'
 import { discoverView, NodeBook, replicasIn, type StoreView } from './store-view'
 

@@ -1,4 +1,5 @@
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises'
+import { slowDiskDelay } from '../common/test-slow-disk'
 import { dirname, join, resolve } from 'node:path'
 import { StoreError } from '../common/errors'
 import { redactCredentials } from '../common/redact'
@@ -139,6 +140,7 @@ export async function writeDurably(path: string, bytes: Buffer): Promise<void> {
 }
 
 export async function fsyncDir(dir: string): Promise<void> {
+  await slowDiskDelay()
   const fh = await open(dir, 'r')
   try {
     await fh.sync()

@@ -1,4 +1,5 @@
 import { fsyncDir } from '../common/fs-durable'
+import { slowDiskDelay } from '../common/test-slow-disk'
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../common/errors'
@@ -23,6 +24,7 @@ export { fsyncDir }
  * between the same steps either way.
  */
 export async function writeFileAtomic(dir: string, name: string, content: string | Uint8Array): Promise<void> {
+  await slowDiskDelay()
   const native = nativeFunctions()
   if (native) await writeInOneJob(native, dir, name, content)
   else await writeStepByStep(dir, name, content)

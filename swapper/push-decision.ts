@@ -10,7 +10,7 @@ import { DECISION_FILE, isValidVersion } from './versions'
  * it prepared for (fetched and verified the version, not yet decided) and, per push id, its
  * one vote and the outcome once known. Votes are write-once: whoever writes first (the
  * pusher, or a node finishing a push whose pusher died) wins, and a push is committed iff
- * a majority of its participants voted commit. Kept as `DIR/<store>/DECISION` (JSON,
+ * a majority of its version's layout voted commit (cluster/push-quorum.ts). Kept as `DIR/<store>/DECISION` (JSON,
  * replaced atomically and fsync'd), so a restarted node still knows what it promised.
  */
 export interface PreparedPush {
@@ -18,9 +18,9 @@ export interface PreparedPush {
   /** A rollback is decided the same way; its version is one every participant holds. */
   readonly kind: 'push' | 'rollback'
   readonly version: number
-  /** The nodes that prepared: the votes that count. */
+  /** The nodes that prepared: the only commit votes that count. */
   readonly participants: readonly number[]
-  /** Nodes of the layout that did not take it (the push record names them). */
+  /** Nodes of the layout that did not take it (the push record names them); with the participants, the quorum's universe. */
   readonly missed: readonly number[]
   readonly source?: string
   /** The push record's seq, so the record this node writes at its swap orders like the pusher's. */

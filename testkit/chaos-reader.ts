@@ -1,9 +1,12 @@
 import type { Cluster } from '../cluster/cluster'
+import { RespClientConnection } from '../client/resp-connection'
 import { StoreClient } from '../client/store-client'
+import { RespErrorReply } from '../formats/wire/resp'
 
 /**
- * Continuous reads through the routing client (HTTP and RESP, alternately) during a chaos
- * run: random multi-gets whose every value names its version (`v<V>-<i>`), each checked:
+ * Continuous reads during a chaos run, in turn through the routing client (HTTP, RESP)
+ * and as a plain Redis client would, `MGET` through a random node's RESP port (the node
+ * reads its own keys and forwards the others): random multi-gets whose every value names its version (`v<V>-<i>`), each checked:
  * the right value for its key, one version per multi-get, a version the harness allows at
  * the moment the read started. Failed reads are counted (availability), not violations.
  */
@@ -21,6 +24,7 @@ export class ChaosReader {
   private running = true
   private loop: Promise<void> | undefined
   private clients: StoreClient[] = []
+  private ports: RespClientConnection[] = []
 
   constructor(
     private readonly cluster: Cluster,
@@ -34,6 +38,9 @@ export class ChaosReader {
       (['http', 'resp'] as const).map((transport) =>
         StoreClient.connect({ cluster: this.cluster, store: this.store, timeoutMs: 2000, transport }),
       ),
+    )
+    this.ports = this.cluster.nodes.flatMap((n) =>
+      n.respPort === undefined ? [] : [new RespClientConnection({ host: n.host, port: n.respPort, timeoutMs: 2000 })],
     )
     this.loop = this.run()
   }
@@ -53,16 +60,28 @@ export class ChaosReader {
     this.running = false
     await this.loop
     for (const c of this.clients) c.close()
+    for (const c of this.ports) c.close()
+  }
+
+  /** `MGET` of the keys through one node's RESP port; throws on an error reply. */
+  private async mget(node: RespClientConnection, keys: readonly string[]): Promise<(Buffer | undefined)[]> {
+    const r = await node.command(['MGET', ...keys.map((k) => `${this.store}:${k}`)])
+    if (r instanceof RespErrorReply || !Array.isArray(r))
+      throw new Error(`MGET: ${r instanceof RespErrorReply ? r.message : 'not an array'}`)
+    return r.map((v) => (Buffer.isBuffer(v) ? v : undefined))
   }
 
   private async run(): Promise<void> {
     for (let turn = 0; this.running; turn++) {
-      const client = this.clients[turn % this.clients.length]!
+      const kinds = this.clients.length + (this.ports.length > 0 ? 1 : 0)
+      const client = this.clients[turn % kinds]
+      const node = this.ports[Math.floor(this.rand() * this.ports.length)]
       const idx = Array.from({ length: 40 }, () => Math.floor(this.rand() * this.keys))
+      const keys = idx.map((i) => `key-${i}`)
       const allowed = this.allowed
       let values: (Buffer | undefined)[]
       try {
-        values = await client.getMany(idx.map((i) => `key-${i}`))
+        values = client ? await client.getMany(keys) : await this.mget(node!, keys)
       } catch {
         this.readErrors++
         await new Promise((r) => setTimeout(r, 20))

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { buildVersion, numberedRecords } from './build-version'
 import { join } from 'node:path'
 import { loadCluster, type Cluster } from '../cluster/cluster'
@@ -6,7 +6,7 @@ import { ClusterAdmin } from '../client/cluster-admin'
 import { pushStore } from '../client/push'
 import { ChaosReader } from './chaos-reader'
 import { CliProcess } from './cli-process'
-import { FaultProxy } from './fault-proxy'
+import { FaultProxy, type LinkSide, type ProxyMode } from './fault-proxy'
 import { Nginx } from './nginx'
 import { freePort, NodeProcess, writeClusterFile } from './node-process'
 import { leftoversOf, pick, randomInt, seededRandom, sleep, waitUntil } from './reliability-kit'
@@ -14,16 +14,42 @@ import { leftoversOf, pick, randomInt, seededRandom, sleep, waitUntil } from './
 /**
  * A Jepsen-style run against a real 3-node cluster (replication 2): pushes and rollbacks by
  * real `rostore` CLI processes, one fault per operation at a seeded random moment (kill -9
- * of the CLI, kill -9 and restart of a node, node 0's link cut or stalled through a proxy,
- * or none), continuous checked reads (chaos-reader.ts), and after each operation a checker:
+ * of the CLI, kill -9 and restart of a node; a random node's links cut or stalled through
+ * the proxies in front of every node's HTTP and RESP ports: all of them, the pusher's
+ * only, or all but the pusher's (its peers' and the readers'); a node's disk writes made
+ * slow; or none), continuous checked reads (chaos-reader.ts), and after each operation a checker:
  * a client that read a version never reads an older one (but across a rollback);
  * the nodes converge on one version without operator action, within 30 s, and it is the
  * old or the new one; a new version live was decided commit on every node, an old one was
  * not; nothing staged is left. The same seed replays the same choices.
  */
 
-export const CHAOS_FAULTS = ['none', 'kill-pusher', 'kill-pusher', 'kill-node', 'stall-node0', 'cut-node0'] as const
+export const CHAOS_FAULTS = [
+  'none',
+  'kill-pusher',
+  'kill-pusher',
+  'kill-node',
+  'stall-node',
+  'cut-node',
+  'stall-pusher-link',
+  'cut-pusher-link',
+  'stall-peer-links',
+  'cut-peer-links',
+  'slow-disk',
+] as const
 const STORE = 'chaos'
+/** The link faults: the victim's proxies' mode, and whose connections it hits. */
+const LINK_FAULTS: Record<
+  Exclude<(typeof CHAOS_FAULTS)[number], 'none' | 'kill-pusher' | 'kill-node' | 'slow-disk'>,
+  [ProxyMode, LinkSide]
+> = {
+  'stall-node': ['stall', 'all'],
+  'cut-node': ['cut', 'all'],
+  'stall-pusher-link': ['stall', 'pusher'],
+  'cut-pusher-link': ['cut', 'pusher'],
+  'stall-peer-links': ['stall', 'others'],
+  'cut-peer-links': ['cut', 'others'],
+}
 const TOKEN = 'chaos-token-0123456789abcdef'
 const CONVERGE_MS = 30_000
 
@@ -52,6 +78,8 @@ export async function runChaos(o: {
   seed: number
   runs: number
   keys?: number
+  /** No new operation starts after this time (ms since the epoch): the run stays bounded on a busy machine. */
+  until?: number
   log?: (m: string) => void
 }): Promise<ChaosReport> {
   const log = o.log ?? (() => undefined)
@@ -59,8 +87,15 @@ export async function runChaos(o: {
   const rand = seededRandom(o.seed)
   const { path: clusterFile, cluster: spec } = await writeClusterFile(join(o.dir, 'c'), { nodes: 3, partitionsPerNode: 3, resp: true })
   const cluster: Cluster = await loadCluster(clusterFile)
-  const realPort0 = await freePort()
-  const proxy = await FaultProxy.start(spec.nodes[0]!.port, realPort0)
+  // Every node listens on other ports than cluster.json's, where a proxy of the run stands.
+  const real = await Promise.all(spec.nodes.map(async () => ({ port: await freePort(), respPort: await freePort() })))
+  const proxies = await Promise.all(
+    spec.nodes.map(async (n, id) => [
+      await FaultProxy.start(n.port, real[id]!.port),
+      await FaultProxy.start(n.respPort!, real[id]!.respPort),
+    ]),
+  )
+  const slowDisk = (id: number): string => join(o.dir, `slow-disk-${id}`)
   const www = join(o.dir, 'www')
   const nginx = await Nginx.launch({ root: www })
   const dataDir = (id: number): string => join(o.dir, `data-${id}`)
@@ -72,8 +107,9 @@ export async function runChaos(o: {
       token: TOKEN,
       keepVersions: 4,
       workers: 1,
-      ...(id === 0 ? { port: realPort0 } : {}),
-      extraArgs: ['--peer-check-grace-ms', '2000'],
+      port: real[id]!.port,
+      env: { ROSTORE_TEST_SLOW_DISK: slowDisk(id) },
+      extraArgs: ['--peer-check-grace-ms', '2000', '--resp-port', String(real[id]!.respPort)],
     })
   const nodes: NodeProcess[] = await Promise.all([0, 1, 2].map(startNode))
   const admin = new ClusterAdmin(cluster, TOKEN, 3000)
@@ -89,7 +125,7 @@ export async function runChaos(o: {
   }
   const report = {
     seed: o.seed,
-    runs: o.runs,
+    runs: 0,
     pushes: 0,
     rollbacks: 0,
     faults: {} as Record<string, number>,
@@ -111,6 +147,11 @@ export async function runChaos(o: {
     reader.allowed = new Set([1])
     await reader.start()
     for (let run = 0; run < o.runs; run++) {
+      if (o.until !== undefined && Date.now() > o.until) {
+        log(`time budget spent after ${run} operations`)
+        break
+      }
+      report.runs = run + 1
       const before = live
       // Every choice is drawn each run in the same order, so a seed replays the same
       // choices (what they meet still depends on timing: which pushes went live).
@@ -135,6 +176,7 @@ export async function runChaos(o: {
         ? ['rollback', '--to', String(target)]
         : ['push', '--from', `${nginx.url}/v${target}`, '--lease', '3', '--timeout', '60']
       const cli = new CliProcess([...args, '--cluster', clusterFile, '--store', STORE], { token: TOKEN })
+      for (const p of proxies.flat()) p.pusherPid = cli.child.pid
       const exited = cli.done.then(() => true)
       const injected = (async () => {
         if (await Promise.race([exited, sleep(delay).then(() => false)])) return
@@ -143,13 +185,20 @@ export async function runChaos(o: {
           await nodes[victim]!.kill9()
           await sleep(pause / 3)
           nodes[victim] = await nodes[victim]!.restart()
-        } else if (fault === 'stall-node0' || fault === 'cut-node0') {
-          proxy.set(fault === 'stall-node0' ? 'stall' : 'cut')
+        } else if (fault === 'slow-disk') {
+          // Each fsync and atomic rename of the victim waits, until the operation is over.
+          writeFileSync(slowDisk(victim), String(Math.round(pause / 4)))
+          await exited
+          writeFileSync(slowDisk(victim), '0')
+        } else if (fault !== 'none') {
+          const [mode, side] = LINK_FAULTS[fault]
+          for (const p of proxies[victim]!) p.set(mode, side)
           await sleep(pause)
-          proxy.set('pass')
+          for (const p of proxies[victim]!) p.set('pass')
         }
       })()
       const finished = await within(exited, 120_000)
+      for (const p of proxies.flat()) p.pusherPid = undefined
       if (!finished) {
         violations.push(`${what}: the CLI did not finish in 120 s`)
         await cli.kill9()
@@ -201,7 +250,7 @@ export async function runChaos(o: {
     await reader?.stop().catch(() => undefined)
     admin.close()
     await Promise.all(nodes.map((n) => (n.running ? n.kill9() : Promise.resolve(undefined))))
-    await proxy.close()
+    await Promise.all(proxies.flat().map((p) => p.close()))
     await nginx.dispose()
   }
 }

@@ -18,7 +18,8 @@ export const builder = (y: Argv) =>
     .option('allow-failed-nodes', {
       ...integerOption('allow-failed-nodes'),
       default: 0,
-      describe: 'go live when at most this many nodes failed their fetch (below the replication)',
+      describe:
+        'go live when at most this many nodes failed their fetch (below the replication, and a majority of the layout must hold the version)',
     })
     .option('lease', {
       ...integerOption('lease'),

@@ -1,4 +1,5 @@
 import type { Cluster, NodeTls } from '../../cluster/cluster'
+import { canCommit, layoutOf, outcomeOf, quorumOf, type NodeVote } from '../../cluster/push-quorum'
 import { errorMessage } from '../../common/errors'
 import type { Outcome, PreparedPush } from '../../swapper/push-decision'
 import type { Logger } from '../log'
@@ -12,11 +13,11 @@ const MAX_RETRY_MS = 30_000
 /**
  * Finishes a push whose pusher is gone, on this node, with its peers (docs/RELIABILITY.md
  * §4). A prepared push whose lease this node no longer sees held is resolved: the votes
- * of the participants are read; a majority for one outcome (or a peer that knows the
- * outcome) decides it; otherwise this node proposes (commit if any participant voted
- * commit, else abort) to its own empty vote and the peers' empty votes, and reads again.
- * Without a majority reachable it keeps serving its old version and retries with a
- * growing pause. Votes are write-once on every node, so two resolvers (or a resolver and
+ * of the version's layout nodes are read; a majority of the layout for one outcome (or a
+ * peer that knows the outcome) decides it; otherwise this node proposes (commit if a
+ * participant voted commit and the participants can form a majority, else abort) to its
+ * own empty vote and the peers' empty votes, and reads again. Without a majority of the
+ * layout reachable it keeps serving its old version and retries with a growing pause. Votes are write-once on every node, so two resolvers (or a resolver and
  * a late pusher) can never make different outcomes.
  */
 export class PushResolver {
@@ -87,7 +88,8 @@ export class PushResolver {
       await this.o.decisions.decide(store, p.pushId, p.version, own.outcome, own.outcome)
       return true
     }
-    const peers = p.participants.filter((id) => id !== this.o.nodeId)
+    // Every node of the layout counts: those that missed the push can vote abort.
+    const peers = layoutOf(p).filter((id) => id !== this.o.nodeId)
     const answers = new Map<number, VoteView>()
     await Promise.all(
       peers.map(async (id) => {
@@ -95,11 +97,12 @@ export class PushResolver {
         if (v) answers.set(id, v)
       }),
     )
-    const votes = [own, ...answers.values()]
-    const majority = Math.floor(p.participants.length / 2) + 1
-    const known = votes.find((v) => v.outcome !== null)?.outcome ?? null
-    const count = (o: Outcome): number => votes.filter((v) => v.vote === o).length
-    const outcome: Outcome | null = known ?? (count('commit') >= majority ? 'commit' : count('abort') >= majority ? 'abort' : null)
+    const votes: NodeVote[] = [
+      { node: this.o.nodeId, ...own },
+      ...[...answers].map(([node, v]) => ({ node, vote: v.vote, outcome: v.outcome })),
+    ]
+    const majority = quorumOf(p)
+    const outcome = outcomeOf(p, votes)
     if (outcome !== null) {
       await this.o.decisions.decide(store, p.pushId, p.version, outcome, outcome)
       this.o.log.info('push-resolved', {
@@ -115,13 +118,15 @@ export class PushResolver {
       )
       return true
     }
-    // No majority yet: propose. Commit only if someone voted it (then every participant
-    // had prepared); a node that lost touch with the pusher otherwise proposes abort.
-    const proposal: Outcome = own.vote ?? (count('commit') > 0 ? 'commit' : 'abort')
+    // No majority yet: propose. Commit only if a participant voted it (then every
+    // participant had prepared) and the participants can make a majority; otherwise abort.
+    const committed = votes.some((v) => v.vote === 'commit' && p.participants.includes(v.node))
+    // (Its own vote, if any, stays: votes are write-once.)
+    const proposal: Outcome = own.vote !== 'abort' && committed && canCommit(p) ? 'commit' : 'abort'
     await this.o.decisions.decide(store, p.pushId, p.version, proposal)
     await Promise.all(
       [...answers]
-        .filter(([, v]) => v.vote === null)
+        .filter(([id, v]) => v.vote === null && (proposal === 'abort' || p.participants.includes(id)))
         .map(([id]) => this.call(id, 'POST', store, p.pushId, { vote: proposal, version: p.version }).catch(() => undefined)),
     )
     this.o.log.info('push-resolving', { store, pushId: p.pushId, proposal, peersAnswered: [...answers.keys()], majority })

@@ -16,7 +16,12 @@ export interface ForwardResult {
   readonly version: number
 }
 
-export type ForwardCallback = (err: StoreError | undefined, result: ForwardResult | undefined) => void
+/** A forwarded read's answer and the node that gave it. */
+export interface ForwardAnswer extends ForwardResult {
+  readonly node: number
+}
+
+export type ForwardCallback = (err: StoreError | undefined, result: ForwardAnswer | undefined) => void
 
 export interface ForwarderOptions {
   readonly cluster: Cluster
@@ -71,7 +76,7 @@ export class Forwarder {
     targets: readonly number[],
     i: number,
     minVersion: number,
-    older: ForwardResult | undefined,
+    older: ForwardAnswer | undefined,
     failures: string[],
     cb: ForwardCallback,
   ): void {
@@ -81,7 +86,7 @@ export class Forwarder {
       return
     }
     const node = targets[i] as number
-    const next = (why: string, answer?: ForwardResult): void => {
+    const next = (why: string, answer?: ForwardAnswer): void => {
       this.o.stats.forwardFailures++
       failures.push(`node ${node}: ${why}`)
       const keep = answer && (!older || answer.version > older.version) ? answer : older
@@ -97,11 +102,12 @@ export class Forwarder {
         next(errorMessage(err))
         return
       }
-      const r = decodeGets(reply as RespValue, keyCount)
-      if (typeof r === 'string') {
-        next(r)
+      const decoded = decodeGets(reply as RespValue, keyCount)
+      if (typeof decoded === 'string') {
+        next(decoded)
         return
       }
+      const r: ForwardAnswer = { ...decoded, node }
       if (r.version < minVersion) {
         next(`serves version ${r.version}, older than ${minVersion}`, r)
         return

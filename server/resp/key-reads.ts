@@ -10,6 +10,7 @@ import type { Deferred } from './connection-host'
 import { FORWARD_BATCH, getsCommand, type Forwarder } from './forwarder'
 import type { KeySpace } from './key-space'
 import { mgetReplyBytes } from './mget-encoding'
+import { isMixed, settleOneVersion } from './one-version-keys'
 import type { RespStats } from './resp-stats'
 import { publicRespError } from './public-error'
 import { partitionOf, type StoreRoute, type StoreRoutes } from './store-routes'
@@ -39,6 +40,13 @@ interface StoreGroup {
   readonly keys: Buffer[]
 }
 
+/** A many-key command's first answers, per key: the value, and the version and node that gave it. */
+interface FirstAnswers {
+  readonly values: (Buffer | undefined)[]
+  readonly versionOf: number[]
+  readonly nodeOf: number[]
+}
+
 /** Keys sent together to the same replica list. */
 interface Batch {
   readonly store: string
@@ -49,6 +57,7 @@ interface Batch {
 }
 
 export interface KeyReadsDeps {
+  readonly nodeId: number
   readonly keys: KeySpace
   readonly routes: StoreRoutes
   readonly forwarder: Forwarder
@@ -61,8 +70,9 @@ export interface KeyReadsDeps {
  * Reads the keys of a command: from this node's files when it holds them (a lease on the
  * live reader for the duration of the lookups), else from their replicas through the
  * forwarder, master first. Local keys of a store marked stale here, or whose lookup
- * failed (a damaged record), go to the other replicas too. A command's reply is written
- * at once when every key was local, else into a deferred place in the reply order.
+ * failed (a damaged record), go to the other replicas too. A many-key command answers each
+ * store's keys from one version (one-version-keys.ts). A command's reply is written at
+ * once when every key was local, else into a deferred place in the reply order.
  */
 export class KeyReads {
   constructor(private readonly d: KeyReadsDeps) {}
@@ -292,19 +302,25 @@ export class KeyReads {
       }
     }
     const values = new Array<Buffer | undefined>(n)
+    const versionOf = new Array<number>(n).fill(0)
+    const nodeOf = new Array<number>(n).fill(this.d.nodeId)
     const batches: Batch[] = []
+    const routes: StoreRoute[] = []
     for (const g of groups) {
-      const problem = this.plan(g, values, batches)
-      if (problem) {
+      const problem = this.plan(g, { values, versionOf, nodeOf }, batches)
+      if (typeof problem === 'string') {
         out.error(problem)
         return done()
       }
+      routes.push(problem)
     }
     if (batches.length === 0) {
       this.finish(conn, out, values, reply)
       return done()
     }
     const d = target ?? conn.defer()
+    // The keys outlive the parser's buffer if they must be read again from one version.
+    const copies = groups.map((g) => copyKeys(g.keys))
     let pending = batches.length
     let failure: Error | undefined
     for (const b of batches) {
@@ -315,6 +331,8 @@ export class KeyReads {
           b.idx.forEach((i, j) => {
             const v = r.values[j]
             values[i] = v
+            versionOf[i] = r.version
+            nodeOf[i] = r.node
             if (v === undefined) st.forwardedMisses++
             else st.forwardedHits++
           })
@@ -323,17 +341,45 @@ export class KeyReads {
         if (failure !== undefined) {
           this.forwardFailure(b.store, failure)
           d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
-        } else this.finish(conn, d.w, values, reply)
-        conn.complete(d)
+          return conn.complete(d)
+        }
+        const mixed = groups.flatMap((g, k) =>
+          isMixed({ idx: g.idx, versionOf })
+            ? [{ sv: g.sv, route: routes[k] as StoreRoute, idx: g.idx, keys: copies[k] as Buffer[], values, versionOf, nodeOf }]
+            : [],
+        )
+        if (mixed.length === 0) {
+          this.finish(conn, d.w, values, reply)
+          return conn.complete(d)
+        }
+        this.d.stats.mixedVersionReads++
+        const deps = {
+          nodeId: this.d.nodeId,
+          forwarder: this.d.forwarder,
+          holdsAll: (m: StoreMetadata, k: readonly Buffer[]) => this.holdsAll(m, k),
+        }
+        void Promise.all(mixed.map((a) => settleOneVersion(deps, a)))
+          .then(
+            (ok) => {
+              if (ok.every(Boolean)) this.finish(conn, d.w, values, reply)
+              else d.w.error(publicRespError('RO_UNAVAILABLE', 'no version serves every key: read again'))
+            },
+            (err: unknown) => {
+              this.forwardFailure(mixed[0]!.sv.store, err)
+              d.w.error(publicRespError('RO_UNAVAILABLE', 'no replica answered'))
+            },
+          )
+          .finally(() => conn.complete(d))
       })
     }
   }
 
   /**
-   * Reads the local keys of a group into `values` and adds its other keys to `batches`
-   * (by replica list, at most FORWARD_BATCH keys each). Returns an error text, if any.
+   * Reads the local keys of a group into `into` (values, and this node's version) and adds
+   * its other keys to `batches` (by replica list, at most FORWARD_BATCH keys each). Returns
+   * the route the keys were placed by, or an error text.
    */
-  private plan(g: StoreGroup, values: (Buffer | undefined)[], batches: Batch[]): string | undefined {
+  private plan(g: StoreGroup, into: FirstAnswers, batches: Batch[]): StoreRoute | string {
     const lease = g.sv.live.acquire()
     let route: StoreRoute | undefined
     let minVersion = 0
@@ -359,7 +405,9 @@ export class KeyReads {
             this.d.stats.localKeys += local.length
             local.forEach((j, k) => {
               const v = got[k]
-              values[g.idx[j] as number] = v
+              const i = g.idx[j] as number
+              into.values[i] = v
+              into.versionOf[i] = lease.version
               if (v === undefined) st.localMisses++
               else st.localHits++
             })
@@ -392,7 +440,7 @@ export class KeyReads {
       b.idx.push(g.idx[j] as number)
       b.keys.push(key)
     }
-    return undefined
+    return route
   }
 
   private finish(conn: RespConnection, out: RespWriter, values: readonly (Buffer | undefined)[], reply: ValuesReply): void {
@@ -414,6 +462,13 @@ export class KeyReads {
   private forwardFailure(store: string, err: unknown): void {
     this.d.log.warn('resp-forward-failed', { store, code: isStoreError(err) ? err.code : undefined, error: errorMessage(err) })
   }
+}
+
+/** Copies of keys that point into the parser's buffer, in one allocation. */
+function copyKeys(keys: readonly Buffer[]): Buffer[] {
+  const all = Buffer.concat(keys)
+  let at = 0
+  return keys.map((k) => all.subarray(at, (at += k.length)))
 }
 
 /** A lookup that failed on this node's files: another replica may still answer. */

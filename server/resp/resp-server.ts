@@ -74,6 +74,7 @@ class Listener implements RespServer, RespService, ConnectionHost<RespConnection
       stats: this.stats,
     })
     this.reads = new KeyReads({
+      nodeId: ctx.nodeId,
       keys: this.keys,
       routes,
       forwarder: this.forwarder,

@@ -32,6 +32,8 @@ export class RespStats {
   forwardedKeys = 0
   /** Forward attempts that failed (connection, timeout, error reply, older version) and went to the next replica or failed. */
   forwardFailures = 0
+  /** Many-key commands whose keys were first answered by several versions, read again from one. */
+  mixedVersionReads = 0
   /** Keys answered here for another node (its forwards). */
   peerKeys = 0
   /** Connections closed because they stopped reading their replies (send timeout). */
@@ -120,6 +122,11 @@ export function registerRespMetrics(registry: Registry, stats: RespStats, comman
       'rostore_resp_forward_failures_total',
       'Forwards to another node that failed (then tried on the next replica)',
       () => stats.forwardFailures,
+    ],
+    [
+      'rostore_resp_mixed_version_reads_total',
+      'Many-key RESP commands whose keys were first answered by several versions (a split cluster), read again from one',
+      () => stats.mixedVersionReads,
     ],
     ['rostore_resp_send_timeouts_total', 'RESP connections closed because the client stopped reading', () => stats.sendTimeouts],
     [

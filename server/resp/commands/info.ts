@@ -111,6 +111,7 @@ function section(s: RespService, sec: Section): string[] {
         `rostore_cold_commands:${st.coldCommands}`,
         `rostore_forwarded_keys:${st.forwardedKeys}`,
         `rostore_forward_failures:${st.forwardFailures}`,
+        `rostore_mixed_version_reads:${st.mixedVersionReads}`,
         `rostore_peer_keys:${st.peerKeys}`,
         `rostore_protocol_errors:${st.protocolErrors}`,
         `rostore_auth_failures:${st.authFailures}`,

@@ -30,12 +30,13 @@ let cluster: Cluster
 let nginx: Nginx
 let admin: ClusterAdmin
 
-async function buildVersion(v: number): Promise<void> {
+async function buildVersion(v: number, replication?: number): Promise<void> {
   await buildRecords({
     dir: tmp.dir,
     cluster,
     store: STORE,
     version: v,
+    ...(replication === undefined ? {} : { replication }),
     records: numberedRecords(KEYS, (i) => `v${v}-${i}`),
     output: join(tmp.dir, 'www', `v${v}`),
   })
@@ -85,7 +86,8 @@ beforeAll(async () => {
   nodes = await startCluster({ dir: tmp.dir, nodes: 3, partitionsPerNode: 3, token: TOKEN, extraArgs: ['--peer-check-grace-ms', '1000'] })
   cluster = await loadCluster(nodes.clusterFile)
   admin = new ClusterAdmin(cluster, TOKEN)
-  for (const v of [1, 2, 3, 4]) await buildVersion(v)
+  for (const v of [1, 2, 3, 4, 5, 6]) await buildVersion(v)
+  await buildVersion(7, 3)
   nginx = await Nginx.launch({ root: join(tmp.dir, 'www') })
   expect((await pushStore({ cluster, store: STORE, from: `${nginx.url}/v1`, adminToken: TOKEN })).status).toBe('live')
 })
@@ -150,6 +152,56 @@ test('blocking case: the commit voter and a second node die with the pusher; the
   expect(await lives()).toEqual([2, 2, 2])
   for (const id of admin.ids) expect(existsSync(join(dataDir(id), STORE, 'version-4'))).toBe(false)
   await expectKeys(2)
+})
+
+test('a minority of the layout holds the version: its commit vote decides nothing; the others vote abort and it drops the version', async () => {
+  // A pusher that fetched and prepared node 0 only (nodes 1 and 2 missed it), voted commit there, and died.
+  const pushId = 'push-minority'
+  await admin.node(0).lock(STORE, pushId, 60_000)
+  const job = await admin.node(0).startFetch(STORE, { source: `${nginx.url}/v5`, version: 5, lease: pushId })
+  expect((await nodes.nodes[0]!.waitJob(job.id))['state']).toBe('succeeded')
+  const p: RemotePrepared = { pushId, kind: 'push', version: 5, participants: [0], missed: [1, 2], seq: Date.now(), fetched: true }
+  await admin.node(0).prepare(STORE, p)
+  expect((await admin.node(0).vote(STORE, pushId, { vote: 'commit', version: 5 })).vote).toBe('commit')
+  await admin.node(0).lock(STORE, pushId, 1000)
+  // One commit vote of three layout nodes is no majority: node 0 asks nodes 1 and 2, which vote abort.
+  expect(await waitUntil(async () => (await admin.node(0).decisions(STORE)).prepared === null, 30_000, 100)).toBe(true)
+  expect((await admin.node(0).decisions(STORE)).decisions.at(-1)).toMatchObject({ pushId, vote: 'commit', outcome: 'abort' })
+  for (const id of [1, 2]) expect((await admin.node(id).decisions(STORE)).decisions.at(-1)).toMatchObject({ pushId, vote: 'abort' })
+  expect(await lives()).toEqual([2, 2, 2])
+  expect(existsSync(join(dataDir(0), STORE, 'version-5'))).toBe(false)
+  await expectKeys(2)
+})
+
+test('a node down during the decision learns it from the majority when it is back', async () => {
+  const pushId = 'push-node-down'
+  await deadPusherPrepared(6, pushId, undefined, [])
+  await nodes.nodes[2]!.kill9()
+  // The pusher writes commit on nodes 0 and 1 (a majority of the layout), then dies.
+  for (const id of [0, 1]) expect((await admin.node(id).vote(STORE, pushId, { vote: 'commit', version: 6 })).vote).toBe('commit')
+  for (const id of [0, 1]) await admin.node(id).lock(STORE, pushId, 1000)
+  expect(await waitUntil(async () => (await lives()).slice(0, 2).every((v) => v === 6), 30_000, 100)).toBe(true)
+  // Node 2 restarts prepared and undecided: it asks its peers and follows them.
+  nodes.nodes[2] = await nodes.nodes[2]!.restart()
+  expect(await waitUntil(async () => (await lives()).every((v) => v === 6), 30_000, 100)).toBe(true)
+  expect((await admin.node(2).decisions(STORE)).decisions.at(-1)).toMatchObject({ pushId, outcome: 'commit' })
+  await expectKeys(6)
+})
+
+test('a push that only a minority of the layout could fetch is refused before any decision', async () => {
+  // Replication 3 on 3 nodes allows two failed nodes, but one node is no majority of the layout.
+  await nodes.nodes[1]!.kill9()
+  await nodes.nodes[2]!.kill9()
+  try {
+    const r = await pushStore({ cluster, store: STORE, from: `${nginx.url}/v7`, adminToken: TOKEN, allowFailedNodes: 2 })
+    expect(r.status).toBe('failed')
+    expect(json(await nodes.nodes[0]!.request(`/stores/${STORE}`))['version']).toBe(6)
+    expect(existsSync(join(dataDir(0), STORE, 'version-7'))).toBe(false)
+    expect((await admin.node(0).decisions(STORE)).prepared).toBeNull()
+  } finally {
+    nodes.nodes[1] = await nodes.nodes[1]!.restart()
+    nodes.nodes[2] = await nodes.nodes[2]!.restart()
+  }
 })
 
 test('decision routes need the admin token and refuse malformed fields', async () => {
