@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto'
 import { readMetadata } from '../../../../formats/store/metadata-io'
 import { MULTIGET_FRAMING } from '../../../../formats/store/value-framing'
 import { decodeValues } from '../../../../formats/wire/multiget'
+import { RespWriter } from '../../../../formats/wire/resp-writer'
 import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput, makePartitionedNodeDir } from '../../../../testkit/make-partitioned'
 import { makeNodeDir } from '../../../../testkit/make-store'
 import { makeTmp } from '../../../../testkit/tmp'
@@ -82,6 +83,13 @@ describe.each(READER_MODES)('%s reader over a format-2 node directory', (mode) =
       expect(framed.map((v) => (v === undefined ? undefined : Buffer.from(v).toString()))).toEqual(expected)
       const absent = keys.find((k) => !held.has(partitionOf(k))) as string
       expect(await r.getAsync(absent)).toBeUndefined()
+      // A GET reply written in place (RESP): absent for the other partition, the value for a held one.
+      const present = keys.find((k) => held.has(partitionOf(k))) as string
+      const sink = new RespWriter(8)
+      const bulk = { prefix: new Uint8Array(0), length: 'resp' as const, absent: Buffer.from('$-1\r\n'), suffix: Buffer.from('\r\n') }
+      expect([r.getFramedInto(absent, bulk, sink), r.getFramedInto(present, bulk, sink)]).toEqual([false, true])
+      const v = valueOf(Number(present.slice(4)))
+      expect(sink.take().toString()).toBe(`$-1\r\n$${Buffer.byteLength(v)}\r\n${v}\r\n`)
     } finally {
       r.close()
     }
