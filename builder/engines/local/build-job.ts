@@ -20,6 +20,7 @@ import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
 import { isS3Url } from '../../../s3/s3-url'
+import { progressTracker } from './progress-tracker'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
 
@@ -252,42 +253,6 @@ async function drain<T>(
     }),
   )
   if (first !== undefined) throw first.err
-}
-
-function progressTracker(o: NormalizedBuildOptions, bytesTotal: number) {
-  let records = 0
-  let bytesRead = 0
-  let bucketsDone = 0
-  let bucketsTotal = 0
-  let phase: 'map' | 'reduce' = 'map'
-  let last = 0
-  const report = (force = false): void => {
-    const now = Date.now()
-    if (!o.onProgress || (!force && now - last < 200)) return
-    last = now
-    o.onProgress({ phase, records, bytesRead, bytesTotal, bucketsDone, bucketsTotal })
-  }
-  return {
-    add: (r: number, b: number): void => {
-      records += r
-      bytesRead += b
-      report()
-    },
-    splitDone: (b: number): void => {
-      bytesRead = Math.min(bytesTotal, bytesRead + b)
-      report()
-    },
-    startReduce: (n: number): void => {
-      phase = 'reduce'
-      bytesRead = bytesTotal
-      bucketsTotal = n
-      report(true)
-    },
-    bucketDone: (): void => {
-      bucketsDone++
-      report(bucketsDone === bucketsTotal)
-    },
-  }
 }
 
 async function exists(p: string): Promise<boolean> {
