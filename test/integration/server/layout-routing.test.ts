@@ -73,7 +73,7 @@ beforeAll(async () => {
   ;[node1, node2] = await Promise.all([start(1), start(2)])
   const r = await request(`${node1.url}/admin/stores/st/install`, {
     method: 'POST',
-    body: { path: join(tmp.dir, 'out', 'node-1'), swap: true },
+    body: { path: join(tmp.dir, 'out'), swap: true },
     headers: { authorization: `Bearer ${TOKEN}` },
   })
   expect(r.status).toBe(202)

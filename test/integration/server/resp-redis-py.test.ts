@@ -82,7 +82,7 @@ beforeAll(async () => {
     chunks: 2,
     workers: 1,
   })
-  await Promise.all(nodes.nodes.map((n, id) => n.install('users', join(out, `node-${id}`), { swap: true })))
+  await Promise.all(nodes.nodes.map((n) => n.install('users', out, { swap: true })))
 
   const certs = makeTestCertificates(join(tmp.dir, 'pki'))
   caFile = certs.caFile
