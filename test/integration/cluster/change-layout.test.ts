@@ -208,8 +208,12 @@ test('rostore push --dry-run prints per node its role, partitions and bytes to f
   )
   const plan = await planPush({ cluster: fileB, store: STORE, from: builds[2]!, adminToken: TOKEN })
   expect(stdout).toContain(`push of ${STORE} version 2 from ${builds[2]!} (a new cluster layout):`)
-  expect(stdout).toContain(`node 0 (live 1): stays: partitions [0,3,6,9] -> [0,5,10], fetches ${plan.nodes[0]!.files} files, ${plan.nodes[0]!.fetchBytes} bytes (`)
-  expect(stdout).toContain(`node 4 (live none): joins: partitions [] -> [4,9,14], fetches ${plan.nodes[4]!.files} files, ${plan.nodes[4]!.fetchBytes} bytes (`)
+  expect(stdout).toContain(
+    `node 0 (live 1): stays: partitions [0,3,6,9] -> [0,5,10], fetches ${plan.nodes[0]!.files} files, ${plan.nodes[0]!.fetchBytes} bytes (`,
+  )
+  expect(stdout).toContain(
+    `node 4 (live none): joins: partitions [] -> [4,9,14], fetches ${plan.nodes[4]!.files} files, ${plan.nodes[4]!.fetchBytes} bytes (`,
+  )
   expect(await live(all)).toEqual([1, 1, 1, null, null])
 })
 
