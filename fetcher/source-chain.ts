@@ -20,8 +20,10 @@ export interface ChainLink {
   readonly label: string
 }
 
+const NOT_READY_POLL_MS = 500
+
 export interface ChainPolicy {
-  /** "Not ready" answers from one peer waited out (with backoff) before moving on; default 12 (about a minute). */
+  /** "Not ready" answers from one peer waited out (a poll every NOT_READY_POLL_MS) before moving on; default 240 (two minutes). */
   readonly notReadyWaits?: number
   /** Retries per file from one peer, in all (a peer that fails or trickles is left quickly, the build output is next); default 1. */
   readonly peerRetries?: number
@@ -49,7 +51,7 @@ export async function downloadFromChain(
   links: readonly ChainLink[],
   policy: ChainPolicy,
 ): Promise<'source' | 'peer'> {
-  const notReadyWaits = policy.notReadyWaits ?? 12
+  const notReadyWaits = policy.notReadyWaits ?? 240
   let last: unknown
   for (const [i, link] of links.entries()) {
     if (i > 0) await rm(join(base.destDir, `${entry.name}.part`), { force: true })
@@ -70,7 +72,9 @@ export async function downloadFromChain(
         if (err instanceof NotReadyError && waits < notReadyWaits) {
           waits++
           policy.onNotReady?.(link)
-          await sleep(backoffDelay(waits, base.backoff), base.signal)
+          // A short, even poll: the peer is fetching the file now, and a backoff would
+          // overshoot its end by as long as it had already waited.
+          await sleep(Math.min(NOT_READY_POLL_MS, backoffDelay(waits, base.backoff)), base.signal)
           continue
         }
         last = err

@@ -128,6 +128,8 @@ function registerGateGauges(registry: Registry, gate: FsGate): void {
  * staging directory is removed whatever happens; a crash leaves it to startup recovery.
  */
 export const RESUME_DIR = '.resume-fetch'
+/** A failed format-2 fetch's verified files, taken by the next fetch of the same data (fetcher/partition-fetch.ts). */
+export const PARTITION_RESUME_DIR = '.resume-partitions'
 
 export function createFetchRunner(opts: FetchRunnerOptions): FetchRunner {
   const bucket = opts.maxBytesPerSec === undefined ? undefined : new TokenBucket(opts.maxBytesPerSec)
@@ -212,6 +214,8 @@ async function fetchByPartition(
       ...(opts.peerTls === undefined ? {} : { peerTls: opts.peerTls }),
       ...(opts.notReadyWaits === undefined ? {} : { notReadyWaits: opts.notReadyWaits }),
       reuseDirs: r.sv.versions().map((v) => r.sv.versionDir(v)),
+      // As in format 1, a store's first fetch keeps nothing: a failed one leaves no store behind.
+      ...(r.sv.versions().length > 0 ? { resumeDir: join(dirname(staging), PARTITION_RESUME_DIR) } : {}),
       nodeId: opts.nodeId,
       destDir: staging,
       maxBytesPerSec: r.maxBytesPerSec,

@@ -255,9 +255,16 @@ test('a client started with an old cluster file (three nodes) finds the new layo
   }
 })
 
-test('rollback of the grow: routing goes back to the first three nodes; the new ones keep version 2 as a stale backup', async () => {
-  const r = await rollbackCluster({ cluster: fileA, store: STORE, adminToken: TOKEN })
+test('rollback of the grow: refused with a file missing the new nodes; with the new file, routing goes back to the first three nodes and the new ones keep version 2 as a stale backup', async () => {
+  // The old file lists nodes 0-2 only: nodes 3 and 4 would go on serving version 2.
+  await expect(rollbackCluster({ cluster: oldFile, store: STORE, adminToken: TOKEN })).rejects.toThrow(
+    /nothing changed: nodes 3, 4 serve version 2 and are not in this cluster file.*use the cluster file of version 2/,
+  )
+  expect(await live(all)).toEqual([2, 2, 2, 2, 2])
+  // The new file (the grow's) is enough: version 1's own layout says which nodes go back.
+  const r = await rollbackCluster({ cluster: fileB, store: STORE, adminToken: TOKEN })
   expect(r.to).toBe(1)
+  expect(r.backups).toEqual([3, 4])
   expect(await live(all)).toEqual([1, 1, 1, 2, 2])
   await readersFollow(1)
   const fresh = await StoreClient.connect({ cluster: all, store: STORE, timeoutMs: 10_000 })

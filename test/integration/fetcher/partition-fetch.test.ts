@@ -1,8 +1,10 @@
-import { readFile, stat, writeFile } from 'node:fs/promises'
+import { cpSync, existsSync } from 'node:fs'
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isStoreError } from '../../../common/errors'
 import { checksumFile } from '../../../formats/store/checksum'
 import { nodeView, type VersionManifest } from '../../../formats/store/partition-files'
+import { downloadOrder } from '../../../fetcher/fetch-job'
 import { fetchPartitions, type PartitionFetchOptions } from '../../../fetcher/partition-fetch'
 import type { ChainLink } from '../../../fetcher/source-chain'
 import { makeNodeDir } from '../../../testkit/make-store'
@@ -167,6 +169,29 @@ describe('fetch by partition: peers, then the build output', () => {
     } finally {
       await proxy.close()
     }
+  })
+
+  test('a failed fetch keeps what it verified: the next fetch of the same data moves only the rest', async () => {
+    const src = join(tmp.dir, 'serve', 'resume-v2')
+    cpSync(join(tmp.dir, 'serve', 'users-v2'), src, { recursive: true })
+    const files = downloadOrder(nodeView(good, 0).files)
+    const total = files.reduce((a, f) => a + f.size, 0)
+    const last = files[files.length - 1]!
+    const saved = await readFile(join(src, last.name))
+    await rm(join(src, last.name))
+    const resumeDir = join(tmp.dir, 'resume-0')
+    const first = await fetchPartitions(
+      base({ destDir: dest(), source: `${nginx.url}resume-v2`, fetchFrom: 'source', resumeDir, concurrency: 1 }),
+    ).catch((err: unknown) => err)
+    expect(isStoreError(first, 'RO_FETCH_FAILED')).toBe(true)
+    // Every file before the missing one was verified, and kept; never a metadata.json.
+    expect((await readdir(resumeDir)).sort()).toEqual(['manifest.json', ...files.slice(0, -1).map((f) => f.name)].sort())
+    await writeFile(join(src, last.name), saved)
+    const destDir = dest()
+    const r = await fetchPartitions(base({ destDir, source: `${nginx.url}resume-v2`, fetchFrom: 'source', resumeDir }))
+    await verify(destDir, good)
+    expect(r.bytesFrom).toEqual({ source: last.size, peer: 0, link: total - last.size })
+    expect(existsSync(resumeDir)).toBe(false)
   })
 
   test('a file of an installed version of the same data is hardlinked: no bytes move', async () => {
