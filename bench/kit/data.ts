@@ -16,7 +16,19 @@
  *   permutation (hot keys are scattered over the key space); every key present.
  */
 import { mulberry32 } from '../../common/prng'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../common/paths'
 import type { InputFormat } from '../../formats/input/types'
@@ -399,4 +411,32 @@ export async function ensureDerivedInput(ds: Dataset, kind: DerivedInput): Promi
   renameSync(tmp, path)
   writeFileSync(paramFile, want)
   return { path, format, bytes: statSync(path).size }
+}
+
+/**
+ * A TSV of `records` lines `key(i) <TAB> value`, values of `valueBytes` letters and digits
+ * from a fixed LCG: the input of the push and partition benches, written streaming (a GB
+ * input never sits in memory).
+ */
+export async function writeSyntheticTsv(
+  path: string,
+  records: number,
+  valueBytes: number,
+  key: (i: number) => string = String,
+): Promise<void> {
+  const out = createWriteStream(path)
+  let x = 12345
+  const chars = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+  for (let i = 0; i < records; i++) {
+    let v = ''
+    for (let j = 0; j < valueBytes; j++) {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0
+      v += chars[(x >>> 16) % 62]
+    }
+    if (!out.write(`${key(i)}\t${v}\n`)) await new Promise<void>((r) => out.once('drain', () => r()))
+  }
+  await new Promise<void>((resolve, reject) => {
+    out.once('error', reject)
+    out.end(() => resolve())
+  })
 }

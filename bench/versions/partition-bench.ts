@@ -10,7 +10,6 @@
  * layouts need (the gained partitions), its time, and the p99 of single-key reads during
  * it against the same reads before it. Real `rostore serve` processes and nginx on loopback.
  */
-import { createWriteStream } from 'node:fs'
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -24,7 +23,7 @@ import type { FetchFrom } from '../../client/partition-sources'
 import { Nginx } from '../../testkit/nginx'
 import { startClusterFromFile, type TestCluster } from '../../testkit/node-process'
 import { nodePorts, writeLayoutFile } from '../../testkit/layout-files'
-import { parseCount } from '../kit/data'
+import { parseCount, writeSyntheticTsv } from '../kit/data'
 import { percentile } from '../kit/stats'
 
 const TOKEN = 'partition-bench-token-0123456789'
@@ -38,24 +37,6 @@ function arg(name: string): string | undefined {
 }
 
 const keyOf = (i: number): string => String(i).padStart(12, '0')
-
-async function writeInput(path: string, records: number, valueBytes: number): Promise<void> {
-  const out = createWriteStream(path)
-  let x = 12345
-  const chars = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
-  for (let i = 0; i < records; i++) {
-    let v = ''
-    for (let j = 0; j < valueBytes; j++) {
-      x = (Math.imul(x, 1103515245) + 12345) >>> 0
-      v += chars[(x >>> 16) % 62]
-    }
-    if (!out.write(`${keyOf(i)}\t${v}\n`)) await new Promise<void>((r) => out.once('drain', () => r()))
-  }
-  await new Promise<void>((resolve, reject) => {
-    out.once('error', reject)
-    out.end(() => resolve())
-  })
-}
 
 async function dirBytes(dir: string): Promise<number> {
   let total = 0
@@ -98,7 +79,7 @@ async function runShape(root: string, records: number, valueBytes: number, shape
   const five: Cluster = await loadCluster(fiveFile)
   const input = join(dir, 'input.tsv')
   log(`${shape}: writing the input`)
-  await writeInput(input, records, valueBytes)
+  await writeSyntheticTsv(input, records, valueBytes, keyOf)
   const www = join(dir, 'www')
   const modes: FetchFrom[] = ['source', 'auto']
   let outputBytes = 0

@@ -13,7 +13,6 @@
  * of reads on a node while it fetches and installs a 10M-record version (1M with
  * --quick), against the same reads without a push.
  */
-import { createWriteStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,7 +21,7 @@ import { loadCluster } from '../../cluster/cluster'
 import { pushStore, type PushResult } from '../../client/push'
 import { Nginx } from '../../testkit/nginx'
 import { startCluster } from '../../testkit/node-process'
-import { parseCount } from '../kit/data'
+import { parseCount, writeSyntheticTsv } from '../kit/data'
 import { runPushReads } from './push-reads'
 
 const TOKEN = 'push-bench-token-0123456789'
@@ -31,24 +30,6 @@ const log = (m: string): void => void process.stderr.write(`${m}\n`)
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name)
   return i >= 0 ? process.argv[i + 1] : undefined
-}
-
-async function writeInput(path: string, records: number, valueBytes: number): Promise<void> {
-  const out = createWriteStream(path)
-  let x = 12345
-  const chars = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
-  for (let i = 0; i < records; i++) {
-    let v = ''
-    for (let j = 0; j < valueBytes; j++) {
-      x = (Math.imul(x, 1103515245) + 12345) >>> 0
-      v += chars[(x >>> 16) % 62]
-    }
-    if (!out.write(`${i}\t${v}\n`)) await new Promise<void>((r) => out.once('drain', () => r()))
-  }
-  await new Promise<void>((resolve, reject) => {
-    out.once('error', reject)
-    out.end(() => resolve())
-  })
 }
 
 async function main(): Promise<void> {
@@ -73,7 +54,7 @@ async function fullPush(quick: boolean): Promise<void> {
     const cluster = await loadCluster(nodes.clusterFile)
     const input = join(dir, 'input.tsv')
     log(`push-bench: writing ${records} records of ${valueBytes} B`)
-    await writeInput(input, records, valueBytes)
+    await writeSyntheticTsv(input, records, valueBytes)
     const www = join(dir, 'www')
     const results: PushResult[] = []
     let buildBytes = 0

@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { clusterLayout, loadCluster, type Cluster } from '../../../cluster/cluster'
-import { errorMessage } from '../../../common/errors'
 import { cliPath } from '../../../common/paths'
 import { pushStore } from '../../../client/push'
 import { planPush } from '../../../client/push-plan'
@@ -11,6 +10,7 @@ import { clusterVersions } from '../../../client/versions'
 import { json, request, startClusterFromFile, type TestCluster } from '../../../testkit/node-process'
 import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/layout-files'
 import { makeTmp } from '../../../testkit/tmp'
+import { VersionReader } from '../../../testkit/version-reader'
 
 /**
  * Growing and shrinking the cluster with real node processes: 3 nodes grow to 5
@@ -31,76 +31,7 @@ let nodes: TestCluster | undefined
 const build = (cluster: Cluster, v: number): Promise<string> =>
   buildKeys(tmp.dir, cluster, { store: STORE, version: v, keys: KEYS, keyOf, chunks: 2 })
 
-/** A client reading without pause: random multi-gets and single gets, every answer checked. */
-class Reader {
-  reads = 0
-  failed: string[] = []
-  wrong: string[] = []
-  readonly seen = new Set<number>()
-  private stopped = false
-  private done: Promise<void> | undefined
-  private seed: number
-
-  constructor(
-    readonly name: string,
-    readonly client: StoreClient,
-    seed: number,
-  ) {
-    this.seed = seed
-  }
-
-  start(): void {
-    this.done = this.loop()
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true
-    await this.done
-  }
-
-  /** Resolves once this reader has done `n` more reads (progress, not time). */
-  async more(n: number): Promise<void> {
-    const target = this.reads + n
-    for (let i = 0; i < 100_000 && this.reads < target && !this.stopped; i++) await new Promise((r) => setTimeout(r, 5))
-  }
-
-  private next(): number {
-    this.seed = (this.seed * 1103515245 + 12345) % 2147483648
-    return this.seed % KEYS
-  }
-
-  private check(i: number, value: Buffer | undefined): number | undefined {
-    const text = value?.toString()
-    const m = text === undefined ? null : /^v(\d+):(.*)$/.exec(text)
-    if (!m || m[2] !== keyOf(i)) {
-      this.wrong.push(`${keyOf(i)} -> ${String(text)}`)
-      return undefined
-    }
-    return Number(m[1])
-  }
-
-  private async loop(): Promise<void> {
-    // Bounded: the phases end long before.
-    for (let n = 0; n < 200_000 && !this.stopped; n++) {
-      const idx = Array.from({ length: 20 }, () => this.next())
-      try {
-        const values = await this.client.getMany(idx.map(keyOf))
-        const versions = new Set(values.map((v, j) => this.check(idx[j]!, v)))
-        if (versions.size !== 1) this.wrong.push(`a multi-get mixed versions ${[...versions].join(', ')}`)
-        for (const v of versions) if (v !== undefined) this.seen.add(v)
-        const one = this.next()
-        const v = this.check(one, await this.client.get(keyOf(one)))
-        if (v !== undefined) this.seen.add(v)
-        this.reads += 2
-      } catch (err) {
-        this.failed.push(errorMessage(err))
-        this.reads++
-      }
-    }
-  }
-}
-
-let readers: Reader[] = []
+let readers: VersionReader[] = []
 let all: Cluster
 let fileA: Cluster
 let fileB: Cluster
@@ -154,9 +85,15 @@ beforeAll(async () => {
   expect((await pushStore({ cluster: fileA, store: STORE, from: builds[1]!, adminToken: TOKEN })).status).toBe('live')
   expect(await live(all)).toEqual([1, 1, 1, null, null])
   readers = [
-    new Reader('http', await StoreClient.connect({ cluster: fileA, store: STORE, timeoutMs: 10_000 }), 1),
-    new Reader('http-old-file', await StoreClient.connect({ cluster: oldFile, store: STORE, timeoutMs: 10_000 }), 2),
-    new Reader('resp', await StoreClient.connect({ cluster: fileA, store: STORE, timeoutMs: 10_000, transport: 'resp' }), 3),
+    new VersionReader('http', await StoreClient.connect({ cluster: fileA, store: STORE, timeoutMs: 10_000 }), 1, KEYS, keyOf),
+    new VersionReader('http-old-file', await StoreClient.connect({ cluster: oldFile, store: STORE, timeoutMs: 10_000 }), 2, KEYS, keyOf),
+    new VersionReader(
+      'resp',
+      await StoreClient.connect({ cluster: fileA, store: STORE, timeoutMs: 10_000, transport: 'resp' }),
+      3,
+      KEYS,
+      keyOf,
+    ),
   ]
   for (const r of readers) r.start()
   for (const r of readers) await r.more(20)

@@ -4,7 +4,6 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { clusterLayout, loadCluster, type Cluster } from '../../../cluster/cluster'
 import { buildRing, routeHash } from '../../../cluster/routing'
-import { errorMessage } from '../../../common/errors'
 import { cliPath } from '../../../common/paths'
 import { pushStore } from '../../../client/push'
 import { planRebalance, rebalanceStore } from '../../../client/rebalance'
@@ -15,6 +14,7 @@ import { NodeClient } from '../../../client/node-client'
 import { startClusterFromFile, type NodeProcess, type TestCluster } from '../../../testkit/node-process'
 import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/layout-files'
 import { makeTmp } from '../../../testkit/tmp'
+import { VersionReader } from '../../../testkit/version-reader'
 
 /**
  * Format 2 across layout changes, with real node processes under continuous reads: a
@@ -33,66 +33,7 @@ const PARTITIONS = 12
 const keyOf = (i: number): string => `key-${i}`
 let nodes: TestCluster | undefined
 
-class Reader {
-  reads = 0
-  failed: string[] = []
-  wrong: string[] = []
-  readonly seen = new Set<number>()
-  private stopped = false
-  private done: Promise<void> | undefined
-
-  constructor(
-    readonly name: string,
-    readonly client: StoreClient,
-    private seed: number,
-  ) {}
-
-  start(): void {
-    this.done = this.loop()
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true
-    await this.done
-  }
-
-  async more(n: number): Promise<void> {
-    const target = this.reads + n
-    for (let i = 0; i < 100_000 && this.reads < target && !this.stopped; i++) await new Promise((r) => setTimeout(r, 5))
-  }
-
-  private next(): number {
-    this.seed = (this.seed * 1103515245 + 12345) % 2147483648
-    return this.seed % KEYS
-  }
-
-  private check(i: number, value: Buffer | undefined): number | undefined {
-    const m = value === undefined ? null : /^v(\d+):(.*)$/.exec(value.toString())
-    if (!m || m[2] !== keyOf(i)) {
-      this.wrong.push(`${keyOf(i)} -> ${String(value)}`)
-      return undefined
-    }
-    return Number(m[1])
-  }
-
-  private async loop(): Promise<void> {
-    for (let n = 0; n < 200_000 && !this.stopped; n++) {
-      const idx = Array.from({ length: 20 }, () => this.next())
-      try {
-        const values = await this.client.getMany(idx.map(keyOf))
-        const versions = new Set(values.map((v, j) => this.check(idx[j]!, v)))
-        if (versions.size !== 1) this.wrong.push(`a multi-get mixed versions ${[...versions].join(', ')}`)
-        for (const v of versions) if (v !== undefined) this.seen.add(v)
-        this.reads++
-      } catch (err) {
-        this.failed.push(errorMessage(err))
-        this.reads++
-      }
-    }
-  }
-}
-
-let readers: Reader[] = []
+let readers: VersionReader[] = []
 let three: Cluster
 let five: Cluster
 let four: Cluster
@@ -131,9 +72,15 @@ beforeAll(async () => {
   expect(pushed.status).toBe('live')
   expect(await live(five)).toEqual([1, 1, 1, null, null])
   readers = [
-    new Reader('http', await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000 }), 1),
-    new Reader('http-old-file', await StoreClient.connect({ cluster: oldFile, store: STORE, timeoutMs: 10_000 }), 2),
-    new Reader('resp', await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000, transport: 'resp' }), 3),
+    new VersionReader('http', await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000 }), 1, KEYS, keyOf),
+    new VersionReader('http-old-file', await StoreClient.connect({ cluster: oldFile, store: STORE, timeoutMs: 10_000 }), 2, KEYS, keyOf),
+    new VersionReader(
+      'resp',
+      await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000, transport: 'resp' }),
+      3,
+      KEYS,
+      keyOf,
+    ),
   ]
   for (const r of readers) r.start()
   for (const r of readers) await r.more(10)
