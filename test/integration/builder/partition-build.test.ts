@@ -199,7 +199,7 @@ test('a failed format-2 build leaves no output and no temp directory', async () 
   expect(readdirSync(tmp.dir).filter((n) => n.includes('rostore-tmp'))).toEqual([])
 })
 
-test('rostore build --layout partitions writes format 2; without --layout the output is format 1', () => {
+test('rostore build writes format 2 by default (--layout partitions); --layout nodes writes format 1', () => {
   const file = path('cli.tsv')
   writeFileSync(file, 'k1\tv1\nk2\tv2\n')
   const clusterFile = path('cluster.json')
@@ -231,8 +231,12 @@ test('rostore build --layout partitions writes format 2; without --layout the ou
   expect(r.status).toBe(0)
   expect(r.stdout).toMatch(/2 chunks per partition/)
   expect(readdirSync(two)).toContain('p11-c1.index')
+  const plain = path('cli-default')
+  expect(run(plain, []).status).toBe(0)
+  expect(readdirSync(plain)).toContain('metadata.json')
+  expect(readdirSync(plain)).toContain('p11-c0.data')
   const one = path('cli-1')
-  expect(run(one, []).status).toBe(0)
+  expect(run(one, ['--layout', 'nodes']).status).toBe(0)
   expect(readdirSync(one).sort()).toEqual(['node-0', 'node-1', 'node-2'])
   const bad = run(path('cli-bad'), ['--layout', 'racks'])
   expect(bad.status).not.toBe(0)
