@@ -40,10 +40,14 @@ function buildInChild(native: '0' | '1', input: string, format: string, output: 
   expect(r.stdout).toBe(native === '0' ? 'js' : 'native')
 }
 
-function filesOf(out: string): Map<string, Buffer> {
+/** Every file of a build output, by its path under it (format 2 is flat, format 1 has node directories). */
+function filesOf(out: string, under = ''): Map<string, Buffer> {
   const m = new Map<string, Buffer>()
-  for (const node of readdirSync(out).sort())
-    for (const f of readdirSync(join(out, node)).sort()) m.set(`${node}/${f}`, readFileSync(join(out, node, f)))
+  for (const e of readdirSync(join(out, under), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const rel = under === '' ? e.name : `${under}/${e.name}`
+    if (e.isDirectory()) for (const [k, v] of filesOf(out, rel)) m.set(k, v)
+    else m.set(rel, readFileSync(join(out, rel)))
+  }
   return m
 }
 
@@ -73,6 +77,9 @@ test.each(cases)('%s: ROSTORE_NATIVE=0 and =1 write the same bytes', async (name
   const a = filesOf(js)
   const b = filesOf(native)
   expect([...b.keys()]).toEqual([...a.keys()])
-  expect(a.size).toBe(3 * (2 * 3 + 1))
+  // Format 2: the manifest and every partition's chunk files, index and data.
+  const manifest = JSON.parse(a.get('metadata.json')!.toString()) as { partitions: number; chunks: number }
+  expect(manifest.chunks).toBe(3)
+  expect(a.size).toBe(1 + 2 * manifest.partitions * manifest.chunks)
   for (const [file, bytes] of a) expect(b.get(file)!.equals(bytes)).toBe(true)
 })

@@ -84,7 +84,8 @@ test.each([
 async function openChunkFiles(pid: number): Promise<number> {
   let n = 0
   for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [])) {
-    if (/\/version-\d+\/\d+\.(index|data)$/.test(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''))) n++
+    // Format 1 (<c>.data) or format 2 (p<P>-c<C>.data) chunk files.
+    if (/\/version-\d+\/(p\d+-c)?\d+\.(index|data)$/.test(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''))) n++
   }
   return n
 }
