@@ -11,7 +11,8 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   const reports = await verifyBuildOrNode(a.dir)
   for (const r of reports) {
     process.stdout.write(
-      `ok ${r.dir}: store ${r.store} version ${r.version} node ${r.nodeId}, ${r.records} records, ${r.files} files, ${r.bytes} bytes\n`,
+      // A format-2 build output is no node's (nodeId -1): every partition of the version.
+      `ok ${r.dir}: store ${r.store} version ${r.version} ${r.nodeId < 0 ? 'build output (every partition)' : `node ${r.nodeId}`}, ${r.records} records, ${r.files} files, ${r.bytes} bytes\n`,
     )
   }
 }
