@@ -1,10 +1,9 @@
-import { open, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
 import { isKnownKeyHash } from './key-hash'
 import { isSafeName } from './layout'
 import { CHECKSUM_ALGORITHMS, COMPRESSIONS, METADATA_FILE, type StoreMetadata } from './metadata'
-import { MAX_METADATA_BYTES, validateMetadata } from './metadata-io'
+import { parseJsonText, readJsonText, validateMetadata, writeJsonDurably } from './metadata-io'
 import { PARTITIONED_FORMAT_MAJOR, parsePartitionFileName, type PartitionEntry, type VersionManifest } from './partition-files'
 
 /**
@@ -14,31 +13,11 @@ import { PARTITIONED_FORMAT_MAJOR, parsePartitionFileName, type PartitionEntry, 
  */
 export async function readManifest(dir: string, name: string = METADATA_FILE): Promise<VersionManifest> {
   const file = join(dir, name)
-  let text: string
-  try {
-    const fh = await open(file, 'r')
-    try {
-      const { size } = await fh.stat()
-      if (size > MAX_METADATA_BYTES) throw new StoreError('RO_CORRUPT', `${file}: ${size} bytes, more than a manifest can be`)
-      text = (await fh.readFile()).toString('utf8')
-    } finally {
-      await fh.close()
-    }
-  } catch (err) {
-    if (err instanceof StoreError) throw err
-    throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
-  }
-  return parseManifest(text, file)
+  return parseManifest(await readJsonText(file, 'manifest'), file)
 }
 
 export function parseManifest(text: string, file: string): VersionManifest {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (err) {
-    throw new StoreError('RO_CORRUPT', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err })
-  }
-  return validateManifest(json, file)
+  return validateManifest(parseJsonText(text, file), file)
 }
 
 /** Largest chunk count a build writes (build-options.ts). */
@@ -160,16 +139,7 @@ function checkPartitionFiles(files: unknown, partition: number, chunks: number, 
 
 /** Writes a manifest durably: temp file, fsync, rename. */
 export async function writeManifest(dir: string, manifest: VersionManifest, name: string = METADATA_FILE): Promise<void> {
-  const file = join(dir, name)
-  const tmp = `${file}.tmp`
-  await writeFile(tmp, JSON.stringify(manifest, null, 2) + '\n')
-  const fh = await open(tmp, 'r+')
-  try {
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
-  await rename(tmp, file)
+  await writeJsonDurably(join(dir, name), manifest)
 }
 
 /**
@@ -225,18 +195,5 @@ export function wholeVersionView(m: VersionManifest): StoreMetadata {
 }
 
 async function readJson(file: string): Promise<unknown> {
-  let text: string
-  try {
-    const bytes = await readFile(file)
-    if (bytes.length > MAX_METADATA_BYTES) throw new StoreError('RO_CORRUPT', `${file}: more than a manifest can be`)
-    text = bytes.toString('utf8')
-  } catch (err) {
-    if (err instanceof StoreError) throw err
-    throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
-  }
-  try {
-    return JSON.parse(text)
-  } catch (err) {
-    throw new StoreError('RO_CORRUPT', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err })
-  }
+  return parseJsonText(await readJsonText(file, 'manifest'), file)
 }

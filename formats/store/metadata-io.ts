@@ -13,20 +13,7 @@ export const MAX_METADATA_BYTES = 16 << 20
 
 export async function readMetadata(dir: string): Promise<StoreMetadata> {
   const file = join(dir, METADATA_FILE)
-  let text: string
-  try {
-    const fh = await open(file, 'r')
-    try {
-      const { size } = await fh.stat()
-      if (size > MAX_METADATA_BYTES) throw new StoreError('RO_CORRUPT', `${file}: ${size} bytes, more than a metadata file can be`)
-      text = (await fh.readFile()).toString('utf8')
-    } finally {
-      await fh.close()
-    }
-  } catch (err) {
-    if (err instanceof StoreError) throw err
-    throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
-  }
+  const text = await readJsonText(file, 'metadata file')
   const meta = parseMetadata(text, file)
   // A store directory is read to hash keys (readers, verify): refuse a hash they cannot
   // compute. (Manifests alone, for fetching, need no hasher.)
@@ -35,13 +22,36 @@ export async function readMetadata(dir: string): Promise<StoreMetadata> {
 }
 
 export function parseMetadata(text: string, file: string): StoreMetadata {
-  let json: unknown
+  return validateMetadata(parseJsonText(text, file), file)
+}
+
+/**
+ * The text of a metadata file or version manifest, its size checked before it is read
+ * (`what` names it in the error): RO_CORRUPT past MAX_METADATA_BYTES, RO_IO when unreadable.
+ */
+export async function readJsonText(file: string, what: string): Promise<string> {
   try {
-    json = JSON.parse(text)
+    const fh = await open(file, 'r')
+    try {
+      const { size } = await fh.stat()
+      if (size > MAX_METADATA_BYTES) throw new StoreError('RO_CORRUPT', `${file}: ${size} bytes, more than a ${what} can be`)
+      return (await fh.readFile()).toString('utf8')
+    } finally {
+      await fh.close()
+    }
+  } catch (err) {
+    if (err instanceof StoreError) throw err
+    throw new StoreError('RO_IO', `${file}: cannot read: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/** JSON text parsed; RO_CORRUPT naming the file when it is not JSON. */
+export function parseJsonText(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text)
   } catch (err) {
     throw new StoreError('RO_CORRUPT', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err })
   }
-  return validateMetadata(json, file)
 }
 
 /** Checks every field a reader or fetcher relies on before trusting any of them. */
@@ -94,9 +104,13 @@ export function validateMetadata(json: unknown, file: string): StoreMetadata {
 
 /** Writes metadata.json durably: temp file, fsync, rename. */
 export async function writeMetadata(dir: string, meta: StoreMetadata): Promise<void> {
-  const file = join(dir, METADATA_FILE)
+  await writeJsonDurably(join(dir, METADATA_FILE), meta)
+}
+
+/** Writes `value` as JSON to `file` durably: temp file, fsync, rename (metadata and manifests). */
+export async function writeJsonDurably(file: string, value: unknown): Promise<void> {
   const tmp = `${file}.tmp`
-  await writeFile(tmp, JSON.stringify(meta, null, 2) + '\n')
+  await writeFile(tmp, JSON.stringify(value, null, 2) + '\n')
   const fh = await open(tmp, 'r+')
   try {
     await fh.sync()
