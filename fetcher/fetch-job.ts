@@ -83,6 +83,30 @@ export function downloadOrder(files: readonly FileEntry[]): FileEntry[] {
   return [...files].sort((a, b) => rank(a) - rank(b) || b.size - a.size || a.name.localeCompare(b.name))
 }
 
+/**
+ * A fetch's options checked and defaulted, and the controller that stops its downloads
+ * (on failure, or when the caller's signal fires): shared by both formats' fetches.
+ */
+export function fetchSettings(opts: Parameters<typeof checkOptions>[0] & Pick<FetchOptions, 'signal'>): {
+  destDir: string
+  retries: number
+  backoff: BackoffPolicy
+  stallTimeoutMs: number
+  stop: AbortController
+  signal: AbortSignal
+} {
+  checkOptions(opts)
+  const stop = new AbortController()
+  return {
+    destDir: resolve(opts.destDir),
+    retries: opts.retries ?? 5,
+    backoff: { baseMs: opts.retryBaseDelayMs ?? DEFAULT_BACKOFF.baseMs, maxMs: DEFAULT_BACKOFF.maxMs },
+    stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
+    stop,
+    signal: opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal]),
+  }
+}
+
 export function checkOptions(
   o: Pick<FetchOptions, 'nodeId' | 'destDir' | 'concurrency' | 'stallTimeoutMs' | 'retryBaseDelayMs' | 'retries' | 'maxBytesPerSec'>,
 ): void {
@@ -154,14 +178,8 @@ export async function fsyncDir(dir: string): Promise<void> {
  * verified and complete, or leaves nothing behind. Resolves with the manifest.
  */
 export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
-  checkOptions(opts)
   const started = performance.now()
-  const destDir = resolve(opts.destDir)
-  const retries = opts.retries ?? 5
-  const backoff: BackoffPolicy = { baseMs: opts.retryBaseDelayMs ?? DEFAULT_BACKOFF.baseMs, maxMs: DEFAULT_BACKOFF.maxMs }
-  const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000
-  const stop = new AbortController()
-  const signal = opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal])
+  const { destDir, retries, backoff, stallTimeoutMs, stop, signal } = fetchSettings(opts)
   const m = opts.metrics
   let store = opts.expect?.store ?? ''
   let source: FetchSource | undefined

@@ -1,14 +1,13 @@
 import { link, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import type { NodeTls } from '../cluster/cluster'
 import { buildRing, heldPartitions } from '../cluster/routing'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/metadata'
 import { MAX_METADATA_BYTES } from '../formats/store/metadata-io'
 import { MANIFEST_FILE, nodeView, parsePartitionFileName, type VersionManifest } from '../formats/store/partition-files'
-import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff'
 import { ensureFreeSpace, freeBytesOf } from './disk-space'
-import { checkOptions, downloadOrder, fsyncDir, runPool, toStoreError, writeDurably, type FetchOptions } from './fetch-job'
+import { downloadOrder, fetchSettings, fsyncDir, runPool, toStoreError, writeDurably, type FetchOptions } from './fetch-job'
 import { local } from './local-io'
 import { ProgressTracker } from './progress'
 import { readSmall } from './read-small'
@@ -123,16 +122,10 @@ async function tryLink(from: Reusable | undefined, f: FileEntry, to: string): Pr
  * All or nothing, like `fetchVersion`; a failed partition fetch keeps nothing for resume.
  */
 export async function fetchPartitions(opts: PartitionFetchOptions): Promise<PartitionFetchResult> {
-  checkOptions(opts)
+  const { destDir, retries, backoff, stallTimeoutMs, stop, signal } = fetchSettings(opts)
   if (opts.fetchFrom !== 'peers' && opts.source === undefined)
     throw new StoreError('RO_BAD_REQUEST', `fetchFrom ${opts.fetchFrom} needs a source`)
   const started = performance.now()
-  const destDir = resolve(opts.destDir)
-  const retries = opts.retries ?? 5
-  const backoff: BackoffPolicy = { baseMs: opts.retryBaseDelayMs ?? DEFAULT_BACKOFF.baseMs, maxMs: DEFAULT_BACKOFF.maxMs }
-  const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000
-  const stop = new AbortController()
-  const signal = opts.signal === undefined ? stop.signal : AbortSignal.any([opts.signal, stop.signal])
   const m = opts.metrics
   const store = opts.expect.store
   const shown = opts.source ?? `the peers of store ${store}`
