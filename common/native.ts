@@ -48,7 +48,7 @@ export interface LookupChunkSpec {
   readonly radix: Uint32Array | null
   readonly radixBits: number
   /** One byte per page of the data file, bit 0 set where the page is resident (see
-   *  formats/store/residency.ts); null: every page is taken as resident. */
+   *  formats/store/read/residency.ts); null: every page is taken as resident. */
   readonly resident: Uint8Array | null
   /** CRC-32 of each 4096 bytes of the index file, taken at open (scanIndex's blockCrcs), or
    *  null: a lookup that finds no entry then trusts the index as it reads it. */
@@ -213,7 +213,7 @@ export interface NativeFunctions {
    * `dir/tmpName` (exclusive), writes, fsyncs and closes it, renames it over `dir/name` and
    * fsyncs `dir`. `stopAfter` 1 stops once the temp file is closed, 2 after the rename (crash
    * tests). Rejects with an Error whose `code` is the errno name and `syscall` the failed step;
-   * a temp file it created and did not rename is removed. Twin: swapper/live-pointer.ts.
+   * a temp file it created and did not rename is removed. Twin: swapper/disk/live-pointer.ts.
    */
   writeFileDurably(dir: string, tmpName: string, name: string, bytes: Uint8Array, stopAfter: 0 | 1 | 2): Promise<void>
   /**

@@ -1,6 +1,6 @@
 import { buildRing, heldPartitionMask, masterPartition } from '../../cluster/routing'
-import { createKeyHasher, type KeyHasher } from '../../formats/store/key-hash'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import { createKeyHasher, type KeyHasher } from '../../formats/store/layout/key-hash'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 
 /**
  * Which keys of one version this node holds, by that version's own layout (its metadata,

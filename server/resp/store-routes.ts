@@ -1,6 +1,6 @@
 import { buildRing, heldPartitionMask, masterPartition, replicaTable } from '../../cluster/routing'
-import { createKeyHasher, MD5, type KeyHasher } from '../../formats/store/key-hash'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import { createKeyHasher, MD5, type KeyHasher } from '../../formats/store/layout/key-hash'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 import type { Logger } from '../log'
 
 /** Where the keys of one store version live, as seen from this node. */

@@ -9,9 +9,9 @@ import {
   type LookupFunctions,
   type LookupSpec,
 } from '../../common/native'
-import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from '../../formats/store/header'
-import { RECORD_HEADER_SIZE } from '../../formats/store/record'
-import { writeFrame } from '../../formats/store/value-framing'
+import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from '../../formats/store/chunk/header'
+import { RECORD_HEADER_SIZE } from '../../formats/store/chunk/record'
+import { writeFrame } from '../../formats/store/chunk/value-framing'
 
 /**
  * JavaScript twin of the addon's createLookup (native/lookup.c), same signature and the

@@ -1,9 +1,9 @@
 import { cpSync, existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/tmp'
-import { json, NodeProcess, startSingleNode, writeClusterFile } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { json, NodeProcess, startSingleNode, writeClusterFile } from '../../../testkit/cluster/node-process'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { verifyStore } from '../../../formats/store/verify'
+import { verifyStore } from '../../../formats/store/scan/verify'
 import { KEY_COUNT, keyOf, leftovers, makeVersions, STORE, storeEntries, versionOfValue } from './fixture'
 
 const TOKEN = 'crash-test-token-0123456789'

@@ -5,11 +5,11 @@ import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster } from '../../../cluster/cluster'
 import { StoreClient } from '../../../client/store-client'
 import { packageRoot } from '../../../common/paths'
-import { writeInput } from '../../../testkit/input-files'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { startCluster, startSingleNode, type NodeProcess, type TestCluster } from '../../../testkit/node-process'
-import { makeTestCertificates } from '../../../testkit/tls-certs'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { startCluster, startSingleNode, type NodeProcess, type TestCluster } from '../../../testkit/cluster/node-process'
+import { makeTestCertificates } from '../../../testkit/net/tls-certs'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * redis-py (Debian's python3-redis, run by the system python3) against real nodes, through

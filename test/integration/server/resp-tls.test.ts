@@ -1,9 +1,9 @@
 import { join } from 'node:path'
 import Redis from 'ioredis'
-import { redisCli } from '../../../testkit/redis-cli'
-import { makeTestCertificates } from '../../../testkit/tls-certs'
-import { makeTmp } from '../../../testkit/tmp'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
+import { redisCli } from '../../../testkit/net/redis-cli'
+import { makeTestCertificates } from '../../../testkit/net/tls-certs'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { keyOf, makeVersions, STORE, valueOf } from './fixture'
 
 /**

@@ -1,7 +1,7 @@
 import Redis from 'ioredis'
-import { cli } from '../../../testkit/redis-cli'
-import { makeTmp } from '../../../testkit/tmp'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
+import { cli } from '../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { KEY_COUNT, keyOf, makeVersions, STORE, versionOfValue } from './fixture'
 
 /**

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/tmp'
-import { json, startSingleNode, type NodeProcess } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { makeVersions, STORE, storeEntries } from './fixture'
 
 const TOKEN = 'retention-token-0123456789'

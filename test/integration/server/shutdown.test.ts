@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/tmp'
-import { request, startSingleNode, type NodeProcess } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { request, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { keyOf, makeVersions, STORE, valueOf } from './fixture'
 

@@ -1,16 +1,16 @@
 import { join } from 'node:path'
 import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, nativeFunctions, type LookupChunkSpec } from '../../../../common/native'
-import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../../formats/store/header'
-import { mergeResidency } from '../../../../formats/store/residency'
-import type { StoreOps } from '../../../../formats/store/store-ops'
+import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../../formats/store/chunk/header'
+import { mergeResidency } from '../../../../formats/store/read/residency'
+import type { StoreOps } from '../../../../formats/store/read/store-ops'
 import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
-import { openStore, type StoreReader } from '../../../../formats/store/store-reader'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { evictTree } from '../../../../testkit/page-cache'
-import { makeTmp } from '../../../../testkit/tmp'
+import { openStore, type StoreReader } from '../../../../formats/store/read/store-reader'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { evictTree } from '../../../../testkit/stores/page-cache'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
- * Cold reads (formats/store/residency.ts): a lookup asked with `cold` answers LOOKUP_COLD
+ * Cold reads (formats/store/read/residency.ts): a lookup asked with `cold` answers LOOKUP_COLD
  * for a record whose pages the residency vector does not mark, reading nothing of it; the
  * async reads bring such records in on the libuv pool and answer the right values, with
  * the data really evicted from the page cache.

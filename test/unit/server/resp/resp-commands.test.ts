@@ -3,9 +3,9 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
 import { startNode, type RunningNode } from '../../../../server/node'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { cli, RawConnection, redisCli } from '../../../../testkit/redis-cli'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { cli, RawConnection, redisCli } from '../../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * Every command of the RESP port through redis-cli (Debian redis-tools), against an

@@ -7,10 +7,10 @@ import { parseCluster } from '../../../../../cluster/cluster'
 import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
 import { cliPath } from '../../../../../common/paths'
 import type { InputFormat } from '../../../../../formats/input/types'
-import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/hadoop-harness'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/peers/hadoop-harness'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-hadoop-')
 afterAll(tmp.cleanup)
@@ -119,7 +119,7 @@ test('arrow input (one map task per file, like Parquet)', async () => {
 })
 
 test('parquet input cut by row group: one map task per split, byte-identical', async () => {
-  // testkit/input-files writes Parquet in row groups of 2048 rows: 5000 rows are 3 groups.
+  // testkit/stores/input-files writes Parquet in row groups of 2048 rows: 5000 rows are 3 groups.
   const { jobDir } = await compare({ format: 'parquet', files: 2, perFile: 5000, splitBytes: 1 })
   const lines = readFileSync(join(jobDir, 'inputs.txt'), 'utf8').trim().split('\n')
   expect(lines).toHaveLength(6)

@@ -4,11 +4,11 @@ import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
 import { parseCluster } from '../../../../../cluster/cluster'
 import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
-import { readManifest } from '../../../../../formats/store/manifest-io'
-import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/hadoop-harness'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { readManifest } from '../../../../../formats/store/layout/manifest-io'
+import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/peers/hadoop-harness'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-hadoop-p-')
 afterAll(tmp.cleanup)

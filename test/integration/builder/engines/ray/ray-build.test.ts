@@ -8,10 +8,10 @@ import { buildOnRay, type RayBuildOptions, type RayBuildSummary } from '../../..
 import { cliPath } from '../../../../../common/paths'
 import { StoreError } from '../../../../../common/errors'
 import type { InputFormat } from '../../../../../formats/input/types'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { startRayCluster, type RayCluster } from '../../../../../testkit/ray-cluster'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 // One real Ray cluster for the whole file: a head (no CPUs) and two worker nodes (one CPU
 // each), separate process groups, loopback only. Starting it takes ~20 s on 2 cores.

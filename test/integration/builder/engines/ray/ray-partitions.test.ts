@@ -4,11 +4,11 @@ import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
 import { parseCluster } from '../../../../../cluster/cluster'
 import { buildOnRay } from '../../../../../builder/engines/ray/ray-build'
-import { readManifest } from '../../../../../formats/store/manifest-io'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { startRayCluster, type RayCluster } from '../../../../../testkit/ray-cluster'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { readManifest } from '../../../../../formats/store/layout/manifest-io'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 // A real Ray cluster (a head and two one-CPU workers, loopback only), as in ray-build.test.ts.
 const tmp = makeTmp('rostore-ray-p-')
