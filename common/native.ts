@@ -22,7 +22,7 @@ export interface MappedFile {
   readonly windows: readonly ArrayBufferLike[]
 }
 
-/** Result of scanning one index file (see native/index-scan.h). */
+/** Result of scanning one index file (see native/lookup/index-scan.h). */
 export interface IndexScan {
   /** SCAN_OK, SCAN_ORDER (entry out of hash order) or SCAN_OFFSET (bad data offset). */
   readonly status: number
@@ -174,7 +174,7 @@ export interface NativeFunctions {
   ): Promise<IndexScan>
   /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
   prefetch(windows: readonly ArrayBufferLike[]): Promise<number>
-  /** Maps the pages of `windows` the page cache holds already, off the JS thread (native/mapping.h); resolves to their count. */
+  /** Maps the pages of `windows` the page cache holds already, off the JS thread (native/memory/mapping.h); resolves to their count. */
   mapResident(windows: readonly ArrayBufferLike[]): Promise<number>
   createLookup(spec: LookupSpec): LookupFunctions
   /** madvise(MADV_RANDOM) over a mapping: a fault reads its page and no read-ahead. 0 or errno. */
@@ -219,7 +219,7 @@ export interface NativeFunctions {
   /**
    * On the libuv pool: starts the writeback of [startOffset, +startLength) of `fd`, then waits
    * for [dropOffset, +dropLength) to be on disk and drops it from the page cache
-   * (native/drop-behind.c). Resolves to 0 or the errno of the advice that failed (the data
+   * (native/io/drop-behind.c). Resolves to 0 or the errno of the advice that failed (the data
    * is written either way). No JavaScript twin: without the addon written pages stay cached.
    */
   writeBehind(fd: number, startOffset: number, startLength: number, dropOffset: number, dropLength: number): Promise<number>

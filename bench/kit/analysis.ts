@@ -87,7 +87,7 @@ record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the ser
 waits. On this 2-core machine the probe, the node's workers and the dump's client compete for the same cores, so the tail moves
 with the load average of the section. A miss here first means rerunning on a quiet machine; if it persists, lower the default
 --stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
-  swap: `Judged on the admin round trip's p99 (bench/versions/swap-bench.ts). Since the mapped windows stopped being counted as V8 external memory (native/unaccounted-window.cc), a swap costs the
+  swap: `Judged on the admin round trip's p99 (bench/versions/swap-bench.ts). Since the mapped windows stopped being counted as V8 external memory (native/memory/unaccounted-window.cc), a swap costs the
 same for a 1.4 MiB and a 2 GiB store (before: 115 ms p50 for 2 GiB, ~10 full collections per serving process per open). What
 is left is the same for every size: the admin request, the new version's reader (opened at install; since this session the
 version a swap replaces stays open as the rollback target, so these back-and-forth swaps open nothing: rtt p99 17-26 ms ->
@@ -95,7 +95,7 @@ version a swap replaces stays open as the rollback target, so these back-and-for
 directory). The "LIVE write alone" row is that last step by itself on this VM's disk: its p99 alone is at or above 10 ms in
 loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work; the flip's p99 above that row is the
 serving processes' share (the admin request's other work, closing the old reader), for the owners of swapper/ to profile
-on a quiet machine. Since 2026-12-02 the LIVE write is one job on the libuv pool (native/durable-file.c) instead of eight
+on a quiet machine. Since 2026-12-02 the LIVE write is one job on the libuv pool (native/io/durable-file.c) instead of eight
 file-system calls, each a pool round trip: the server side's p99 is under 10 ms on all four rows of that run (5.6-9.4 ms,
 against 8.7-18 ms the run before), and what the round trip adds on top (the client's request through a serving worker to the
 supervisor and back, 3-10 ms at p99) is what keeps the rtt p99 above the goal. ${CONTENTION}`,

@@ -4,7 +4,7 @@
  *
  * - CRC-32 of one record (12-byte key + 100 or 1024-byte value): zlib's crc32 (a call
  *   into Node's zlib), the JavaScript tables (common/crc32.ts, slicing by 8) and the
- *   addon (native/crc32.c: carry-less multiply from 64 bytes, tables below);
+ *   addon (native/hash/crc32.c: carry-less multiply from 64 bytes, tables below);
  * - MD5 of one 12-byte key: hash-wasm's reusable hasher, common/md5.ts, the addon;
  * - batches of 100 keys, as a multi-get handler answers them: get() per key then
  *   encodeValues, getMany then encodeValues, and getManyFramed straight into one buffer.

@@ -10,7 +10,7 @@ import { CACHE_DROP_WINDOW } from '../../common/read-behind'
  * Buffers are kept, not copied, until flushed; the caller must not reuse them.
  *
  * With `dropBehind` (and the addon), what it wrote leaves the page cache a window later
- * (native/drop-behind.c): a fetch as large as the live version must not evict the live
+ * (native/io/drop-behind.c): a fetch as large as the live version must not evict the live
  * version's hot pages. Without the addon the written pages stay cached until the kernel
  * reclaims them.
  */

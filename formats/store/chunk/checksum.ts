@@ -24,7 +24,7 @@ export async function createFileHasher(algorithm: ChecksumAlgorithm): Promise<Fi
 
 /**
  * The checksum of a whole file. `dropBehind`: what was read leaves the page cache as the
- * read goes on (native/drop-behind.c), for files read once that must not evict hot pages
+ * read goes on (native/io/drop-behind.c), for files read once that must not evict hot pages
  * (a fetched version's verify); without the addon it reads like the plain path.
  */
 export async function checksumFile(

@@ -17,7 +17,7 @@ export const CHUNK_FORMAT_MINOR = 0
 export const INDEX_MAGIC = Buffer.from('RSTOREIX', 'ascii')
 export const DATA_MAGIC = Buffer.from('RSTOREDT', 'ascii')
 export const INDEX_ENTRY_SIZE = 16
-/** The index blocks a lookup that finds no entry re-checks (native/index-scan.h, RO_INDEX_BLOCK). */
+/** The index blocks a lookup that finds no entry re-checks (native/lookup/index-scan.h, RO_INDEX_BLOCK). */
 export const INDEX_BLOCK_BYTES = 4096
 
 export interface IndexHeader {

@@ -146,7 +146,7 @@ export function writeValueInto(sink: FrameSink, framing: ValueFraming, value: Ui
 /**
  * One framed answer at out[pos]: `absent`, or the length header (`resp`: `$<decimal>\r\n`,
  * else u32 big-endian), the value and `suffix`. The offset after it, or -1, writing
- * nothing, when `out` has no room for it. The addon's frame_one (native/lookup-napi.c) is
+ * nothing, when `out` has no room for it. The addon's frame_one (native/lookup/lookup-napi.c) is
  * its twin.
  */
 export function writeFrame(

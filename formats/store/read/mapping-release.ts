@@ -1,7 +1,7 @@
 /**
  * When retired mappings are handed back to the kernel.
  *
- * V8 does not count mapped windows as memory (native/unaccounted-window.cc), so nothing
+ * V8 does not count mapped windows as memory (native/memory/unaccounted-window.cc), so nothing
  * makes it collect a closed reader's windows soon; until it does, a retired version stays
  * mapped, its deleted files' disk blocks included. Asking for a collection at every
  * close is too much: each one ends in a full pause of every serving thread, and

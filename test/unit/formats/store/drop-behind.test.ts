@@ -11,7 +11,7 @@ import { evictTree } from '../../../../testkit/stores/page-cache'
 import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
- * Streaming I/O past the page cache (native/drop-behind.c): a fetch's writes, a verify's
+ * Streaming I/O past the page cache (native/io/drop-behind.c): a fetch's writes, a verify's
  * reads. What they touch must not stay cached, or a version as large as the live one
  * evicts the live version's hot pages; the bytes and checksums are those of the plain path.
  */

@@ -3,7 +3,7 @@
  * single 64-byte block with the padding built on the stack. Little-endian loads go
  * through memcpy so the code is alignment- and endian-safe without branches.
  */
-#include "md5.h"
+#include "hash/md5.h"
 
 #include "bytes.h"
 

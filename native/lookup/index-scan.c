@@ -1,7 +1,7 @@
-#include "index-scan.h"
+#include "lookup/index-scan.h"
 
 #include "bytes.h"
-#include "crc32.h"
+#include "hash/crc32.h"
 
 void ro_index_block_crcs(const uint8_t *file, uint64_t size, uint32_t *out) {
   for (uint64_t at = 0, b = 0; at < size; at += RO_INDEX_BLOCK, b++)

@@ -1,11 +1,11 @@
-#include "lookup.h"
+#include "lookup/lookup.h"
 
 #include <string.h>
 
 #include "bytes.h"
-#include "crc32.h"
-#include "index-scan.h"
-#include "md5.h"
+#include "hash/crc32.h"
+#include "lookup/index-scan.h"
+#include "hash/md5.h"
 
 #define TWO64 18446744073709551616.0
 

@@ -6,7 +6,7 @@
  * cold that is cached goes through a warm-up that finds its pages at once.
  */
 #define _GNU_SOURCE
-#include "residency.h"
+#include "memory/residency.h"
 
 #include <errno.h>
 #include <string.h>
@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "bytes.h"
-#include "index-scan.h"
-#include "mapping.h"
+#include "lookup/index-scan.h"
+#include "memory/mapping.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22

@@ -8,10 +8,10 @@
  * - tables, slicing by 8: eight look-ups per 8 bytes, everywhere else.
  * test/unit/formats/store/store-ops.test.ts checks both against node:zlib.
  */
-#include "crc32.h"
+#include "hash/crc32.h"
 
 #include "bytes.h"
-#include "crc32-table.h"
+#include "hash/crc32-table.h"
 
 static uint32_t crc32_tables(uint32_t c, const uint8_t *p, size_t len) {
   const uint32_t(*t)[256] = ro_crc32_table;

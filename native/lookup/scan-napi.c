@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "index-scan.h"
-#include "mapping.h"
+#include "lookup/index-scan.h"
+#include "memory/mapping.h"
 #include "napi-util.h"
-#include "xxh64.h"
+#include "hash/xxh64.h"
 
 typedef struct {
   napi_async_work work;

@@ -5,7 +5,7 @@
  * what makes that promise hold for the life of the mapping.
  */
 #define _GNU_SOURCE
-#include "mapping.h"
+#include "memory/mapping.h"
 
 #include <errno.h>
 #include <fcntl.h>

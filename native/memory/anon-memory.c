@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 
 #include "napi-util.h"
-#include "unaccounted-window.h"
+#include "memory/unaccounted-window.h"
 
 /* Regions smaller than a huge page gain nothing and would waste the rest of one. */
 #define HUGE_PAGE (2u << 20)

@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup.h"
+#include "lookup/lookup.h"
 #include "napi-util.h"
-#include "index-scan.h"
-#include "residency.h"
+#include "lookup/index-scan.h"
+#include "memory/residency.h"
 
 typedef struct {
   ro_store store;

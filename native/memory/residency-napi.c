@@ -16,10 +16,10 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "index-scan.h"
+#include "lookup/index-scan.h"
 
 #include "napi-util.h"
-#include "residency.h"
+#include "memory/residency.h"
 
 enum { JOB_REFRESH, JOB_LOCK };
 

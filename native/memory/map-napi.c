@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mapping.h"
+#include "memory/mapping.h"
 #include "napi-util.h"
-#include "unaccounted-window.h"
+#include "memory/unaccounted-window.h"
 
 typedef struct {
   ro_mapping map;

@@ -2,7 +2,7 @@
  * XXH64 as specified in xxHash's doc/xxhash_spec.md, written for one contiguous buffer:
  * a mapped index file is hashed in one pass while it is checked, off the JS thread.
  */
-#include "xxh64.h"
+#include "hash/xxh64.h"
 
 #include "bytes.h"
 

@@ -35,7 +35,7 @@
 #include <cstring>
 #include <memory>
 
-#include "unaccounted-window.h"
+#include "memory/unaccounted-window.h"
 
 static_assert(sizeof(napi_value) == sizeof(v8::Local<v8::Value>), "napi_value is a v8::Local");
 

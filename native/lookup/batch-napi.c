@@ -6,8 +6,8 @@
  */
 #include <string.h>
 
-#include "crc32.h"
-#include "md5.h"
+#include "hash/crc32.h"
+#include "hash/md5.h"
 #include "napi-util.h"
 
 /* The shared arguments: src, starts, ends, count, all bounds checked. 0 on success. */
