@@ -29,7 +29,7 @@ import { makeTmp } from '../../testkit/stores/tmp'
  * one version), the version LIVE names, with no .tmp-/.trash- leftovers and every version
  * directory on disk passing verifyStore.
  *
- * test/integration/server/crash-recovery.test.ts covers each crash point once, in a fixed
+ * test/integration/server/lifecycle/crash-recovery.test.ts covers each crash point once, in a fixed
  * scenario; this adds fetches, randomness and the full checks after every restart.
  */
 

@@ -24,7 +24,7 @@ import { makeTmp } from '../../testkit/stores/tmp'
  * the routing client), while 100 swaps and rollbacks run in a row (and, beside them,
  * another version is deleted and installed again and again). Every value names its version:
  * a read must come back complete, correct and from the one version the response names.
- * test/integration/server/swap-under-load.test.ts does 60 with smaller multi-gets.
+ * test/integration/server/lifecycle/swap-under-load.test.ts does 60 with smaller multi-gets.
  */
 
 jest.setTimeout(120_000)

@@ -11,7 +11,7 @@ import { makeTmp } from '../../../../testkit/stores/tmp'
  * Every command of the RESP port through redis-cli (Debian redis-tools), against an
  * in-process node with two stores: replies, their types (RESP2 and RESP3), errors,
  * pipes. The cluster has one node, so every key is local; forwarding is tested with real
- * processes in test/integration/server/resp-cluster.test.ts.
+ * processes in test/integration/server/resp/resp-cluster.test.ts.
  */
 const tmp = makeTmp('rostore-resp-cmd-')
 let node: RunningNode

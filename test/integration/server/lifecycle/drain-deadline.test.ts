@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { encodeKeys } from '../../../formats/wire/multiget'
-import { makeNodeDir } from '../../../testkit/stores/make-store'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { encodeKeys } from '../../../../formats/wire/multiget'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
 
 const TOKEN = 'drain-token-0123456789abc'
 const VALUE_BYTES = 64 << 10

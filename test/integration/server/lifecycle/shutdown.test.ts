@@ -1,9 +1,9 @@
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { request, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { keyOf, makeVersions, STORE, valueOf } from './fixture'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { request, startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
+import { decodeValues, encodeKeys } from '../../../../formats/wire/multiget'
+import { keyOf, makeVersions, STORE, valueOf } from '../fixture'
 
 const TOKEN = 'shutdown-token-0123456789'
 

@@ -1,14 +1,14 @@
 import { execFile } from 'node:child_process'
-import { buildVersion, numberedRecords } from '../../../testkit/cluster/build-version'
+import { buildVersion, numberedRecords } from '../../../../testkit/cluster/build-version'
 import { join } from 'node:path'
 import Redis from 'ioredis'
 import { createClient, RESP_TYPES } from 'redis'
-import { loadCluster, type Cluster } from '../../../cluster/cluster'
-import { StoreClient } from '../../../client/store-client'
-import { cliPath } from '../../../common/paths'
-import { startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
-import { redisCli } from '../../../testkit/net/redis-cli'
-import { makeTmp } from '../../../testkit/stores/tmp'
+import { loadCluster, type Cluster } from '../../../../cluster/cluster'
+import { StoreClient } from '../../../../client/store-client'
+import { cliPath } from '../../../../common/paths'
+import { startCluster, type TestCluster } from '../../../../testkit/cluster/node-process'
+import { redisCli } from '../../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * Real Redis clients (ioredis, node-redis) against a 3-node cluster of real `rostore

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs'
 import { Agent } from 'node:http'
-import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { KEY_COUNT, keyOf, makeVersions, STORE, versionOfValue } from './fixture'
+import { decodeValues, encodeKeys } from '../../../../formats/wire/multiget'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { json, startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
+import { KEY_COUNT, keyOf, makeVersions, STORE, versionOfValue } from '../fixture'
 
 const TOKEN = 'workers-token-0123456789'
 const WORKERS = 4

@@ -1,10 +1,10 @@
 import { cpSync, existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { json, NodeProcess, startSingleNode, writeClusterFile } from '../../../testkit/cluster/node-process'
-import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { verifyStore } from '../../../formats/store/scan/verify'
-import { KEY_COUNT, keyOf, leftovers, makeVersions, STORE, storeEntries, versionOfValue } from './fixture'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { json, NodeProcess, startSingleNode, writeClusterFile } from '../../../../testkit/cluster/node-process'
+import { decodeValues, encodeKeys } from '../../../../formats/wire/multiget'
+import { verifyStore } from '../../../../formats/store/scan/verify'
+import { KEY_COUNT, keyOf, leftovers, makeVersions, STORE, storeEntries, versionOfValue } from '../fixture'
 
 const TOKEN = 'crash-test-token-0123456789'
 

@@ -1,10 +1,10 @@
 import { join } from 'node:path'
 import Redis from 'ioredis'
-import { redisCli } from '../../../testkit/net/redis-cli'
-import { makeTestCertificates } from '../../../testkit/net/tls-certs'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { keyOf, makeVersions, STORE, valueOf } from './fixture'
+import { redisCli } from '../../../../testkit/net/redis-cli'
+import { makeTestCertificates } from '../../../../testkit/net/tls-certs'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
+import { keyOf, makeVersions, STORE, valueOf } from '../fixture'
 
 /**
  * A node started with --tls-cert/--tls-key serves its RESP port over TLS too (docs/API.md

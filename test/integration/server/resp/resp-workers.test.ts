@@ -1,8 +1,8 @@
 import Redis from 'ioredis'
-import { cli } from '../../../testkit/net/redis-cli'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { KEY_COUNT, keyOf, makeVersions, STORE, versionOfValue } from './fixture'
+import { cli } from '../../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
+import { KEY_COUNT, keyOf, makeVersions, STORE, versionOfValue } from '../fixture'
 
 /**
  * The RESP port of a node with 2 serving workers (real `rostore serve --workers 2`): every

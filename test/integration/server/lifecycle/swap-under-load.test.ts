@@ -1,9 +1,9 @@
 import { Agent } from 'node:http'
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { json, request, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { KEY_COUNT, keyOf, makeVersions, STORE, valueOf, versionOfValue } from './fixture'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { json, request, startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
+import { decodeValues, encodeKeys } from '../../../../formats/wire/multiget'
+import { KEY_COUNT, keyOf, makeVersions, STORE, valueOf, versionOfValue } from '../fixture'
 
 const TOKEN = 'load-test-token-0123456789'
 

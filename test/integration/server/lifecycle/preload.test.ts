@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
-import { cliPath } from '../../../common/paths'
-import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { json, startSingleNode } from '../../../testkit/cluster/node-process'
-import { KEY_COUNT, keyOf, makeVersions, STORE, valueOf } from './fixture'
+import { cliPath } from '../../../../common/paths'
+import { decodeValues, encodeKeys } from '../../../../formats/wire/multiget'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { json, startSingleNode } from '../../../../testkit/cluster/node-process'
+import { KEY_COUNT, keyOf, makeVersions, STORE, valueOf } from '../fixture'
 
 const TOKEN = 'preload-token-0123456789'
 

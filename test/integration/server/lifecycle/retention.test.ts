@@ -1,7 +1,7 @@
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/stores/tmp'
-import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { makeVersions, STORE, storeEntries } from './fixture'
+import { makeTmp } from '../../../../testkit/stores/tmp'
+import { json, startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
+import { makeVersions, STORE, storeEntries } from '../fixture'
 
 const TOKEN = 'retention-token-0123456789'
 
