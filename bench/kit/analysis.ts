@@ -73,8 +73,12 @@ pool (MADV_POPULATE_READ) and look it up again through the mapping: 0.17-0.54×.
 one pread on the pool and answers from those bytes (formats/store/cold-pread.ts): 0.68× in this run, at 94% of get's rate,
 and ~2× the former path when both run interleaved in one process (8.1k against 4.9k reads/s). What is left of its gap to get
 is the pool round trip (two thread wake-ups per read, pure latency at queue depth 1); both rows ran at a load average of
-13-32 on 2 cores (other sessions' builds and tests), where a wake-up waits for a core. Tried and not kept: the synchronous get
-reading a cold record with a pread instead of its page faults (+4% on average over interleaved runs, within their spread).`,
+13-32 on 2 cores (other sessions' builds and tests), where a wake-up waits for a core. perf over cold getAsyncs alone (40k
+reads, after the open): 78% of the samples in the kernel, 27% in finish_task_switch (the thread switches of each round
+trip), 17% in iowrite16 (the virtio-blk kick, one per read) and 12% re-enabling interrupts; rostore's JavaScript and addon
+under 16%. The levers are fewer switches and kicks per read (io_uring from the addon), not less work in rostore. Tried
+and not kept: the synchronous get reading a cold record with a pread instead of its page faults (+4% on average over
+interleaved runs, within their spread).`,
   'cold-resp': COLD_CPU,
   'cold-push': `The hit ratio holds (the fetch writes and reads behind, the verify drops what it read, one worker carries
 the hot set: 100% before, during and after in this session's runs, against 73-90% before those changes, when the page
