@@ -88,9 +88,14 @@ export function artifactDir(ds: Dataset, kind: ArtifactKind): string {
   return join(workRoot(), 'stores', datasetId(ds.shape, ds.seed), kind)
 }
 
-/** The rostore node directory inside a rostore artifact. */
+/**
+ * The directory a reader opens inside a rostore artifact: a format-1 build's `node-0`, or
+ * a format-2 build's root (its manifest and partition files; openStore and a node's install
+ * both take it).
+ */
 export function rostoreNodeDir(ds: Dataset, kind: 'rostore-none' | 'rostore-snappy'): string {
-  return join(artifactDir(ds, kind), 'out', 'node-0')
+  const out = join(artifactDir(ds, kind), 'out')
+  return existsSync(join(out, 'node-0')) ? join(out, 'node-0') : out
 }
 
 /**

@@ -1,6 +1,7 @@
 import { StoreError } from '../../../common/errors'
 import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, LOOKUP_NEEDS_ROOM, lookupFailure, type LookupFunctions } from '../../../common/native'
 import type { ValueCodec } from '../chunk/codec'
+import { ColdPreads } from './cold-pread'
 import { corrupt } from '../chunk/header'
 import type { HotSetParts } from './hot-set'
 import { KeyBatch } from './key-batch'
@@ -37,6 +38,7 @@ export class MappedStoreReader implements ServingReader {
   private chunks: readonly MappedChunk[]
   private readonly geometry: ChunkGeometry
   private readonly plain: boolean
+  private readonly preads: ColdPreads
 
   constructor(
     readonly dir: string,
@@ -51,6 +53,8 @@ export class MappedStoreReader implements ServingReader {
     this.geometry = opts.geometry
     const g = opts.geometry
     this.plain = codec.name === 'none'
+    const files = chunks.map((c) => ({ path: c.dataFile, size: c.dataSize, expect: c.count > 0 ? c.dataSize / c.count : 0 }))
+    this.preads = new ColdPreads(files, { map, codec, crc32: opts.verifyRecords ? ops.crc32 : undefined })
     this.lookup = ops.createLookup({
       chunks,
       key: this.key,
@@ -78,6 +82,21 @@ export class MappedStoreReader implements ServingReader {
   }
 
   async getAsync(key: Uint8Array | string): Promise<Buffer | undefined> {
+    const map = this.map
+    const len = map ? this.writeKey(key) : -1
+    if (!map || len < 0) {
+      await this.warmRounds([key])
+      return this.get(key)
+    }
+    map.reads++
+    const status = this.open().get(len, true)
+    const out = this.out
+    if (status === LOOKUP_MISS) return undefined
+    if (status === LOOKUP_HIT) return this.value(out[0] as number, out[1] as number, out[2] as number)
+    if (status !== LOOKUP_COLD) this.fail(status, out[0] as number, out[4] as number)
+    const value = await this.preads.value(Buffer.from(this.key.subarray(0, len)), out[0] as number, out[4] as number, out[2] as number)
+    if (value !== 'unusable') return value
+    // Another key under the same hash prefix, or a damaged record: the mapped path decides.
     await this.warmRounds([key])
     return this.get(key)
   }
@@ -224,6 +243,7 @@ export class MappedStoreReader implements ServingReader {
     // here (or a later one, for values still held).
     if (!this.lookup) return
     this.map?.close()
+    this.preads.close()
     this.lookup.close()
     this.lookup = undefined
     this.chunks = []

@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync } from 'node:fs'
 import type { StoreOps } from './store-ops'
 
 /** How a reader treats records whose pages are not in memory (OpenOptions.coldReads). */
@@ -145,6 +146,27 @@ export class ResidencyMap {
     })
   }
 
+  /** A cold record read with pread (cold-pread.ts) instead of warm(): counted as a warm-up is. */
+  readStarted(): void {
+    this.coldReads++
+    this.inFlight++
+  }
+
+  /** That read is done: `length` bytes at `offset` of data file `file` are in the page cache now. */
+  readDone(file: number, offset: number, length: number): void {
+    this.inFlight--
+    const f = this.files[file]
+    // The vectors are indexed by the kernel's page: marked from here only where it is PAGE.
+    if (f && length > 0 && kernelPageBytes() === PAGE) {
+      const last = Math.min(Math.floor((offset + length - 1) / PAGE), f.vec.length - 1)
+      for (let p = Math.floor(offset / PAGE); p <= last; p++) {
+        if (((f.vec[p] as number) & 1) === 0) this.pagesRead++
+        f.vec[p] = 1
+      }
+    }
+    this.closeIfIdle()
+  }
+
   private send(b: WarmBatch): void {
     if (this.batch === b) this.batch = undefined
     if (b.sent) return
@@ -246,6 +268,25 @@ export class ResidencyMap {
       this.refreshing = false
     }
   }
+}
+
+let pageBytes: number | undefined
+
+/** The kernel's page size (from /proc/self/smaps), or 0 when it cannot be read. */
+function kernelPageBytes(): number {
+  if (pageBytes === undefined) {
+    try {
+      const fd = openSync('/proc/self/smaps', 'r')
+      const head = Buffer.alloc(4096)
+      const n = readSync(fd, head, 0, head.length, null)
+      closeSync(fd)
+      const m = /KernelPageSize:\s+(\d+) kB/.exec(head.toString('latin1', 0, n))
+      pageBytes = m ? Number(m[1]) * 1024 : 0
+    } catch {
+      pageBytes = 0
+    }
+  }
+  return pageBytes
 }
 
 /**
