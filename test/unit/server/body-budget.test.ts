@@ -2,11 +2,11 @@ import { writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { encodeKeys, decodeValues } from '../../../formats/wire/multiget'
-import { nullLogger } from '../../../server/log'
-import { startNode, type RunningNode } from '../../../server/node'
+import type { RunningNode } from '../../../server/node'
 import { makeNodeDir } from '../../../testkit/stores/make-store'
 import { request } from '../../../testkit/cluster/node-process'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../testkit/cluster/loopback-node'
 
 /**
  * The request budget of a serving process on the HTTP side: multi-get bodies over 64 KiB
@@ -27,14 +27,7 @@ beforeAll(async () => {
     { store: 'users', version: 1 },
   )
   writeFileSync(join(dataDir, 'users', 'LIVE'), '1\n')
-  node = await startNode({
-    cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-    nodeId: 0,
-    dataDir,
-    bind: '127.0.0.1',
-    port: 0,
-    log: nullLogger,
-    defaultMetrics: false,
+  node = await startLoopbackNode(dataDir, {
     maxBufferedRequestBytes: BUDGET,
     timeouts: { headersMs: 1000, requestMs: 2000, checkIntervalMs: 100 },
   })

@@ -9,6 +9,7 @@ import { startNode, type RunningNode } from '../../../server/node'
 import { makeNodeDir } from '../../../testkit/stores/make-store'
 import { json, request } from '../../../testkit/cluster/node-process'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../testkit/cluster/loopback-node'
 
 describe('EventRing', () => {
   test('keeps the newest events, folds repeats, and records only listed log events with checked fields', () => {
@@ -79,16 +80,9 @@ describe('console routes (in-process node with a read token)', () => {
   beforeAll(async () => {
     const src = join(tmp.dir, 'src')
     await makeNodeDir(src, [['k', 'v']], { store: 'users', version: 3, chunks: 1 })
-    node = await startNode({
-      cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-      nodeId: 0,
-      dataDir: join(tmp.dir, 'data'),
+    node = await startLoopbackNode(join(tmp.dir, 'data'), {
       adminToken: 'console-unit-admin-token-0123',
       readToken,
-      bind: '127.0.0.1',
-      port: 0,
-      log: nullLogger,
-      defaultMetrics: false,
     })
     const r = await request(`${node.url}/admin/stores/users/install`, {
       method: 'POST',

@@ -1,13 +1,13 @@
 import { Agent } from 'node:http'
 import { join } from 'node:path'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { nullLogger } from '../../../server/log'
-import { startNode, type RunningNode } from '../../../server/node'
+import type { RunningNode } from '../../../server/node'
 import { GrowableBuffer } from '../../../common/growable-buffer'
 import { ResponseBuffers } from '../../../server/http/response-buffers'
 import { makeNodeDir } from '../../../testkit/stores/make-store'
 import { request } from '../../../testkit/cluster/node-process'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../testkit/cluster/loopback-node'
 
 test('a sink grows keeping its bytes; the pool hands sinks back empty and keeps a bounded number of bounded size', () => {
   const s = new GrowableBuffer(4)
@@ -53,15 +53,8 @@ describe('multi-get answers from reused bodies', () => {
       Array.from({ length: N }, (_, i) => [`k${i}`, valueOf(i)] as [string, string]),
       { store: 's', version: 1, chunks: 2 },
     )
-    node = await startNode({
-      cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-      nodeId: 0,
-      dataDir: join(tmp.dir, 'data'),
+    node = await startLoopbackNode(join(tmp.dir, 'data'), {
       adminToken: 'unit-test-token-0123456789',
-      bind: '127.0.0.1',
-      port: 0,
-      log: nullLogger,
-      defaultMetrics: false,
     })
     const r = await request(`${node.url}/admin/stores/s/install`, {
       method: 'POST',

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { nullLogger } from '../../../../server/log'
-import { startNode, type RunningNode } from '../../../../server/node'
+import type { RunningNode } from '../../../../server/node'
 import { makeNodeDir } from '../../../../testkit/stores/make-store'
 import { RawConnection } from '../../../../testkit/net/redis-cli'
 import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../../testkit/cluster/loopback-node'
 
 /**
  * The request budget of a serving process on the RESP side: commands cut across reads are
@@ -28,14 +28,7 @@ beforeAll(async () => {
     { store: 'users', version: 1 },
   )
   writeFileSync(join(dataDir, 'users', 'LIVE'), '1\n')
-  node = await startNode({
-    cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-    nodeId: 0,
-    dataDir,
-    bind: '127.0.0.1',
-    port: 0,
-    log: nullLogger,
-    defaultMetrics: false,
+  node = await startLoopbackNode(dataDir, {
     maxBufferedRequestBytes: BUDGET,
     resp: { port: 0 },
   })

@@ -1,11 +1,11 @@
 import { release } from 'node:os'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { nullLogger } from '../../../../server/log'
-import { startNode, type RunningNode } from '../../../../server/node'
+import type { RunningNode } from '../../../../server/node'
 import { makeNodeDir } from '../../../../testkit/stores/make-store'
 import { cli, RawConnection, redisCli } from '../../../../testkit/net/redis-cli'
 import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../../testkit/cluster/loopback-node'
 
 /**
  * Every command of the RESP port through redis-cli (Debian redis-tools), against an
@@ -42,14 +42,7 @@ beforeAll(async () => {
   data[at] = data[at]! ^ 0x01
   writeFileSync(join(rotten, '0.data'), data)
   writeFileSync(join(dataDir, 'rotten', 'LIVE'), '1\n')
-  node = await startNode({
-    cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-    nodeId: 0,
-    dataDir,
-    bind: '127.0.0.1',
-    port: 0,
-    log: nullLogger,
-    defaultMetrics: false,
+  node = await startLoopbackNode(dataDir, {
     resp: { port: 0 },
   })
   port = node.resp!.port
@@ -238,14 +231,7 @@ test('redis-cli --pipe: many commands in one stream, answered in order, errors c
 })
 
 test('--resp-default-store: every key is a bare key of that store, colons included; other stores are out of reach', async () => {
-  const other = await startNode({
-    cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-    nodeId: 0,
-    dataDir: join(tmp.dir, 'data'),
-    bind: '127.0.0.1',
-    port: 0,
-    log: nullLogger,
-    defaultMetrics: false,
+  const other = await startLoopbackNode(join(tmp.dir, 'data'), {
     resp: { port: 0, defaultStore: 'users' },
   })
   try {

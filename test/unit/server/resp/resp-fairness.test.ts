@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { nullLogger } from '../../../../server/log'
-import { startNode, type RunningNode } from '../../../../server/node'
+import type { RunningNode } from '../../../../server/node'
 import { makeNodeDir } from '../../../../testkit/stores/make-store'
 import { NodeProcess, writeClusterFile } from '../../../../testkit/cluster/node-process'
 import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../../testkit/cluster/loopback-node'
 
 /**
  * Connections share a serving process's time: clients pipelining 10,000-key MGETs take one
@@ -38,14 +38,7 @@ beforeAll(async () => {
     { store: 'users', version: 1 },
   )
   writeFileSync(join(dataDir, 'users', 'LIVE'), '1\n')
-  node = await startNode({
-    cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-    nodeId: 0,
-    dataDir,
-    bind: '127.0.0.1',
-    port: 0,
-    log: nullLogger,
-    defaultMetrics: false,
+  node = await startLoopbackNode(dataDir, {
     drainTimeoutMs: 20_000,
     resp: { port: 0 },
   })

@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { nullLogger } from '../../../../server/log'
-import { startNode, type RunningNode } from '../../../../server/node'
+import type { RunningNode } from '../../../../server/node'
 import { makeNodeDir } from '../../../../testkit/stores/make-store'
 import { request } from '../../../../testkit/cluster/node-process'
 import { cli, RawConnection, redisCli } from '../../../../testkit/net/redis-cli'
 import { makeTmp } from '../../../../testkit/stores/tmp'
+import { startLoopbackNode } from '../../../../testkit/cluster/loopback-node'
 
 /**
  * Read authentication on both protocols, and the bounds of the RESP port: clients,
@@ -32,14 +32,7 @@ describe.each(['shared buffer', 'stream'])('%s reads', (mode) => {
     recs.push(['big', 'b'.repeat(BIG)])
     await makeNodeDir(join(dataDir, 'users', 'version-1'), recs, { store: 'users', version: 1 })
     writeFileSync(join(dataDir, 'users', 'LIVE'), '1\n')
-    node = await startNode({
-      cluster: { name: 'unit', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0] }] },
-      nodeId: 0,
-      dataDir,
-      bind: '127.0.0.1',
-      port: 0,
-      log: nullLogger,
-      defaultMetrics: false,
+    node = await startLoopbackNode(dataDir, {
       adminToken: ADMIN_TOKEN,
       readToken: READ_TOKEN,
       resp: {
