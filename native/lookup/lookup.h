@@ -84,7 +84,7 @@ int ro_lookup_hashed(const ro_store *s, const uint8_t *key, size_t len, const ui
 
 /*
  * A lookup in three steps, so that a batch can overlap the memory latency of many keys
- * (a dependent miss costs ~230 ns on this VM; a hundred independent ones overlap):
+ * (each dependent cache miss waits in turn; independent ones overlap):
  * ro_prefetch_entry touches the index entry the search will probe first; ro_locate
  * searches the index and touches the record it points to (RO_HIT: a candidate at *pos;
  * RO_MISS; RO_E_ORDER); ro_finish checks the record(s) at pos and fills *out as

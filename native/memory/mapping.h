@@ -32,7 +32,7 @@ uint64_t ro_touch_pages(const uint8_t *base, uint64_t size);
  * no other: mincore() says which, MADV_POPULATE_READ (Linux 5.14; one read per page where
  * it is missing) maps each run of them. No disk read is started for pages that are not
  * cached. Returns the pages mapped. Why: a first touch of a mapped page costs a fault
- * (~10-20 us on a VM), so a node that has just swapped to a version whose files are cached
+ * (a trap into the kernel, costly on a VM), so a node that has just swapped to a version whose files are cached
  * (fetched or installed moments ago) would otherwise pay one per 64 KiB it reads, on its
  * event loop, for as long as the data file takes to be read through once.
  */
