@@ -1,4 +1,5 @@
-import type { StoreClient } from '../../client/store-client'
+import { StoreClient } from '../../client/store-client'
+import type { Cluster } from '../../cluster/cluster'
 import { errorMessage } from '../../common/errors'
 
 /**
@@ -72,5 +73,42 @@ export class VersionReader {
         this.reads++
       }
     }
+  }
+}
+
+export interface LayoutReadersOptions {
+  /** The cluster file of the live layout. */
+  readonly cluster: Cluster
+  /** An older file, naming fewer nodes: a client started with it must follow the cluster. */
+  readonly oldFile: Cluster
+  readonly store: string
+  readonly keys: number
+  readonly keyOf: (i: number) => string
+  /** Checked reads each reader has done before this resolves. */
+  readonly warmReads: number
+}
+
+/**
+ * The readers a test that changes the layout keeps running: HTTP routed by the current
+ * file, HTTP routed by an older file, and RESP; started, each past `warmReads` reads.
+ */
+export async function startLayoutReaders(o: LayoutReadersOptions): Promise<VersionReader[]> {
+  const connect = (cluster: Cluster, transport: 'http' | 'resp'): Promise<StoreClient> =>
+    StoreClient.connect({ cluster, store: o.store, timeoutMs: 10_000, transport })
+  const readers = [
+    new VersionReader('http', await connect(o.cluster, 'http'), 1, o.keys, o.keyOf),
+    new VersionReader('http-old-file', await connect(o.oldFile, 'http'), 2, o.keys, o.keyOf),
+    new VersionReader('resp', await connect(o.cluster, 'resp'), 3, o.keys, o.keyOf),
+  ]
+  for (const r of readers) r.start()
+  for (const r of readers) await r.more(o.warmReads)
+  return readers
+}
+
+/** Stops every reader and closes its client. */
+export async function stopReaders(readers: readonly VersionReader[]): Promise<void> {
+  for (const r of readers) {
+    await r.stop()
+    r.client.close()
   }
 }

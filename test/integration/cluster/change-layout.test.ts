@@ -10,7 +10,7 @@ import { clusterVersions } from '../../../client/versions'
 import { json, request, startClusterFromFile, type TestCluster } from '../../../testkit/cluster/node-process'
 import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/cluster/layout-files'
 import { makeTmp } from '../../../testkit/stores/tmp'
-import { VersionReader } from '../../../testkit/cluster/version-reader'
+import { startLayoutReaders, stopReaders, type VersionReader } from '../../../testkit/cluster/version-reader'
 
 /**
  * Growing and shrinking the cluster with real node processes: 3 nodes grow to 5
@@ -84,26 +84,11 @@ beforeAll(async () => {
   }
   expect((await pushStore({ cluster: fileA, store: STORE, from: builds[1]!, adminToken: TOKEN })).status).toBe('live')
   expect(await live(all)).toEqual([1, 1, 1, null, null])
-  readers = [
-    new VersionReader('http', await StoreClient.connect({ cluster: fileA, store: STORE, timeoutMs: 10_000 }), 1, KEYS, keyOf),
-    new VersionReader('http-old-file', await StoreClient.connect({ cluster: oldFile, store: STORE, timeoutMs: 10_000 }), 2, KEYS, keyOf),
-    new VersionReader(
-      'resp',
-      await StoreClient.connect({ cluster: fileA, store: STORE, timeoutMs: 10_000, transport: 'resp' }),
-      3,
-      KEYS,
-      keyOf,
-    ),
-  ]
-  for (const r of readers) r.start()
-  for (const r of readers) await r.more(20)
+  readers = await startLayoutReaders({ cluster: fileA, oldFile, store: STORE, keys: KEYS, keyOf, warmReads: 20 })
 })
 
 afterAll(async () => {
-  for (const r of readers) {
-    await r.stop()
-    r.client.close()
-  }
+  await stopReaders(readers)
   await nodes?.killAll()
   tmp.cleanup()
 })

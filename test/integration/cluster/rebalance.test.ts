@@ -8,13 +8,12 @@ import { cliPath } from '../../../common/paths'
 import { pushStore } from '../../../client/push/push-store'
 import { planRebalance, rebalanceStore } from '../../../client/push/rebalance'
 import { rollbackCluster } from '../../../client/push/rollback'
-import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
 import { NodeClient } from '../../../client/node-client'
 import { startClusterFromFile, type NodeProcess, type TestCluster } from '../../../testkit/cluster/node-process'
 import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/cluster/layout-files'
 import { makeTmp } from '../../../testkit/stores/tmp'
-import { VersionReader } from '../../../testkit/cluster/version-reader'
+import { startLayoutReaders, stopReaders, type VersionReader } from '../../../testkit/cluster/version-reader'
 
 /**
  * Format 2 across layout changes, with real node processes under continuous reads: a
@@ -71,26 +70,11 @@ beforeAll(async () => {
   const pushed = await pushStore({ cluster: three, store: STORE, from: output, adminToken: TOKEN })
   expect(pushed.status).toBe('live')
   expect(await live(five)).toEqual([1, 1, 1, null, null])
-  readers = [
-    new VersionReader('http', await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000 }), 1, KEYS, keyOf),
-    new VersionReader('http-old-file', await StoreClient.connect({ cluster: oldFile, store: STORE, timeoutMs: 10_000 }), 2, KEYS, keyOf),
-    new VersionReader(
-      'resp',
-      await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000, transport: 'resp' }),
-      3,
-      KEYS,
-      keyOf,
-    ),
-  ]
-  for (const r of readers) r.start()
-  for (const r of readers) await r.more(10)
+  readers = await startLayoutReaders({ cluster: three, oldFile, store: STORE, keys: KEYS, keyOf, warmReads: 10 })
 })
 
 afterAll(async () => {
-  for (const r of readers) {
-    await r.stop()
-    r.client.close()
-  }
+  await stopReaders(readers)
   await nodes?.killAll()
   tmp.cleanup()
 })
