@@ -139,42 +139,9 @@ export class KeyReads {
       minVersion = version
       if (!route.allLocal) part = partitionOf(route, key)
       if (sv.stale === undefined && (part < 0 || route.local[part] === 1)) {
-        let found: boolean | undefined = false
-        let cold = false
-        let warming: Promise<void> | undefined
-        let ok = true
-        try {
-          if (framed) {
-            const framing = framed[conn.proto]
-            found = target ? reader.getFramedInto(key, framing, out) : reader.getFramedInto(key, framing, out, true)
-            if (found === undefined) {
-              cold = true
-              warming = reader.warm([key])
-            }
-          } else {
-            warming = target ? undefined : reader.warm([key])
-            cold = warming !== undefined
-            if (!cold) {
-              const value = reader.get(key)
-              found = value !== undefined
-              reply(out, value, conn)
-            }
-          }
-        } catch (err) {
-          if (!isLookupFailure(err)) throw err
-          ok = false
-          this.localFailure(sv, version, err)
-        }
-        if (cold) {
-          const copy = Buffer.from(key)
-          return this.afterWarm(conn, warming, (d) => this.answerOne(conn, sv, copy, reply, framed, d))
-        }
-        if (ok) {
-          this.d.stats.localKeys++
-          if (found) st.localHits++
-          else st.localMisses++
-          return done()
-        }
+        const local = this.readLocalOne(conn, sv, reader, key, reply, framed, target)
+        if (local === 'answered') return done()
+        if (local === 'deferred') return
       }
     } else {
       route = this.d.routes.lastKnown(sv.store)
@@ -202,6 +169,63 @@ export class KeyReads {
       }
       conn.complete(d)
     })
+  }
+
+  /**
+   * answerOne's read from this node's files: 'answered' (written into the output),
+   * 'deferred' (a cold record: answered from the pool's warm-up, in its place in the order)
+   * or 'failed' (a damaged record: another replica answers).
+   */
+  private readLocalOne(
+    conn: RespConnection,
+    sv: ServedStore,
+    reader: ServingReader,
+    key: Buffer,
+    reply: ValueReply,
+    framed: Readonly<Record<RespProto, ValueFraming>> | undefined,
+    target: Deferred | undefined,
+  ): 'answered' | 'deferred' | 'failed' {
+    const out = target ? target.w : conn.out()
+    const version = reader.metadata.version
+    const st = this.d.stats.store(sv.store)
+    let found: boolean | undefined = false
+    let cold = false
+    let warming: Promise<void> | undefined
+    let ok = true
+    try {
+      if (framed) {
+        const framing = framed[conn.proto]
+        found = target ? reader.getFramedInto(key, framing, out) : reader.getFramedInto(key, framing, out, true)
+        if (found === undefined) {
+          cold = true
+          warming = reader.warm([key])
+        }
+      } else {
+        warming = target ? undefined : reader.warm([key])
+        cold = warming !== undefined
+        if (!cold) {
+          const value = reader.get(key)
+          found = value !== undefined
+          reply(out, value, conn)
+        }
+      }
+    } catch (err) {
+      if (!isLookupFailure(err)) throw err
+      ok = false
+      this.localFailure(sv, version, err)
+    }
+    if (cold) {
+      const copy = Buffer.from(key)
+      this.afterWarm(conn, warming, (d) => this.answerOne(conn, sv, copy, reply, framed, d))
+      return 'deferred'
+    }
+    if (ok) {
+      this.d.stats.localKeys++
+      if (found) st.localHits++
+      else st.localMisses++
+      return 'answered'
+    }
+    return 'failed'
   }
 
   /**
@@ -269,38 +293,7 @@ export class KeyReads {
     const done = (): void => {
       if (target) conn.complete(target)
     }
-    // One store, all local: the reply is written straight from the reader.
-    const only = groups.length === 1 ? (groups[0] as StoreGroup) : undefined
-    if (direct && only && only.sv.stale === undefined) {
-      const lease = only.sv.live.acquire()
-      if (lease) {
-        try {
-          const route = this.d.routes.of(lease.reader.metadata)
-          if (route?.allLocal) {
-            const hits = direct(out, lease.reader, only.keys, conn, target === undefined)
-            if (hits === FRAMED_COLD) {
-              const copies = groups.map((g) => ({ sv: g.sv, idx: g.idx, keys: g.keys.map((k) => Buffer.from(k)) }))
-              this.afterWarm(conn, lease.reader.warm(only.keys), (d) => this.answerMany(conn, copies, n, reply, direct, d))
-              return
-            }
-            if (hits < 0) {
-              out.error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
-              return done()
-            }
-            const st = this.d.stats.store(only.sv.store)
-            this.d.stats.localKeys += n
-            st.localHits += hits
-            st.localMisses += n - hits
-            return done()
-          }
-        } catch (err) {
-          if (!isLookupFailure(err)) throw err
-          this.localFailure(only.sv, lease.version, err)
-        } finally {
-          lease.release()
-        }
-      }
-    }
+    if (direct && this.answerDirect(conn, groups, n, reply, direct, target)) return
     const values = new Array<Buffer | undefined>(n)
     const versionOf = new Array<number>(n).fill(0)
     const nodeOf = new Array<number>(n).fill(this.d.nodeId)
@@ -318,7 +311,67 @@ export class KeyReads {
       this.finish(conn, out, values, reply)
       return done()
     }
-    const d = target ?? conn.defer()
+    this.forwardMany(conn, groups, routes, batches, { values, versionOf, nodeOf }, reply, target ?? conn.defer())
+  }
+
+  /**
+   * One store whose every key this node holds: the reply written straight from its reader
+   * (MGET). True when that answered the command (or deferred it for cold records); false
+   * when the keys must take the general path (stale, no live reader, a damaged record).
+   */
+  private answerDirect(
+    conn: RespConnection,
+    groups: readonly StoreGroup[],
+    n: number,
+    reply: ValuesReply,
+    direct: DirectReply,
+    target: Deferred | undefined,
+  ): boolean {
+    const only = groups.length === 1 ? (groups[0] as StoreGroup) : undefined
+    const lease = only && only.sv.stale === undefined ? only.sv.live.acquire() : undefined
+    if (!only || !lease) return false
+    const out = target ? target.w : conn.out()
+    try {
+      if (!this.d.routes.of(lease.reader.metadata)?.allLocal) return false
+      const hits = direct(out, lease.reader, only.keys, conn, target === undefined)
+      if (hits === FRAMED_COLD) {
+        const copies = groups.map((g) => ({ sv: g.sv, idx: g.idx, keys: g.keys.map((k) => Buffer.from(k)) }))
+        this.afterWarm(conn, lease.reader.warm(only.keys), (d) => this.answerMany(conn, copies, n, reply, direct, d))
+        return true
+      }
+      if (hits < 0) out.error(`RO_TOO_LARGE the reply would be larger than ${this.d.maxReplyBytes} bytes`)
+      else {
+        const st = this.d.stats.store(only.sv.store)
+        this.d.stats.localKeys += n
+        st.localHits += hits
+        st.localMisses += n - hits
+      }
+      if (target) conn.complete(target)
+      return true
+    } catch (err) {
+      if (!isLookupFailure(err)) throw err
+      this.localFailure(only.sv, lease.version, err)
+      return false
+    } finally {
+      lease.release()
+    }
+  }
+
+  /**
+   * Sends the batches of keys this node does not answer to their replicas, then writes the
+   * reply into `d`: at once when every store's keys came from one version, else after
+   * reading the mixed stores' keys again from one version (one-version-keys.ts).
+   */
+  private forwardMany(
+    conn: RespConnection,
+    groups: readonly StoreGroup[],
+    routes: readonly StoreRoute[],
+    batches: readonly Batch[],
+    first: FirstAnswers,
+    reply: ValuesReply,
+    d: Deferred,
+  ): void {
+    const { values, versionOf, nodeOf } = first
     // The keys outlive the parser's buffer if they must be read again from one version.
     const copies = groups.map((g) => copyKeys(g.keys))
     let pending = batches.length
