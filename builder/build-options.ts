@@ -62,6 +62,12 @@ export interface BuildOptions {
   readonly tmpdir?: string
   /** Default 'error'. */
   readonly onDuplicate?: DuplicatePolicy
+  /**
+   * An earlier format-2 build output of the store (a local directory): the build also writes
+   * one patch per partition against it (docs/FORMAT.md "Partition patches"), and takes its
+   * chunk count unless `chunks` is given. Local engine only.
+   */
+  readonly base?: string
   /** Key hash name; only tests set it (see formats/store/key-hash.ts). */
   readonly keyHash?: string
   readonly signal?: AbortSignal
@@ -78,8 +84,8 @@ export interface BuildProgress {
   readonly bucketsTotal: number
 }
 
-export type NormalizedBuildOptions = Required<Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>> &
-  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>
+export type NormalizedBuildOptions = Required<Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base'>> &
+  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base'>
 
 export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const bad = (msg: string): never => {
@@ -99,6 +105,7 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     bad(`--chunks ${o.chunks} must be 1..65536`)
   const layout = o.layout ?? 'partitions'
   if (!(OUTPUT_LAYOUTS as readonly string[]).includes(layout)) bad(`unknown --layout ${layout} (${OUTPUT_LAYOUTS.join(', ')})`)
+  if (o.base !== undefined && layout !== 'partitions') bad('--base needs --layout partitions')
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
   const version = o.version ?? Math.floor(Date.now() / 1000)
