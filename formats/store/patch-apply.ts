@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../common/errors'
-import { createFileChecksummer } from './checksum'
+import { checksumFile } from './checksum'
 import { ChunkWriter } from './chunk-writer'
 import { codecByName } from './codec'
 import { createKeyHasher } from './key-hash'
@@ -11,6 +11,8 @@ import { openPatch, type PatchOp } from './patch-read'
 import type { VersionManifest } from './partition-files'
 import { compareRecordOrder, walkPartitionChunk, type HashedRecord } from './partition-records'
 import { chunkOf } from './layout'
+import { INDEX_ENTRY_SIZE } from './header'
+import { RECORD_HEADER_SIZE } from './record'
 
 /**
  * Rebuilds partition `partition` of `manifest`'s version from the same partition of its
@@ -34,8 +36,12 @@ export interface ApplyPatchOptions {
   readonly partition: number
   /** The base is not served: its pages may leave the page cache once read. Default false. */
   readonly dropBehind?: boolean
+  /** Awaited about every PACE_BYTES of records written: a node's throttle takes its tokens here. */
+  readonly pace?: (bytes: number) => Promise<void>
   readonly signal?: AbortSignal
 }
+
+const PACE_BYTES = 1 << 20
 
 export interface AppliedPatch {
   readonly files: readonly FileEntry[]
@@ -70,6 +76,15 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
     }
     let op = await next()
     let count = 0
+    let unpaced = 0
+    const written1 = async (key: Uint8Array, value: Uint8Array): Promise<void> => {
+      unpaced += RECORD_HEADER_SIZE + INDEX_ENTRY_SIZE + key.length + value.length
+      if (unpaced < PACE_BYTES || o.pace === undefined) return
+      const n = unpaced
+      unpaced = 0
+      await o.pace(n)
+      o.signal?.throwIfAborted()
+    }
     for (let chunk = 0; chunk < m.chunks; chunk++) {
       o.signal?.throwIfAborted()
       const writer = new ChunkWriter(o.outDir, { store: m.store, dataVersion: m.dataVersion, partition: o.partition, chunk }, codecId)
@@ -85,12 +100,16 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
           if (c > 0) {
             const rec = b as HashedRecord
             writer.add(rec.hash, rec.key, rec.value)
+            await written1(rec.key, rec.value)
             b = pull(base)
             continue
           }
           const cur = here as NonNullable<typeof here>
           if (cur.op === PATCH_DELETE && c !== 0) throw new StoreError('RO_CORRUPT', `${name}: deletes a key the base does not hold`)
-          if (cur.op !== PATCH_DELETE) writer.add(cur.hash, cur.key, cur.value ?? Buffer.alloc(0))
+          if (cur.op !== PATCH_DELETE) {
+            writer.add(cur.hash, cur.key, cur.value ?? Buffer.alloc(0))
+            await written1(cur.key, cur.value ?? Buffer.alloc(0))
+          }
           if (c === 0) b = pull(base)
           count++
           op = await next()
@@ -107,6 +126,7 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
     if (op !== undefined) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
     // Pulls the rest of the body: its checksums are checked at its end.
     if (!(await ops.next()).done) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
+    await o.pace?.(unpaced)
     return { files: await checkFiles(o.outDir, entry.files, m.checksumAlgorithm), ops: count, bytesWritten: sumSizes(entry.files) }
   } catch (err) {
     await ops.return(undefined)
@@ -124,15 +144,18 @@ function sumSizes(files: readonly FileEntry[]): number {
   return files.reduce((s, f) => s + f.size, 0)
 }
 
-/** The rebuilt files must be the build's, byte for byte: same size, same checksum. */
+/**
+ * The rebuilt files must be the build's, byte for byte: same size, same checksum. Read with
+ * drop-behind: the new files leave the page cache as a fetched file's do (the live
+ * version's hot pages stay).
+ */
 async function checkFiles(
   dir: string,
   expected: readonly FileEntry[],
   algorithm: VersionManifest['checksumAlgorithm'],
 ): Promise<FileEntry[]> {
-  const checksum = await createFileChecksummer(algorithm)
   for (const f of expected) {
-    const got = checksum(join(dir, f.name))
+    const got = await checksumFile(join(dir, f.name), algorithm, { dropBehind: true })
     if (got !== f.checksum)
       throw new StoreError('RO_CHECKSUM_MISMATCH', `rebuilt ${f.name} has checksum ${got}, the build's is ${f.checksum}`)
   }
