@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { pushStore, type PushResult } from '../../../client/push'
+import { formatPlan, planPush } from '../../../client/push-plan'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
 import { readManifest } from '../../../formats/store/manifest-io'
@@ -94,6 +95,14 @@ describe('delta push', () => {
     expect(first.status).toBe('live')
     const full = first.nodes.map((n) => n.partitions?.bytes ?? 0)
     d2 = await build('st', v2, 2, d1)
+    // --dry-run predicts it: every held partition by patch, the patches' bytes.
+    const plan = await planPush({ cluster, store: 'st', from: d2, adminToken: TOKEN })
+    for (const n of plan.nodes) {
+      expect(n.byPatch?.length).toBe(8)
+      expect(n.files).toBe(8)
+      expect(n.fetchBytes).toBeLessThan((full[n.nodeId] as number) / 5)
+    }
+    expect(formatPlan(plan)).toMatch(/fetches 8 files \(partitions \[[0-9,]+\] by patch\)/)
     const r = await push('st', d2)
     expect(r.status).toBe('live')
     for (const [i, n] of r.nodes.entries()) {
@@ -104,6 +113,7 @@ describe('delta push', () => {
         byFiles: [],
       })
       expect(n.partitions!.bytes).toBeLessThan((full[i] as number) / 5)
+      expect(n.partitions!.bytes).toBe(plan.nodes[i]!.fetchBytes)
     }
     await readsAll('st', v2)
   })
