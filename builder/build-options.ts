@@ -68,6 +68,12 @@ export interface BuildOptions {
    * chunk count unless `chunks` is given. Local engine only.
    */
   readonly base?: string
+  /**
+   * With `base`: the full files of partitions that got a patch are not kept, only the
+   * patches and the manifest (a node without the base then cannot take the version).
+   * Default false.
+   */
+  readonly patchOnly?: boolean
   /** Key hash name; only tests set it (see formats/store/key-hash.ts). */
   readonly keyHash?: string
   readonly signal?: AbortSignal
@@ -84,8 +90,10 @@ export interface BuildProgress {
   readonly bucketsTotal: number
 }
 
-export type NormalizedBuildOptions = Required<Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base'>> &
-  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base'>
+export type NormalizedBuildOptions = Required<
+  Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
+> &
+  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
 
 export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const bad = (msg: string): never => {
@@ -106,6 +114,7 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const layout = o.layout ?? 'partitions'
   if (!(OUTPUT_LAYOUTS as readonly string[]).includes(layout)) bad(`unknown --layout ${layout} (${OUTPUT_LAYOUTS.join(', ')})`)
   if (o.base !== undefined && layout !== 'partitions') bad('--base needs --layout partitions')
+  if (o.patchOnly === true && o.base === undefined) bad('--patch-only needs --base')
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
   const version = o.version ?? Math.floor(Date.now() / 1000)

@@ -50,6 +50,10 @@ export const builder = (y: Argv) =>
       type: 'string',
       describe: 'an earlier build output of the store: also write a patch per partition against it (local engine, --layout partitions)',
     })
+    .option('patch-only', {
+      type: 'boolean',
+      describe: 'with --base: keep only the patches (and the full files of partitions without one); nodes need the base',
+    })
     .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
     .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
     .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
@@ -98,6 +102,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
       memoryMb: a['memory-mb'],
       tmpdir: a.tmpdir,
       base: a.base,
+      ...(a['patch-only'] === true ? { patchOnly: true } : {}),
       onProgress: bar?.update,
     })
     bar?.stop()

@@ -190,6 +190,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         checkBaseFits(base.manifest, manifest)
         manifest = await writePartitionPatches(base, tmpOut, manifest)
         const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
+        if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
         patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (Date.now() - t0) / 1000 }
       }
       await writeManifest(tmpOut, manifest)

@@ -1,8 +1,11 @@
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { writePartitionPatches } from '../../../builder/partition-patches'
+import { readPatchSummary } from '../../../client/diff-patch'
+import { cliPath } from '../../../common/paths'
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { readManifest } from '../../../formats/store/manifest-io'
 import { applyPatch } from '../../../formats/store/patch-apply'
@@ -33,7 +36,11 @@ function initial(n: number): Records {
   return new Map(Array.from({ length: n }, (_, i) => [`key-${i}`, randomBytes(30 + (i % 150)).toString('base64')]))
 }
 
-async function build(recs: Records, version: number, o: { base?: string; compression?: 'none' | 'gzip' } = {}): Promise<string> {
+async function build(
+  recs: Records,
+  version: number,
+  o: { base?: string; compression?: 'none' | 'gzip'; patchOnly?: boolean } = {},
+): Promise<string> {
   const file = path('in.tsv')
   await writeInput(file, 'tsv', [...recs])
   const output = path(`v${version}`)
@@ -50,6 +57,7 @@ async function build(recs: Records, version: number, o: { base?: string; compres
     compression: o.compression ?? 'none',
     // With a base, the chunk count comes from it.
     ...(o.base !== undefined ? { base: o.base } : { chunks: 3 }),
+    ...(o.patchOnly === true ? { patchOnly: true } : {}),
   })
   return output
 }
@@ -182,11 +190,46 @@ describe('partition patches: base + patch = the full build, byte for byte', () =
     expect(m2.partitionFiles.every((e) => e.patch !== undefined)).toBe(true)
     expect(opsOf(m2)).toBe(40)
     await rebuildAll(d1, d2, m2)
+    // rostore diff --patch reads a patch: its operations, as the CLI prints them.
+    const summaries = await Promise.all(m2.partitionFiles.map((e) => readPatchSummary(join(d2, e.patch!.name))))
+    expect(summaries.reduce((s, x) => s + x.puts, 0)).toBe(40)
+    expect(summaries.every((x) => x.deleted === 0 && x.baseDataVersion === 1 && x.dataVersion === 2)).toBe(true)
+    const withOps = m2.partitionFiles.find((e) => e.patch!.ops > 0)!
+    const cli = spawnSync(process.execPath, [cliPath(), 'diff', '--patch', join(d2, withOps.patch!.name), '--keys'], { encoding: 'utf8' })
+    expect(cli.status).toBe(0)
+    expect(cli.stdout.split('\n').filter((l) => l.startsWith('* key-')).length).toBe(withOps.patch!.ops)
+    expect(cli.stdout).toMatch(
+      new RegExp(
+        `patch of partition ${withOps.partition}, data version 1 -> 2: put \\(added or changed\\) ${withOps.patch!.ops}, removed 0`,
+      ),
+    )
     // Every value changed: the patches would be as large as the files, so there are none.
     const v3 = new Map([...v1].map(([k, v]) => [k, `${v}!`]))
     const d3 = await build(v3, 3, { base: d2 })
     const m3 = await readManifest(d3)
     expect(m3.partitionFiles.filter((e) => e.patch !== undefined)).toEqual([])
     expect(readdirSync(d3).filter((n) => n.endsWith('.patch'))).toEqual([])
+  })
+
+  test("build --patch-only keeps the patches and the manifest, not the patched partitions' files; they rebuild as the full build", async () => {
+    const v1 = initial(1500)
+    const d1 = await build(v1, 1)
+    const v2 = new Map(v1)
+    for (let i = 0; i < 1500; i += 40) v2.delete(`key-${i}`)
+    const full = await build(v2, 2, { base: d1 })
+    const only = await build(v2, 2, { base: d1, patchOnly: true })
+    const m = await readManifest(only)
+    expect(m.partitionFiles.every((e) => e.patch !== undefined)).toBe(true)
+    expect(
+      readdirSync(only)
+        .filter((n) => !n.endsWith('.patch'))
+        .sort(),
+    ).toEqual(['metadata.json'])
+    const out = path('rebuilt')
+    mkdirSync(out)
+    for (const e of m.partitionFiles) {
+      await applyPatch({ baseDir: d1, patchFile: join(only, e.patch!.name), outDir: out, manifest: m, partition: e.partition })
+      for (const f of e.files) expect(readFileSync(join(out, f.name)).equals(readFileSync(join(full, f.name)))).toBe(true)
+    }
   })
 })
