@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the whole benchmark suite, writing bench/RESULTS.md.
  *
- *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,replication,lookup,serve,resp,fetch,swap,push,dump,soak,chaos,objstore,cold,hardening,partitions,memory,hadoop,ray]
+ *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,replication,lookup,serve,resp,fetch,swap,push,dump,soak,chaos,objstore,cold,hardening,partitions,delta,memory,hadoop,ray]
  *                          [--runs N] [--seed N] [--out FILE]
  *   node dist/bench/run.js --render [FILE]   re-render FILE (default bench/RESULTS.md) from the
  *                                             sections the last run saved, e.g. after editing analysis.ts
@@ -44,6 +44,7 @@ const ALL = [
   'cold',
   'hardening',
   'partitions',
+  'delta',
   'memory',
   'hadoop',
   'ray',

@@ -62,6 +62,18 @@ export interface BuildOptions {
   readonly tmpdir?: string
   /** Default 'error'. */
   readonly onDuplicate?: DuplicatePolicy
+  /**
+   * An earlier format-2 build output of the store (a local directory): the build also writes
+   * one patch per partition against it (docs/FORMAT.md "Partition patches"), and takes its
+   * chunk count unless `chunks` is given. Local engine only.
+   */
+  readonly base?: string
+  /**
+   * With `base`: the full files of partitions that got a patch are not kept, only the
+   * patches and the manifest (a node without the base then cannot take the version).
+   * Default false.
+   */
+  readonly patchOnly?: boolean
   /** Key hash name; only tests set it (see formats/store/layout/key-hash.ts). */
   readonly keyHash?: string
   readonly signal?: AbortSignal
@@ -78,8 +90,10 @@ export interface BuildProgress {
   readonly bucketsTotal: number
 }
 
-export type NormalizedBuildOptions = Required<Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>> &
-  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>
+export type NormalizedBuildOptions = Required<
+  Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
+> &
+  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
 
 export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const bad = (msg: string): never => {
@@ -99,6 +113,8 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     bad(`--chunks ${o.chunks} must be 1..65536`)
   const layout = o.layout ?? 'partitions'
   if (!(OUTPUT_LAYOUTS as readonly string[]).includes(layout)) bad(`unknown --layout ${layout} (${OUTPUT_LAYOUTS.join(', ')})`)
+  if (o.base !== undefined && layout !== 'partitions') bad('--base needs --layout partitions')
+  if (o.patchOnly === true && o.base === undefined) bad('--patch-only needs --base')
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
   const version = o.version ?? Math.floor(Date.now() / 1000)

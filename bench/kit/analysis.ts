@@ -252,6 +252,36 @@ was rerun). What would still help: count read and merge buffers inside the budge
 (\`resourceLimits.maxOldGenerationSizeMb\`) from the budget.`,
 
   fetch: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
+  'delta-1': `Under a throttle the rebuild is paced like a fetch: its writes take tokens from the same buckets
+(fetcher/partition-patch.ts), and it writes every byte of the partitions it replaces, so it cannot beat a full fetch of the
+same files at the same rate; the network moves 0.7-3.7% of the bytes, the disk as many as a full push. Meeting the goal
+means pacing only the bytes that cross the network (the patches), a one-line change in fetcher/partition-fetch.ts (the
+buckets given to installByPatches), at the cost of unpaced local writes during the rebuild. Left for a decision.`,
+  'delta-5': `Under a throttle the rebuild is paced like a fetch: its writes take tokens from the same buckets
+(fetcher/partition-patch.ts), and it writes every byte of the partitions it replaces, so it cannot beat a full fetch of the
+same files at the same rate; the network moves 0.7-3.7% of the bytes, the disk as many as a full push. Meeting the goal
+means pacing only the bytes that cross the network (the patches), a one-line change in fetcher/partition-fetch.ts (the
+buckets given to installByPatches), at the cost of unpaced local writes during the rebuild. Left for a decision.`,
+  'delta-2': `The rebuild is CPU-bound and serial: one partition at a time on the node's event loop, each base record read,
+CRC-checked, its key hashed with MD5 again (the merge order needs the full hash), written by the ChunkWriter (CRC again),
+then every file checksummed (xxh64) and the whole version verified by the swapper as for any fetch. Unthrottled on
+loopback, a full fetch is a sequential copy, which is not much slower. What would help: the index's 8-byte prefixes in
+place of hashing every base key (hash only on prefix ties), rebuilds of several partitions in worker threads, and a
+verify that trusts the rebuild's own checksums.`,
+  'delta-6': `The rebuild is CPU-bound and serial: one partition at a time on the node's event loop, each base record read,
+CRC-checked, its key hashed with MD5 again (the merge order needs the full hash), written by the ChunkWriter (CRC again),
+then every file checksummed (xxh64) and the whole version verified by the swapper as for any fetch. Unthrottled on
+loopback, a full fetch is a sequential copy, which is not much slower. What would help: the index's 8-byte prefixes in
+place of hashing every base key (hash only on prefix ties), rebuilds of several partitions in worker threads, and a
+verify that trusts the rebuild's own checksums.`,
+  'delta-3': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
+are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
+new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the
+second read of the new version and use every core.`,
+  'delta-7': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
+are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
+new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the
+second read of the new version and use every core.`,
   throttle: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
 
   'resp-get': `On 2 cores redis-benchmark saturates its own core well before either server does (see the client CPU column), so this

@@ -46,6 +46,14 @@ export const builder = (y: Argv) =>
       ...integerOption('chunks'),
       describe: 'chunks per node, or per partition with --layout partitions (default: grows with the input)',
     })
+    .option('base', {
+      type: 'string',
+      describe: 'an earlier build output of the store: also write a patch per partition against it (local engine, --layout partitions)',
+    })
+    .option('patch-only', {
+      type: 'boolean',
+      describe: 'with --base: keep only the patches (and the full files of partitions without one); nodes need the base',
+    })
     .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
     .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
     .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
@@ -82,6 +90,7 @@ export const builder = (y: Argv) =>
     .option('streaming-jar', { type: 'string', describe: 'hadoop: path of hadoop-streaming*.jar (default: from $HADOOP_HOME)' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  if (a.base !== undefined && a.engine !== 'local') throw new StoreError('RO_BAD_OPTION', '--base is for the local engine only')
   if (a.engine === 'hadoop') return printHadoopJob(a)
   if (a.engine === 'ray') return runRayBuild(a)
   if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: add --engine hadoop')
@@ -92,6 +101,8 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
       workers: a.workers,
       memoryMb: a['memory-mb'],
       tmpdir: a.tmpdir,
+      base: a.base,
+      ...(a['patch-only'] === true ? { patchOnly: true } : {}),
       onProgress: bar?.update,
     })
     bar?.stop()

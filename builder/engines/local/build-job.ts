@@ -14,7 +14,8 @@ import { buildRing } from '../../../cluster/routing'
 import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
-import { writeManifest } from '../../../formats/store/layout/manifest-io'
+import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
+import { checkBaseFits, writePartitionPatches, type BaseBuild } from '../../partition-patches'
 import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
@@ -43,6 +44,8 @@ export interface BuildSummary {
   readonly stages: StageTimes
   /** What each node holds: its own directory (format 1) or its view of the partitions (format 2). */
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
+  /** With --base: partitions that got a patch, and the patches' bytes. */
+  readonly patches?: { readonly partitions: number; readonly bytes: number; readonly seconds: number }
   /** For an s3:// output: what the upload took. */
   readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
 }
@@ -87,7 +90,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const inputBytes = await totalSize(files)
   const layout = clusterLayout(o.cluster)
   const partitions = buildRing(layout).partitionCount
-  const chunks = o.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
+  const base = o.base === undefined ? undefined : await readBase(o.base)
+  const chunks =
+    o.chunks ?? base?.manifest.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
   const plan = bucketPlan(o.layout, layout, chunks)
 
   await mkdir(dirname(output), { recursive: true })
@@ -177,8 +182,17 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
 
     const metaOptions = { ...o, clusterName: o.cluster.name }
     const nodes = []
+    let patches: BuildSummary['patches']
     if (o.layout === 'partitions') {
-      const manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
+      let manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
+      if (base !== undefined) {
+        const t0 = Date.now()
+        checkBaseFits(base.manifest, manifest)
+        manifest = await writePartitionPatches(base, tmpOut, manifest)
+        const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
+        if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
+        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (Date.now() - t0) / 1000 }
+      }
       await writeManifest(tmpOut, manifest)
       for (const n of layout) {
         const view = nodeView(manifest, n.id)
@@ -213,6 +227,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       seconds: (Date.now() - started) / 1000,
       stages,
       nodes,
+      ...(patches !== undefined ? { patches } : {}),
     }
   } catch (err) {
     await rm(tmpOut, { recursive: true, force: true })
@@ -253,6 +268,12 @@ async function drain<T>(
     }),
   )
   if (first !== undefined) throw first.err
+}
+
+/** A local format-2 build output to patch against; object storage is not read here. */
+async function readBase(dir: string): Promise<BaseBuild> {
+  if (isS3Url(dir)) throw new StoreError('RO_BAD_OPTION', '--base must be a local build output directory')
+  return { dir: resolve(dir), manifest: await readManifest(resolve(dir)) }
 }
 
 async function exists(p: string): Promise<boolean> {
