@@ -12,7 +12,7 @@ export const METADATA_FILE = 'metadata.json'
 export const FORMAT_MAJOR = 1
 export const FORMAT_MINOR = 0
 
-export const COMPRESSIONS = ['none', 'gzip', 'snappy'] as const
+export const COMPRESSIONS = ['none', 'gzip', 'snappy', 'zstd'] as const
 export type Compression = (typeof COMPRESSIONS)[number]
 
 export const CHECKSUM_ALGORITHMS = ['xxh64'] as const
