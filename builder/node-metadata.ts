@@ -1,5 +1,12 @@
 import { dataFileName, indexFileName } from '../formats/store/layout'
-import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata, type ValueSerializer } from '../formats/store/metadata'
+import {
+  FORMAT_MAJOR,
+  FORMAT_MINOR,
+  type Compression,
+  type FileEntry,
+  type StoreMetadata,
+  type ValueSerializer,
+} from '../formats/store/metadata'
 import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'
 
 export interface MetadataOptions {
@@ -9,6 +16,10 @@ export interface MetadataOptions {
   readonly replication: number
   readonly keyHash: string
   readonly compression: Compression
+  /** zstd: the level values were compressed at. */
+  readonly zstdLevel?: number
+  /** zstd: the dictionary file written beside the metadata, when one was trained. */
+  readonly dictionaryFile?: FileEntry
   readonly format: string
   readonly keyField?: string
   readonly valueField?: string
@@ -42,6 +53,7 @@ export function nodeMetadata(
     keySerializer: kinds.keys.bytes > 0 ? 'bytes' : 'string',
     valueSerializer: valueSerializer(kinds),
     compression: o.compression,
+    ...(o.dictionaryFile ? { dictionary: o.dictionaryFile } : {}),
     chunks,
     records: mine.reduce((s, r) => s + r.records, 0),
     chunkRecords: mine.map((r) => r.records),
@@ -61,6 +73,8 @@ export function buildRecord(o: MetadataOptions, chunks: number): Record<string, 
     chunks,
     replication: o.replication,
     compression: o.compression,
+    // Only zstd builds carry these, so the records of the other codecs stay as they were.
+    ...(o.compression === 'zstd' ? { zstdLevel: o.zstdLevel ?? null, zstdDictionary: o.dictionaryFile ? 'trained' : 'none' } : {}),
   }
 }
 

@@ -1,4 +1,5 @@
 import { link, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises'
+import { DICTIONARY_FILE } from '../formats/store/dictionary-file'
 import { dirname, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import type { NodeTls } from '../cluster/cluster'
@@ -81,6 +82,8 @@ async function resumableFiles(dir: string | undefined, m: VersionManifest): Prom
   if (left.store !== m.store || left.dataVersion !== m.dataVersion || left.checksumAlgorithm !== m.checksumAlgorithm) return out
   for (const e of left.partitionFiles ?? [])
     for (const f of e.files) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
+  const d = left.dictionary
+  if (d) out.set(d.name, { path: join(dir, d.name), checksum: d.checksum, size: d.size })
   return out
 }
 
@@ -95,8 +98,9 @@ async function reusableFiles(dirs: readonly string[], m: VersionManifest): Promi
       continue
     }
     if (meta.store !== m.store || meta.held === undefined || (meta.dataVersion ?? meta.version) !== m.dataVersion) continue
-    for (const f of meta.files ?? []) {
-      if (parsePartitionFileName(f.name) !== undefined) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
+    for (const f of [...(meta.files ?? []), ...(meta.dictionary ? [meta.dictionary] : [])]) {
+      if (parsePartitionFileName(f.name) !== undefined || f.name === DICTIONARY_FILE)
+        out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
     }
   }
   return out
@@ -173,11 +177,14 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const sourceLink: ChainLink[] = source && opts.fetchFrom !== 'peers' ? [{ from: 'source', source, dir: '', label: 'build output' }] : []
     const linksOf = (name: string): ChainLink[] => {
       const partition = parsePartitionFileName(name)?.partition
-      return [...peerLinks.filter((l) => l.holds.has(partition as number)).map((l) => l.link), ...sourceLink]
+      // The dictionary is in every node's copy of the version: any peer gives it.
+      const holders = partition === undefined ? peerLinks : peerLinks.filter((l) => l.holds.has(partition))
+      return [...holders.map((l) => l.link), ...sourceLink]
     }
+    const wanted = view.dictionary ? [view.dictionary, ...view.files] : view.files
     const reuse = new Map([...(await resumableFiles(opts.resumeDir, manifest)), ...(await reusableFiles(opts.reuseDirs ?? [], manifest))])
     const reusable = (f: FileEntry): boolean => reuse.get(f.name)?.checksum === f.checksum && reuse.get(f.name)?.size === f.size
-    const toMove = view.files.filter((f) => !reusable(f))
+    const toMove = wanted.filter((f) => !reusable(f))
     const missing = [...new Set(toMove.filter((f) => linksOf(f.name).length === 0).map((f) => parsePartitionFileName(f.name)?.partition))]
     if (missing.length > 0) {
       throw new StoreError(
@@ -205,7 +212,7 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const bytesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
     const filesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
     const order: FileEntry[] = []
-    for (const f of downloadOrder(view.files)) {
+    for (const f of downloadOrder(wanted)) {
       if (await tryLink(reuse.get(f.name), f, join(destDir, f.name))) {
         bytesFrom.link += f.size
         filesFrom.link++

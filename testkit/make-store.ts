@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { checksumFile } from '../formats/store/checksum'
 import { ChunkWriter } from '../formats/store/chunk-writer'
-import { codecByName } from '../formats/store/codec'
+import { createCodec } from '../formats/store/codec'
 import { createKeyHasher } from '../formats/store/key-hash'
 import { dataFileName, indexFileName } from '../formats/store/layout'
 import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata } from '../formats/store/metadata'
@@ -33,7 +33,7 @@ export async function makeNodeDir(
   const nodeId = opts.nodeId ?? 0
   const chunks = opts.chunks ?? 2
   const compression = opts.compression ?? 'none'
-  const codec = codecByName(compression)
+  const codec = createCodec(compression, { forEncode: true })
   const hasher = await createKeyHasher(opts.keyHash ?? 'md5')
   const perChunk: { hash: Buffer; key: Buffer; value: Buffer }[][] = Array.from({ length: chunks }, () => [])
   for (const [k, v] of records) {

@@ -1,3 +1,4 @@
+import { versionCodec } from '../../formats/store/dictionary-file'
 import type { Argv } from 'yargs'
 import { openStore } from '../../formats/store/store-reader'
 import { dumpRecords } from '../../formats/store/dump'
@@ -28,6 +29,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     reader.close()
   }
   if (a.records) {
-    for (const r of dumpRecords(a.dir, reader.metadata, a.limit)) process.stdout.write(JSON.stringify(r) + '\n')
+    const codec = await versionCodec(a.dir, reader.metadata)
+    for (const r of dumpRecords(a.dir, reader.metadata, a.limit, codec)) process.stdout.write(JSON.stringify(r) + '\n')
   }
 }

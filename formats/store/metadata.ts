@@ -56,6 +56,8 @@ export interface StoreMetadata {
   readonly keySerializer: KeySerializer
   readonly valueSerializer: ValueSerializer
   readonly compression: Compression
+  /** zstd: the version's dictionary file (dictionary-file.ts); absent: plain zstd or another codec. */
+  readonly dictionary?: FileEntry
   /** Format 1: chunks of the node; format 2: chunks per partition. */
   readonly chunks: number
   readonly records: number

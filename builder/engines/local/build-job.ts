@@ -7,6 +7,9 @@ import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { nodeDirName } from '../../../formats/store/layout'
 import { writeMetadata } from '../../../formats/store/metadata-io'
+import { writeDictionary } from '../../../formats/store/dictionary-file'
+import type { FileEntry } from '../../../formats/store/metadata'
+import { trainBuildDictionary } from '../../dictionary-training'
 import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { nodeMetadata } from '../../node-metadata'
 import { clusterLayout } from '../../../cluster/cluster'
@@ -102,6 +105,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
     const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
+    // Trained before any worker starts: every value is compressed with it in the map step.
+    const dictionary =
+      o.compression === 'zstd' && o.dictionary
+        ? await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
+        : undefined
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
     for (let i = 0; i < o.workers; i++) {
       const setup: WorkerSetup = {
@@ -114,6 +122,8 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         chunks,
         keyHash: o.keyHash,
         compression: o.compression,
+        zstdLevel: o.zstdLevel,
+        ...(dictionary ? { zstdDictionary: dictionary } : {}),
         onDuplicate: o.onDuplicate,
         files,
         runDir,
@@ -175,9 +185,10 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       progress.bucketDone()
     })
 
-    const metaOptions = { ...o, clusterName: o.cluster.name }
+    const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry } = { ...o, clusterName: o.cluster.name }
     const nodes = []
     if (o.layout === 'partitions') {
+      if (dictionary) metaOptions.dictionaryFile = await writeDictionary(tmpOut, dictionary)
       const manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
       await writeManifest(tmpOut, manifest)
       for (const n of layout) {
@@ -187,8 +198,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     } else {
       for (const n of layout) {
         const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
-        const meta = nodeMetadata(metaOptions, chunks, n.id, layout, mine, kinds)
         const dir = join(tmpOut, nodeDirName(n.id))
+        const dictionaryFile = dictionary ? await writeDictionary(dir, dictionary) : undefined
+        const meta = nodeMetadata({ ...metaOptions, dictionaryFile }, chunks, n.id, layout, mine, kinds)
         await writeMetadata(dir, meta)
         await fsyncDir(dir)
         nodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, r) => s + r.indexSize + r.dataSize, 0) })

@@ -5,7 +5,7 @@ import { readRecordBatches } from '../../../formats/input/record-batch'
 import type { InputSplit } from '../../../formats/input/splits'
 import { createFileChecksummer } from '../../../formats/store/checksum'
 import { ChunkWriter, chunkFileNames } from '../../../formats/store/chunk-writer'
-import { codecByName } from '../../../formats/store/codec'
+import { createCodec } from '../../../formats/store/codec'
 import { createKeyHasher } from '../../../formats/store/key-hash'
 import { targetIdentity } from '../../bucket-plan'
 import { MAPPED_HEADER_SIZE } from '../../mapped-record'
@@ -41,7 +41,7 @@ async function context(): Promise<MapContext> {
     setup.replication,
     setup.chunks,
     await createKeyHasher(setup.keyHash),
-    codecByName(setup.compression),
+    createCodec(setup.compression, { dictionary: setup.zstdDictionary, level: setup.zstdLevel, forEncode: true }),
     setup.output,
   )
   return ctx
@@ -139,7 +139,7 @@ async function mapSplit(split: InputSplit): Promise<void> {
 
 async function reduce(task: ReduceTask): Promise<void> {
   const identity = targetIdentity(task.target, task.store, task.version)
-  const writer = new ChunkWriter(task.dir, identity, codecByName(setup.compression).id)
+  const writer = new ChunkWriter(task.dir, identity, (await context()).codec.id)
   let result
   const t0 = process.hrtime.bigint()
   try {

@@ -19,6 +19,9 @@ export interface WorkerSetup {
   readonly chunks: number
   readonly keyHash: string
   readonly compression: Compression
+  readonly zstdLevel: number
+  /** zstd: the version's dictionary (the same bytes in every worker). */
+  readonly zstdDictionary?: Uint8Array
   readonly onDuplicate: DuplicatePolicy
   readonly files: readonly string[]
   readonly runDir: string
