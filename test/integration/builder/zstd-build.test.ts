@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -153,5 +154,57 @@ maybe('--compression zstd through the build, readers, verify and install', () =>
       code: 'RO_BAD_OPTION',
     })
     await expect(buildStore(opts(join(tmp.dir, 'x2'), { zstdLevel: 23 }))).rejects.toMatchObject({ code: 'RO_BAD_OPTION' })
+  })
+})
+
+/** Reads `keys` of the version in `dir` in a child process without the addon: its stdout (JSON) and stderr. */
+function readWithoutAddon(dir: string, keys: readonly string[]): { out: string; err: string; status: number | null } {
+  const reader = join(__dirname, '..', '..', '..', 'formats', 'store', 'store-reader.js')
+  const script = `
+    const { openStore } = require(${JSON.stringify(reader)})
+    openStore(${JSON.stringify(dir)}).then((r) => {
+      const got = ${JSON.stringify(keys)}.map((k) => r.get(k)?.toString() ?? null)
+      r.close()
+      process.stdout.write(JSON.stringify(got))
+    }, (err) => process.stdout.write(JSON.stringify({ code: err.code })))`
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, ROSTORE_NATIVE: '0' } })
+  return { out: r.stdout, err: r.stderr, status: r.status }
+}
+
+maybe('without the addon (ROSTORE_NATIVE=0)', () => {
+  const recs = records().filter(([k]) => k !== 'm4')
+  const input = join(tmp.dir, 'fallback.tsv')
+  const build = async (output: string, dictionary: boolean): Promise<string> => {
+    await buildStore({
+      inputs: [input],
+      format: 'tsv',
+      cluster,
+      store: 'st',
+      output,
+      version: 6,
+      chunks: 1,
+      workers: 1,
+      memoryMb: 32,
+      compression: 'zstd',
+      dictionary,
+    })
+    return output
+  }
+  beforeAll(() => writeInput(input, 'tsv', recs))
+
+  test('plain zstd values are read by the JavaScript decoder, said once in the log', async () => {
+    const dir = await build(join(tmp.dir, 'fallback-plain'), false)
+    const keys = ['empty', 'one', 'random', 'k64', 'user-5', 'absent']
+    const r = readWithoutAddon(dir, keys)
+    expect(r.status).toBe(0)
+    const want = new Map(recs)
+    expect(JSON.parse(r.out)).toEqual(keys.map((k) => want.get(k) ?? null))
+    expect(r.err.match(/"event":"zstd_fallback"/g)?.length).toBe(1)
+  })
+
+  test('a version with a dictionary is refused with RO_BAD_FORMAT, never misread', async () => {
+    const dir = await build(join(tmp.dir, 'fallback-dict'), true)
+    const r = readWithoutAddon(dir, ['user-5'])
+    expect(JSON.parse(r.out)).toEqual({ code: 'RO_BAD_FORMAT' })
   })
 })
