@@ -20,6 +20,8 @@ export interface MetadataOptions {
   readonly zstdLevel?: number
   /** zstd: the dictionary file written beside the metadata, when one was trained. */
   readonly dictionaryFile?: FileEntry
+  /** zstd: value bytes before and after compression, over the input (replicas counted once). */
+  readonly valueBytes?: { readonly raw: number; readonly stored: number }
   readonly format: string
   readonly keyField?: string
   readonly valueField?: string
@@ -74,7 +76,14 @@ export function buildRecord(o: MetadataOptions, chunks: number): Record<string, 
     replication: o.replication,
     compression: o.compression,
     // Only zstd builds carry these, so the records of the other codecs stay as they were.
-    ...(o.compression === 'zstd' ? { zstdLevel: o.zstdLevel ?? null, zstdDictionary: o.dictionaryFile ? 'trained' : 'none' } : {}),
+    ...(o.compression === 'zstd'
+      ? {
+          zstdLevel: o.zstdLevel ?? null,
+          zstdDictionary: o.dictionaryFile ? 'trained' : 'none',
+          valueBytes: o.valueBytes?.raw ?? null,
+          storedValueBytes: o.valueBytes?.stored ?? null,
+        }
+      : {}),
   }
 }
 

@@ -1,6 +1,7 @@
-import { versionCodec } from '../../formats/store/dictionary-file'
 import type { Argv } from 'yargs'
 import { openStore } from '../../formats/store/store-reader'
+import { compressionInfo } from '../../formats/store/compression-info'
+import { versionCodec } from '../../formats/store/dictionary-file'
 import { dumpRecords } from '../../formats/store/dump'
 import { integerOption } from '../integer-option'
 
@@ -20,7 +21,13 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     const { files, ...meta } = reader.metadata
     const bytes = files.reduce((s, f) => s + f.size, 0)
     // accessMode: how this process reads the store ('mmap' through the addon, or 'pread').
-    process.stdout.write(JSON.stringify({ ...meta, files: files.length, bytes, accessMode: reader.accessMode }, null, 2) + '\n')
+    process.stdout.write(
+      JSON.stringify(
+        { ...meta, files: files.length, bytes, accessMode: reader.accessMode, compressionInfo: compressionInfo(meta) },
+        null,
+        2,
+      ) + '\n',
+    )
     for (const key of a.get ?? []) {
       const v = reader.get(key)
       process.stdout.write(JSON.stringify({ key, found: v !== undefined, value: v?.toString('utf8') }) + '\n')

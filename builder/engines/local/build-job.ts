@@ -138,10 +138,13 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const splits = await planSplits(files, o.format, Math.max(8 << 20, Math.ceil(inputBytes / (o.workers * 4))))
     const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
     let inputRecords = 0
+    const valueBytes = { raw: 0, stored: 0 }
     await drain(workers, splits, o.signal, async (w, split) => {
       const r = await w.request({ type: 'map', split }, 'mapped')
       times[workers.indexOf(w)] = r.times
       inputRecords += r.records
+      valueBytes.raw += r.valueBytes.raw
+      valueBytes.stored += r.valueBytes.stored
       for (const k of ['string', 'bytes'] as const) kinds.keys[k] += r.kinds.keys[k]
       for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += r.kinds.values[k]
       progress.splitDone(split.end !== undefined && split.start !== undefined ? split.end - split.start : 0)
@@ -185,7 +188,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       progress.bucketDone()
     })
 
-    const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry } = { ...o, clusterName: o.cluster.name }
+    const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry; valueBytes: typeof valueBytes } = {
+      ...o,
+      clusterName: o.cluster.name,
+      valueBytes,
+    }
     const nodes = []
     if (o.layout === 'partitions') {
       if (dictionary) metaOptions.dictionaryFile = await writeDictionary(tmpOut, dictionary)

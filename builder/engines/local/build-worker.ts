@@ -59,6 +59,8 @@ async function mapSplit(split: InputSplit): Promise<void> {
   const c = await context()
   buffer ??= new SortBuffer(setup.sortBufferBytes, times)
   mapper ??= new BatchMapper(c)
+  const rawBefore = mapper.rawValueBytes
+  const storedBefore = mapper.storedValueBytes
   const buf = buffer
   const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
   let records = 0
@@ -134,7 +136,8 @@ async function mapSplit(split: InputSplit): Promise<void> {
   }
   times.parse += Number(process.hrtime.bigint() - t) / 1e9
   if (sinceProgress > 0) post({ type: 'progress', records: sinceProgress, bytes: 0 })
-  post({ type: 'mapped', records, kinds, times: { ...times } })
+  const valueBytes = { raw: mapper.rawValueBytes - rawBefore, stored: mapper.storedValueBytes - storedBefore }
+  post({ type: 'mapped', records, kinds, times: { ...times }, valueBytes })
 }
 
 async function reduce(task: ReduceTask): Promise<void> {
