@@ -13,9 +13,13 @@ import { trainZstdDictionary } from '../formats/store/zstd-codec'
  * evenly over the sorted file list), so any engine that reads the same input trains the
  * same bytes with the same libzstd.
  */
-export const DICTIONARY_CAPACITY = 110 << 10
-/** zstd's advice: samples about 100 times the dictionary. */
-const SAMPLE_BYTES = 100 * DICTIONARY_CAPACITY
+export const DICTIONARY_CAPACITY = 64 << 10
+/**
+ * 64 times the dictionary: on recommendation-like values a 64 KiB dictionary from 4 MiB
+ * compresses as well as zstd's default 110 KiB from 11 MiB, trains in a quarter of the
+ * time, and a smaller dictionary stays in cache while values are compressed and read.
+ */
+const SAMPLE_BYTES = 64 * DICTIONARY_CAPACITY
 const MAX_SAMPLE_FILES = 64
 /** A longer value adds nothing a dictionary can use beyond its first bytes. */
 const MAX_SAMPLE_VALUE = 16 << 10

@@ -12,7 +12,7 @@ import type { Compression, FileEntry } from './metadata'
  * Every node directory of the version holds a copy (docs/FORMAT.md).
  */
 export const DICTIONARY_FILE = 'zstd.dict'
-/** Largest dictionary a reader loads (the build trains 110 KiB ones). */
+/** Largest dictionary a reader loads (the build trains 64 KiB ones). */
 export const MAX_DICTIONARY_BYTES = 1 << 20
 
 /** The metadata fields a version's codec depends on. */
