@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
 import { parseCluster } from '../../../cluster/cluster'
+import { buildSide, diffSides } from '../../../client/diff'
 import { nativeFunctions } from '../../../common/native'
 import { DICTIONARY_FILE, versionCodec } from '../../../formats/store/dictionary-file'
 import { dumpRecords } from '../../../formats/store/dump'
@@ -87,6 +88,13 @@ maybe('--compression zstd through the build, readers, verify and install', () =>
     const size = async (dir: string): Promise<number> =>
       (await readManifest(dir)).partitionFiles.flatMap((p) => p.files).reduce((s, f) => s + f.size, 0)
     expect(await size(out)).toBeLessThan(0.8 * (await size(plain)))
+  })
+
+  test('diff compares decompressed values: a zstd build and an uncompressed one of the same input are equal', async () => {
+    const plain = join(tmp.dir, 'plain-diff')
+    await buildStore(opts(plain, { compression: 'none' }))
+    const counts = await diffSides(buildSide(out), buildSide(plain))
+    expect(counts).toEqual({ added: 0, removed: 0, changed: 0, unchanged: recs.length })
   })
 
   test.each(['pread', 'mmap'] as const)('a node directory installed from the build carries the dictionary (%s)', async (access) => {
