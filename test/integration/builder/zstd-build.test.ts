@@ -6,6 +6,7 @@ import { buildStore } from '../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
 import { parseCluster } from '../../../cluster/cluster'
 import { buildSide, diffSides } from '../../../client/diff'
+import { fetchPartitions } from '../../../fetcher/partition-fetch'
 import { nativeFunctions } from '../../../common/native'
 import { DICTIONARY_FILE, versionCodec } from '../../../formats/store/dictionary-file'
 import { dumpRecords } from '../../../formats/store/dump'
@@ -121,6 +122,21 @@ maybe('--compression zstd through the build, readers, verify and install', () =>
     const dumped = [...dumpRecords(dest, meta, Infinity, await versionCodec(dest, meta))]
     expect(dumped.length).toBe(meta.records)
     for (const d of dumped) expect(d.value).toBe(want.get(d.key))
+  })
+
+  test("a fetch of a node's partitions from the build output brings the dictionary", async () => {
+    const destDir = join(tmp.dir, 'fetched-1')
+    const r = await fetchPartitions({ fetchFrom: 'source', source: out, nodeId: 1, destDir, expect: { store: 'st', version: 5 } })
+    expect(r.meta.dictionary?.name).toBe(DICTIONARY_FILE)
+    expect(readFileSync(join(destDir, DICTIONARY_FILE)).equals(readFileSync(join(out, DICTIONARY_FILE)))).toBe(true)
+    await verifyStore(destDir)
+    const reader = await openStore(destDir)
+    try {
+      const hits = recs.filter(([k, v]) => reader.get(k)?.toString() === v).length
+      expect(hits).toBe(r.meta.records)
+    } finally {
+      reader.close()
+    }
   })
 
   test('a damaged dictionary is refused, never used', async () => {
