@@ -1,11 +1,12 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { nativeFunctions } from '../common/native'
 import { checksumFile } from '../formats/store/checksum'
 import { ChunkWriter } from '../formats/store/chunk-writer'
 import { createCodec } from '../formats/store/codec'
 import { createKeyHasher } from '../formats/store/key-hash'
 import { dataFileName, indexFileName } from '../formats/store/layout'
-import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata } from '../formats/store/metadata'
+import { COMPRESSIONS, FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata } from '../formats/store/metadata'
 import { writeMetadata } from '../formats/store/metadata-io'
 import { chunkOf } from '../formats/store/layout'
 
@@ -76,4 +77,9 @@ export async function makeNodeDir(
   }
   await writeMetadata(dir, meta)
   return meta
+}
+
+/** The codecs this process can write: zstd needs the native addon (ROSTORE_NATIVE=0 runs skip it). */
+export function writableCompressions(): Compression[] {
+  return COMPRESSIONS.filter((c) => c !== 'zstd' || nativeFunctions() !== undefined)
 }

@@ -60,8 +60,3 @@ export function codecByName(name: Compression): ValueCodec {
   if (!c) throw new RangeError(`unknown compression ${String(name)}`)
   return c
 }
-
-/** The codec name a data file header's id stands for. */
-export function codecNameById(id: number): Compression | undefined {
-  return id === ZSTD_CODEC_ID ? 'zstd' : CODECS.find((x) => x.id === id)?.name
-}
