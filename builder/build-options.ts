@@ -1,4 +1,5 @@
 import { cpus } from 'node:os'
+import { DEFAULT_ZSTD_LEVEL, MAX_ZSTD_LEVEL, MIN_ZSTD_LEVEL } from '../formats/store/chunk/zstd-codec'
 import { tmpdir } from 'node:os'
 import { StoreError } from '../common/errors'
 import type { InputFormat } from '../formats/input/types'
@@ -49,6 +50,10 @@ export interface BuildOptions {
   readonly chunks?: number
   /** Default 'none'. */
   readonly compression?: Compression
+  /** zstd: compression level, -7..22; default 3. */
+  readonly zstdLevel?: number
+  /** zstd: train a dictionary from a sample of the values (builder/dictionary-training.ts); default true. */
+  readonly dictionary?: boolean
   /** Positive integer; default: the current Unix time in seconds. */
   readonly version?: number
   /**
@@ -117,6 +122,11 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   if (o.patchOnly === true && o.base === undefined) bad('--patch-only needs --base')
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
+  const zstdLevel = o.zstdLevel ?? DEFAULT_ZSTD_LEVEL
+  if (!Number.isInteger(zstdLevel) || zstdLevel < MIN_ZSTD_LEVEL || zstdLevel > MAX_ZSTD_LEVEL)
+    bad(`--zstd-level ${zstdLevel} must be ${MIN_ZSTD_LEVEL}..${MAX_ZSTD_LEVEL}`)
+  if (compression !== 'zstd' && (o.zstdLevel !== undefined || o.dictionary !== undefined))
+    bad('--zstd-level and --no-dictionary go with --compression zstd')
   const version = o.version ?? Math.floor(Date.now() / 1000)
   if (!Number.isSafeInteger(version) || version < 1) bad(`--version ${version} must be a positive integer`)
   const memoryMb = o.memoryMb ?? 1024
@@ -132,6 +142,8 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     layout,
     replication,
     compression,
+    zstdLevel,
+    dictionary: o.dictionary ?? true,
     version,
     workers,
     memoryMb,

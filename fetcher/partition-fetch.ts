@@ -125,11 +125,14 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const sourceLink: ChainLink[] = source && opts.fetchFrom !== 'peers' ? [{ from: 'source', source, dir: '', label: 'build output' }] : []
     const linksOf = (name: string): ChainLink[] => {
       const partition = parsePartitionFileName(name)?.partition
-      return [...peerLinks.filter((l) => l.holds.has(partition as number)).map((l) => l.link), ...sourceLink]
+      // The dictionary is in every node's copy of the version: any peer gives it.
+      const holders = partition === undefined ? peerLinks : peerLinks.filter((l) => l.holds.has(partition))
+      return [...holders.map((l) => l.link), ...sourceLink]
     }
+    const wanted = view.dictionary ? [view.dictionary, ...view.files] : view.files
     const reuse = new Map([...(await resumableFiles(opts.resumeDir, manifest)), ...(await reusableFiles(opts.reuseDirs ?? [], manifest))])
     const reusable = (f: FileEntry): boolean => reuse.get(f.name)?.checksum === f.checksum && reuse.get(f.name)?.size === f.size
-    const toMove = view.files.filter((f) => !reusable(f))
+    const toMove = wanted.filter((f) => !reusable(f))
     const missing = [...new Set(toMove.filter((f) => linksOf(f.name).length === 0).map((f) => parsePartitionFileName(f.name)?.partition))]
     if (missing.length > 0) {
       throw new StoreError(
@@ -157,7 +160,7 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const bytesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
     const filesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
     let order: FileEntry[] = []
-    for (const f of downloadOrder(view.files)) {
+    for (const f of downloadOrder(wanted)) {
       if (await tryLink(reuse.get(f.name), f, join(destDir, f.name))) {
         bytesFrom.link += f.size
         filesFrom.link++

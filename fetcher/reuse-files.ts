@@ -1,5 +1,6 @@
 import { link, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { DICTIONARY_FILE } from '../formats/store/chunk/dictionary-file'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
 import { MANIFEST_FILE, parsePartitionFileName, type VersionManifest } from '../formats/store/layout/partition-files'
 
@@ -26,6 +27,8 @@ export async function resumableFiles(dir: string | undefined, m: VersionManifest
   if (left.store !== m.store || left.dataVersion !== m.dataVersion || left.checksumAlgorithm !== m.checksumAlgorithm) return out
   for (const e of left.partitionFiles ?? [])
     for (const f of e.files) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
+  const d = left.dictionary
+  if (d) out.set(d.name, { path: join(dir, d.name), checksum: d.checksum, size: d.size })
   return out
 }
 
@@ -40,8 +43,9 @@ export async function reusableFiles(dirs: readonly string[], m: VersionManifest)
       continue
     }
     if (meta.store !== m.store || meta.held === undefined || (meta.dataVersion ?? meta.version) !== m.dataVersion) continue
-    for (const f of meta.files ?? []) {
-      if (parsePartitionFileName(f.name) !== undefined) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
+    for (const f of [...(meta.files ?? []), ...(meta.dictionary ? [meta.dictionary] : [])]) {
+      if (parsePartitionFileName(f.name) !== undefined || f.name === DICTIONARY_FILE)
+        out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
     }
   }
   return out

@@ -65,6 +65,15 @@ frame their answers from the mapping, many records per job). The rerun of 2026-1
 2 cores (other sessions' work): its node rows (6.8k RESP GETs/s) measure that load more than the node.`
 
 const WHY: Record<string, string> = {
+  'zstd-size': `The values themselves compress to 0.31× with the 64 KiB dictionary (0.30× at level 9, the same with a 110 KiB one
+trained on 11 MiB: measured on 10,000 generated values); what the store adds per record and does not compress (the 16-byte index
+entry, the record header and the 12-byte key, about 40 bytes against ~480 bytes of value) brings the whole store to 0.37×.
+Not changed: the goal is met on the values, missed on the files.`,
+  'zstd-get': `Not analysed in time. The 100k-record quick run of the same section measured 0.63× (231,530 vs 367,829 gets/s);
+in this 1M run the uncompressed store of 503 MiB read at 90,183 gets/s where the quick run's 50 MiB one read 367,829, and on the
+uniform data zstd read faster than no compression (1.77×), which the codec cannot do: the variants are measured one after the
+other while the machine's load fell from 14 to 7.6, so these rows compare moments, not codecs. A rerun with the variants
+interleaved is what this row needs before any change.`,
   'cold-inproc': `One thread, one read at a time. The synchronous get pays the page fault of its record (one page: MADV_RANDOM) and
 reached 0.55-0.76× of fio at queue depth 1 over the runs of 2026-12-04..07 (fio itself moved between 13k and 23k IOPS from
 run to run): fio's direct read skips the page cache, where a fault allocates a page, inserts it in the cache and the LRU and

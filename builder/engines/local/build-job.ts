@@ -7,6 +7,9 @@ import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { nodeDirName } from '../../../formats/store/layout/layout'
 import { writeMetadata } from '../../../formats/store/layout/metadata-io'
+import { writeDictionary } from '../../../formats/store/chunk/dictionary-file'
+import type { FileEntry } from '../../../formats/store/layout/metadata'
+import { trainBuildDictionary } from '../../dictionary-training'
 import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { nodeMetadata } from '../../node-metadata'
 import { clusterLayout } from '../../../cluster/cluster'
@@ -107,6 +110,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
     const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
+    // Trained before any worker starts: every value is compressed with it in the map step.
+    const dictionary =
+      o.compression === 'zstd' && o.dictionary
+        ? await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
+        : undefined
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
     for (let i = 0; i < o.workers; i++) {
       const setup: WorkerSetup = {
@@ -119,6 +127,8 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         chunks,
         keyHash: o.keyHash,
         compression: o.compression,
+        zstdLevel: o.zstdLevel,
+        ...(dictionary ? { zstdDictionary: dictionary } : {}),
         onDuplicate: o.onDuplicate,
         files,
         runDir,
@@ -133,10 +143,13 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const splits = await planSplits(files, o.format, Math.max(8 << 20, Math.ceil(inputBytes / (o.workers * 4))))
     const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
     let inputRecords = 0
+    const valueBytes = { raw: 0, stored: 0 }
     await drain(workers, splits, o.signal, async (w, split) => {
       const r = await w.request({ type: 'map', split }, 'mapped')
       times[workers.indexOf(w)] = r.times
       inputRecords += r.records
+      valueBytes.raw += r.valueBytes.raw
+      valueBytes.stored += r.valueBytes.stored
       for (const k of ['string', 'bytes'] as const) kinds.keys[k] += r.kinds.keys[k]
       for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += r.kinds.values[k]
       progress.splitDone(split.end !== undefined && split.start !== undefined ? split.end - split.start : 0)
@@ -180,10 +193,15 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       progress.bucketDone()
     })
 
-    const metaOptions = { ...o, clusterName: o.cluster.name }
+    const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry; valueBytes: typeof valueBytes } = {
+      ...o,
+      clusterName: o.cluster.name,
+      valueBytes,
+    }
     const nodes = []
     let patches: BuildSummary['patches']
     if (o.layout === 'partitions') {
+      if (dictionary) metaOptions.dictionaryFile = await writeDictionary(tmpOut, dictionary)
       let manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
       if (base !== undefined) {
         const t0 = Date.now()
@@ -201,8 +219,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     } else {
       for (const n of layout) {
         const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
-        const meta = nodeMetadata(metaOptions, chunks, n.id, layout, mine, kinds)
         const dir = join(tmpOut, nodeDirName(n.id))
+        const dictionaryFile = dictionary ? await writeDictionary(dir, dictionary) : undefined
+        const meta = nodeMetadata({ ...metaOptions, dictionaryFile }, chunks, n.id, layout, mine, kinds)
         await writeMetadata(dir, meta)
         await fsyncDir(dir)
         nodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, r) => s + r.indexSize + r.dataSize, 0) })

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
+import { checkDictionaryField } from '../chunk/dictionary-file'
 import { isKnownKeyHash } from './key-hash'
 import { isSafeName } from './layout'
 import { CHECKSUM_ALGORITHMS, COMPRESSIONS, METADATA_FILE, type StoreMetadata } from './metadata'
@@ -61,6 +62,7 @@ export function validateManifest(json: unknown, file: string): VersionManifest {
   if (!['string', 'bytes'].includes(m['keySerializer'] as string)) bad('"keySerializer" must be string or bytes')
   if (!['string', 'json', 'bytes', 'mixed'].includes(m['valueSerializer'] as string)) bad('unknown "valueSerializer"')
   if (!(COMPRESSIONS as readonly unknown[]).includes(m['compression'])) bad(`unknown compression ${JSON.stringify(m['compression'])}`)
+  checkDictionaryField(m, bad)
   if (!(CHECKSUM_ALGORITHMS as readonly unknown[]).includes(m['checksumAlgorithm']))
     bad(`unknown checksum algorithm ${JSON.stringify(m['checksumAlgorithm'])}`)
   const build = m['build']
@@ -210,6 +212,7 @@ export function wholeVersionView(m: VersionManifest): StoreMetadata {
     keySerializer: m.keySerializer,
     valueSerializer: m.valueSerializer,
     compression: m.compression,
+    ...(m.dictionary ? { dictionary: m.dictionary } : {}),
     chunks: m.chunks,
     records: m.records,
     chunkRecords: entries.flatMap((e) => e.chunkRecords),

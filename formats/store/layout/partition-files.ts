@@ -95,6 +95,8 @@ export interface VersionManifest {
   readonly keySerializer: KeySerializer
   readonly valueSerializer: ValueSerializer
   readonly compression: Compression
+  /** zstd: the version's dictionary file, which every node directory holds a copy of. */
+  readonly dictionary?: FileEntry
   /** Chunks per partition, the same for every partition. */
   readonly chunks: number
   /** Records of the version, each counted once. */
@@ -133,6 +135,7 @@ export function nodeView(manifest: VersionManifest, nodeId: number): StoreMetada
     keySerializer: manifest.keySerializer,
     valueSerializer: manifest.valueSerializer,
     compression: manifest.compression,
+    ...(manifest.dictionary ? { dictionary: manifest.dictionary } : {}),
     chunks: manifest.chunks,
     records: chunkRecords.reduce((a, b) => a + b, 0),
     chunkRecords,
