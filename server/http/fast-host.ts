@@ -18,6 +18,8 @@ export class FastHost implements FastConnectionHost {
   readonly settings: FastSettings
   private readonly conns = new Set<FastConnection>()
   private readonly sweep: NodeJS.Timeout
+  private readonly answered: { inc(): void }
+  private readonly handedOff: { inc(): void }
 
   constructor(
     readonly ctx: ReadContext,
@@ -32,6 +34,8 @@ export class FastHost implements FastConnectionHost {
       sendTimeoutMs: limits.sendTimeoutMs,
       highWaterBytes: limits.windowBytes,
     }
+    this.answered = ctx.metrics.fastReads.labels('answered')
+    this.handedOff = ctx.metrics.fastReads.labels('handed_off')
     this.sweep = setInterval(() => {
       const now = Date.now()
       for (const c of this.conns) c.check(now)
@@ -53,6 +57,7 @@ export class FastHost implements FastConnectionHost {
 
   /** node:http reads the socket from here on (its own timeouts, limits and errors). */
   handOff(socket: Socket): void {
+    this.handedOff.inc()
     this.httpConnection.call(this.server, socket)
     socket.resume()
   }
@@ -66,6 +71,7 @@ export class FastHost implements FastConnectionHost {
   /** Counts (and with --access-log logs) one answered request, as request-handler.ts does. */
   counted(req: FastRequest, status: number, started: bigint): void {
     const ctx = this.ctx
+    this.answered.inc()
     const seconds = Number(process.hrtime.bigint() - started) / 1e9
     const op = req.method === POST ? 'multi_get' : 'get'
     ctx.metrics.requests.inc({ store: req.store, op, status: status === 200 ? '200' : String(status) })

@@ -71,8 +71,9 @@ export function parseRequest(buf: Buffer, at: number, req: FastRequest): number 
   if (headEnd < 0) {
     req.headDone = false
     if (buf.length - at > MAX_FAST_HEAD_BYTES) return HANDOFF
-    // A request that can only be something else is node:http's at once (its bounds apply).
-    return startsLikeRead(buf, at) ? PARTIAL : HANDOFF
+    // A request that can only be something else (or ends its lines with a bare LF, which
+    // no blank CRLF line will ever end) is node:http's at once: its bounds and answers apply.
+    return startsLikeRead(buf, at) && !hasBareLf(buf, at) ? PARTIAL : HANDOFF
   }
   let method = -1
   for (let m = 0; m < PREFIXES.length; m++) if (matches(buf, at, PREFIXES[m] as Buffer)) method = m
@@ -222,6 +223,11 @@ function percentDecode(buf: Buffer, start: number, end: number): Buffer | undefi
 function startsLikeRead(buf: Buffer, at: number): boolean {
   const n = buf.length - at
   return PREFIXES.some((p) => matches(buf.subarray(at, at + Math.min(n, p.length)), 0, p.subarray(0, Math.min(n, p.length))))
+}
+
+function hasBareLf(buf: Buffer, at: number): boolean {
+  for (let i = buf.indexOf(0x0a, at); i >= 0; i = buf.indexOf(0x0a, i + 1)) if (i === at || buf[i - 1] !== 0x0d) return true
+  return false
 }
 
 function matches(buf: Buffer, at: number, what: Buffer): boolean {
