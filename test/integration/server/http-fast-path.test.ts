@@ -1,4 +1,6 @@
 import { join } from 'node:path'
+import { StoreClient } from '../../../client/store-client'
+import { loadCluster } from '../../../cluster/cluster'
 import { nativeFunctions } from '../../../common/native'
 import { encodeKeys, encodeValues } from '../../../formats/wire/multiget'
 import { makeNodeDir } from '../../../testkit/make-store'
@@ -156,6 +158,23 @@ describe('HTTP fast read path', () => {
     expect((await c.read()).body.toString()).toBe('space')
     c.destroy()
   })
+  test('the routing client on a node without a RESP port reads over HTTP by default (here the fast path)', async () => {
+    // The node listens where it chose (port 0 in its file).
+    const file = await loadCluster(node.opts.clusterFile)
+    const cluster = { ...file, nodes: file.nodes.map((n) => ({ ...n, port: node.port })) }
+    const before = await counts(node.port)
+    const client = await StoreClient.connect({ cluster, store: STORE, readToken: READ_TOKEN })
+    try {
+      expect(client.transport).toBe('http')
+      expect((await client.get('k1'))?.toString()).toBe('one')
+      expect((await client.getMany(['k2', 'absent', 'a b'])).map((v) => v?.toString())).toEqual(['two', undefined, 'space'])
+    } finally {
+      client.close()
+    }
+    const after = await counts(node.port)
+    expect(after.answered - before.answered).toBe(2)
+  })
+
   // Last: it stops the node.
   test('SIGTERM: an idle fast connection is closed and the node exits drained (0) well before its drain timeout', async () => {
     const idle = await RawHttpConnection.open(node.port)
