@@ -145,9 +145,9 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
     name: 'http-read-path',
     kind: 'string',
     choices: HTTP_READ_PATHS,
-    default: 'node',
+    default: 'fast',
     describe:
-      'how HTTP key reads are served: node (node:http for every request) or fast (GETs of keys and multi-gets parsed from the bytes, everything else handed to node:http; docs/SERVING.md)',
+      'how HTTP key reads are served: fast (GETs of keys and multi-gets parsed from the bytes, everything else handed to node:http) or node (node:http for every request); docs/SERVING.md',
   },
   { name: 'resp-default-store', kind: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' },
   { name: 'resp-max-clients', kind: 'integer', describe: 'open RESP connections at most (default 10000)' },

@@ -103,9 +103,9 @@ export interface NodeOptions {
    */
   readonly preload?: Preload
   /**
-   * How HTTP key reads are served: 'node', node:http for every request (the default), or
-   * 'fast', GETs of keys and multi-gets parsed from the connection's bytes and everything
-   * else handed to node:http (server/http/fast-host.ts). HTTPS is always 'node'.
+   * How HTTP key reads are served: 'fast' (the default), GETs of keys and multi-gets parsed
+   * from the connection's bytes and everything else handed to node:http
+   * (server/http/fast-host.ts), or 'node', node:http for every request. HTTPS is always 'node'.
    */
   readonly httpReadPath?: HttpReadPath
   /** Test seams (single-process nodes only). */
@@ -170,7 +170,7 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   if (!PRELOADS.includes(preload)) {
     throw new StoreError('RO_BAD_OPTION', `--preload must be one of ${PRELOADS.join(', ')}, got ${String(preload)}`)
   }
-  const httpReadPath = opts.httpReadPath ?? 'node'
+  const httpReadPath = opts.httpReadPath ?? 'fast'
   if (!HTTP_READ_PATHS.includes(httpReadPath)) {
     throw new StoreError('RO_BAD_OPTION', `--http-read-path must be one of ${HTTP_READ_PATHS.join(', ')}, got ${String(httpReadPath)}`)
   }
