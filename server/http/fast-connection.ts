@@ -31,6 +31,7 @@ export interface FastConnectionHost {
   handOff(socket: Socket): void
   renewOutput(): void
   counted(req: FastRequest, status: number, started: bigint): void
+  countKeys(store: string, hits: number, misses: number): void
 }
 
 /**
@@ -79,6 +80,7 @@ export class FastConnection {
       out: host.out,
       keepAliveS: host.settings.keepAliveS,
       destroy: () => socket.destroy(),
+      countKeys: (store, hits, misses) => host.countKeys(store, hits, misses),
     }
     socket.setNoDelay(true)
     this.send = directSend(socket) ?? ((bytes) => void socket.write(bytes))

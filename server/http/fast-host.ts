@@ -20,6 +20,11 @@ export class FastHost implements FastConnectionHost {
   private readonly sweep: NodeJS.Timeout
   private readonly answered: { inc(): void }
   private readonly handedOff: { inc(): void }
+  /**
+   * The metric series of each store, op and status, looked up once: a labelled inc() hashes
+   * its labels on every call. Bounded: only stores this node serves are answered here.
+   */
+  private readonly series = new Map<string, RequestSeries>()
 
   constructor(
     readonly ctx: ReadContext,
@@ -74,12 +79,36 @@ export class FastHost implements FastConnectionHost {
     this.answered.inc()
     const seconds = Number(process.hrtime.bigint() - started) / 1e9
     const op = req.method === POST ? 'multi_get' : 'get'
-    ctx.metrics.requests.inc({ store: req.store, op, status: status === 200 ? '200' : String(status) })
-    ctx.metrics.latency.observe({ store: req.store, op }, seconds)
+    const s = this.seriesOf(req.store, op, status)
+    s.requests.inc()
+    s.latency.observe(seconds)
     if (ctx.accessLog) {
       const method = req.method === POST ? 'POST' : req.method === HEAD ? 'HEAD' : 'GET'
       ctx.log.info('request', { method, op, store: req.store, status, ms: Math.round(seconds * 1e6) / 1000 })
     }
+  }
+
+  /** Counts keys read (rostore_keys_read_total), as routes/reads.ts does. */
+  countKeys(store: string, hits: number, misses: number): void {
+    const s = this.seriesOf(store, 'get', 200)
+    if (hits > 0) s.hits.inc(hits)
+    if (misses > 0) s.misses.inc(misses)
+  }
+
+  private seriesOf(store: string, op: string, status: number): RequestSeries {
+    const id = `${store}\0${op}\0${status}`
+    let s = this.series.get(id)
+    if (!s) {
+      const m = this.ctx.metrics
+      s = {
+        requests: m.requests.labels({ store, op, status: String(status) }),
+        latency: m.latency.labels({ store, op }),
+        hits: m.keys.labels({ store, result: 'hit' }),
+        misses: m.keys.labels({ store, result: 'miss' }),
+      }
+      this.series.set(id, s)
+    }
+    return s
   }
 
   /** Shutdown: idle connections end now, the others after their answers (which say close). */
@@ -91,6 +120,13 @@ export class FastHost implements FastConnectionHost {
   destroyAll(): void {
     for (const c of this.conns) c.socket.destroy()
   }
+}
+
+interface RequestSeries {
+  readonly requests: { inc(): void }
+  readonly latency: { observe(v: number): void }
+  readonly hits: { inc(n: number): void }
+  readonly misses: { inc(n: number): void }
 }
 
 const hosts = new WeakMap<Server, FastHost>()

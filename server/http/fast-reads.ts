@@ -22,6 +22,8 @@ export interface FastAnswer {
   readonly keepAliveS: number
   /** Cuts the connection (a revoked lease). */
   readonly destroy: () => void
+  /** rostore_keys_read_total of a store. */
+  readonly countKeys: (store: string, hits: number, misses: number) => void
 }
 
 /** An answer that waited for the pool: its status and bytes, or HANDOFF. */
@@ -108,7 +110,8 @@ function answerFrom(
       return HANDOFF
     }
     if (value !== undefined && value.length > Math.min(limits.windowBytes, limits.maxResponseBytes)) return HANDOFF
-    ctx.metrics.keys.inc({ store, result: value === undefined ? 'miss' : 'hit' })
+    if (value === undefined) a.countKeys(store, 0, 1)
+    else a.countKeys(store, 1, 0)
     if (value === undefined) {
       writeAbsent(out, version, req.close, a.keepAliveS)
       return 404
@@ -128,8 +131,7 @@ function answerFrom(
   // Larger than one window: today's route sends it window by window as the client takes it.
   if (n < 0) return HANDOFF
   const found = presentValues(sink.buf.subarray(0, n), keys.length)
-  ctx.metrics.keys.inc({ store, result: 'hit' }, found)
-  ctx.metrics.keys.inc({ store, result: 'miss' }, keys.length - found)
+  a.countKeys(store, found, keys.length - found)
   writeMultiGetHead(out, version, keys.length, n, req.close, a.keepAliveS)
   writeBytes(out, sink.buf.subarray(0, n))
   // A large body is not kept for the next request.
