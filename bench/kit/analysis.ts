@@ -226,7 +226,16 @@ one does not, and on the RESP rows Redis's p99 through it is ~1-2 ms in the same
 row), so at half the peak the server is busy half the time and any pause (a scavenge: 0.6-0.7 ms every ~140 ms at 20k
 requests/s; the V8 and libuv threads that share the pinned core; the loopback's softirq work) queues the requests behind it;
 the RESP port, at under half the per-request work, keeps its p99 near Redis's at twice the rate (section 3b). What would
-move it: a lighter HTTP path for reads (the parser and response objects per request are most of the 50 µs), not the store.`,
+move it: a lighter HTTP path for reads (the parser and response objects per request are most of the 50 µs), not the store.
+Done since: the fast HTTP read path (server/http/fast-*.ts, \`--http-read-path fast\`, now the default) parses key GETs and
+multi-gets from the connection's bytes and answers a read event's requests with one send, handing anything else to node:http.
+Ad hoc on one node (20k × 100 B, 50 connections, load 11-15 on 2 cores, not this section's run): server CPU per GET 18.5-21 µs
+against 47 µs with node:http, per RESP GET 11 µs on the same node; multi-get of 100 keys 92 µs against 253 µs. The paced p99
+at 8,000 requests/s in the same minutes was 24 ms (fast), 10 ms (node:http), 10 ms (RESP port) and 467 ms for Redis: at that
+load the tail is the machine's, so this section needs a rerun on a quiet machine (its serve rows also need the format-2
+artifact served: bench/serve/serve-process.ts links a format-1 \`node-0\`). HTTP/2: a bare node:http2 h2c server answering a
+100-byte value from memory (no lookup, no metrics) cost 26 µs of server CPU per request, one client session with 50 streams
+in flight: more than the fast HTTP/1.1 path with the whole read, so HTTP/2 was not implemented.`,
 
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
 with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
