@@ -64,6 +64,12 @@ export class FastConnection {
   private readonly onData = (chunk: Buffer): void => this.receive(chunk)
   private readonly onDrain = (): void => this.drained()
   private readonly onClose = (): void => this.host.forget(this)
+  /** The client sent its FIN (the listener allows half-open sockets, as node:http does). */
+  private peerEnded = false
+  private readonly onEnd = (): void => {
+    this.peerEnded = true
+    if (!this.busy) this.endAfterAnswers()
+  }
   private readonly onError = (): void => undefined
   /** What answering needs, one object per connection, filled in per request. */
   private readonly answer: FastAnswer
@@ -89,6 +95,7 @@ export class FastConnection {
     // 'close' follows every error; the error itself is the client's business.
     socket.on('error', this.onError)
     socket.on('close', this.onClose)
+    socket.on('end', this.onEnd)
   }
 
   /** The listener's sweep: the timeouts above. */
@@ -188,6 +195,7 @@ export class FastConnection {
     if (this.paused && this.stuckSince === 0) this.resumeReading()
     this.partialSince = 0
     this.process(buf, consumed)
+    if (this.peerEnded && !this.busy) this.endAfterAnswers()
   }
 
   private flush(out: GrowableBuffer): void {
@@ -220,6 +228,17 @@ export class FastConnection {
     this.socket.resume()
   }
 
+  /**
+   * The client will send nothing more: what it sent whole is answered (and sent), an
+   * unfinished request never will be, so our side ends too, as node:http's does.
+   */
+  private endAfterAnswers(): void {
+    if (this.socket.destroyed || this.socket.writableEnded) return
+    this.closing = true
+    this.pending = undefined
+    this.socket.end()
+  }
+
   /** What node:http answers a request that did not arrive in time, then the end. */
   private timedOut(): void {
     this.closing = true
@@ -234,6 +253,7 @@ export class FastConnection {
     this.socket.off('drain', this.onDrain)
     this.socket.off('error', this.onError)
     this.socket.off('close', this.onClose)
+    this.socket.off('end', this.onEnd)
     this.host.forget(this)
     this.socket.pause()
     if (rest.length > 0) this.socket.unshift(rest)

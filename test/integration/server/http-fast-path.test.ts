@@ -175,6 +175,17 @@ describe('HTTP fast read path', () => {
     expect(after.answered - before.answered).toBe(2)
   })
 
+  test('a client that half-closes after its requests gets every answer, then the end of the connection', async () => {
+    const c = await RawHttpConnection.open(node.port)
+    c.write(get('k1', auth) + get('k2', auth))
+    c.socket.end()
+    expect((await c.read()).body.toString()).toBe('one')
+    expect((await c.read()).body.toString()).toBe('two')
+    // Well before the keep-alive timeout (5 s), which would close it otherwise.
+    await c.waitClosed(3000)
+    expect(c.unread().length).toBe(0)
+  })
+
   // Last: it stops the node.
   test('SIGTERM: an idle fast connection is closed and the node exits drained (0) well before its drain timeout', async () => {
     const idle = await RawHttpConnection.open(node.port)
