@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import type { Argv } from 'yargs'
-import { PRELOADS } from '../formats/store/store-reader-api'
+import { PRELOADS } from '../formats/store/read/store-reader-api'
 import { DEFAULT_KEEP_VERSIONS } from '../swapper/store-versions'
 import { HTTP_READ_PATHS } from '../server/node-options'
 import { integerOption } from './integer-option'

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { errorMessage, StoreError } from '../common/errors'
-import type { Preload } from '../formats/store/store-reader-api'
+import type { Preload } from '../formats/store/read/store-reader-api'
 import type { HttpReadPath, NodeOptions } from '../server/node-options'
 import { loadTlsFiles } from '../server/tls'
 import { readCaFile } from './cluster-options'

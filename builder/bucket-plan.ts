@@ -1,7 +1,7 @@
 import type { ClusterLayoutNode } from '../cluster/layout'
-import type { ChunkIdentity } from '../formats/store/chunk-writer'
-import { dataFileName, indexFileName, nodeDirName } from '../formats/store/layout'
-import { partitionDataFileName, partitionIndexFileName } from '../formats/store/partition-files'
+import type { ChunkIdentity } from '../formats/store/chunk/chunk-writer'
+import { dataFileName, indexFileName, nodeDirName } from '../formats/store/layout/layout'
+import { partitionDataFileName, partitionIndexFileName } from '../formats/store/layout/partition-files'
 import type { OutputLayout } from './build-options'
 
 /**

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { StoreError } from '../common/errors'
 import type { InputFormat } from '../formats/input/types'
 import { INPUT_FORMATS } from '../formats/input/types'
-import { isSafeName } from '../formats/store/layout'
-import { COMPRESSIONS, type Compression } from '../formats/store/metadata'
+import { isSafeName } from '../formats/store/layout/layout'
+import { COMPRESSIONS, type Compression } from '../formats/store/layout/metadata'
 import type { Cluster } from '../cluster/cluster'
 
 /** Memory budget per worker thread the default worker count allows for. */
@@ -62,7 +62,7 @@ export interface BuildOptions {
   readonly tmpdir?: string
   /** Default 'error'. */
   readonly onDuplicate?: DuplicatePolicy
-  /** Key hash name; only tests set it (see formats/store/key-hash.ts). */
+  /** Key hash name; only tests set it (see formats/store/layout/key-hash.ts). */
   readonly keyHash?: string
   readonly signal?: AbortSignal
   /** Called about every 200 ms with the records and bytes read so far. */

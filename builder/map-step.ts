@@ -1,11 +1,11 @@
 import type { InputRecord } from '../formats/input/types'
-import type { ValueCodec } from '../formats/store/codec'
-import type { KeyHasher } from '../formats/store/key-hash'
+import type { ValueCodec } from '../formats/store/chunk/codec'
+import type { KeyHasher } from '../formats/store/layout/key-hash'
 import type { ClusterLayoutNode } from '../cluster/layout'
 import type { MappedRecord } from './mapped-record'
 import type { OutputLayout } from './build-options'
 import { buildRing, masterPartition, replicaTable, type Ring } from '../cluster/routing'
-import { chunkOf } from '../formats/store/layout'
+import { chunkOf } from '../formats/store/layout/layout'
 
 /**
  * The map step, shared by the local engine and Hadoop Streaming: one input record in,

@@ -1,5 +1,5 @@
-import { dataFileName, indexFileName } from '../formats/store/layout'
-import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata, type ValueSerializer } from '../formats/store/metadata'
+import { dataFileName, indexFileName } from '../formats/store/layout/layout'
+import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata, type ValueSerializer } from '../formats/store/layout/metadata'
 import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'
 
 export interface MetadataOptions {

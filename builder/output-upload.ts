@@ -8,7 +8,7 @@
 import { readdir } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import { StoreError } from '../common/errors'
-import { METADATA_FILE } from '../formats/store/metadata'
+import { METADATA_FILE } from '../formats/store/layout/metadata'
 import { withRetries } from '../s3/retry'
 import { S3Error } from '../s3/s3-error'
 import type { S3Client } from '../s3/s3-client'

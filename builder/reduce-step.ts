@@ -1,5 +1,5 @@
 import { StoreError } from '../common/errors'
-import type { ChunkWriter } from '../formats/store/chunk-writer'
+import type { ChunkWriter } from '../formats/store/chunk/chunk-writer'
 import type { DuplicatePolicy } from './build-options'
 import { MAPPED_HEADER_SIZE, decodeMapped } from './mapped-record'
 import { keyLengthAt, sameKeyAt, valueLengthAt, type MappedStream } from './mapped-stream'

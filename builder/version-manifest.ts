@@ -5,7 +5,7 @@ import {
   partitionIndexFileName,
   type PartitionEntry,
   type VersionManifest,
-} from '../formats/store/partition-files'
+} from '../formats/store/layout/partition-files'
 import type { ClusterLayoutNode } from '../cluster/layout'
 import { buildRecord, valueSerializer, type MetadataOptions } from './node-metadata'
 import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'

@@ -4,10 +4,10 @@ import type { NodeAddress } from '../cluster/address-book'
 import type { ClusterNode } from '../cluster/cluster'
 import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
-import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
+import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push/remote-answers'
 
-import type { VersionManifest } from '../formats/store/partition-files'
-export type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push-remote'
+import type { VersionManifest } from '../formats/store/layout/partition-files'
+export type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push/remote-answers'
 
 /** What a node says about one of its stores (GET /stores/<store>). */
 export interface RemoteStoreInfo {
@@ -218,7 +218,7 @@ export class NodeClient implements NodeReads {
     else await this.json('PUT', `/admin/stores/${encodeURIComponent(store)}/stale`, { reason }, true)
   }
 
-  /** Every store's last push record on this node (swapper/push-record.ts). */
+  /** Every store's last push record on this node (swapper/disk/push-record.ts). */
   async pushRecords(): Promise<{ node: number; stores: Record<string, { live: number | null; record: RemotePushRecord | null }> }> {
     return this.json('GET', '/admin/push-records', undefined, true)
   }

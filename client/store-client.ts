@@ -1,6 +1,6 @@
 import { StoreError, errorMessage, isStoreError, type ErrorCode } from '../common/errors'
 import type { Cluster, ClusterNode } from '../cluster/cluster'
-import type { KeyHasher } from '../formats/store/key-hash'
+import type { KeyHasher } from '../formats/store/layout/key-hash'
 import { NodeClient, type NodeReads, type RemoteStoreInfo } from './node-client'
 import { readOneVersion } from '../cluster/one-version-read'
 import { RespNodeClient } from './resp-node-client'

@@ -1,7 +1,7 @@
 import { StoreError, errorMessage, isStoreError } from '../common/errors'
 import type { Cluster, ClusterNode } from '../cluster/cluster'
 import { buildRing, routeHash, type Ring } from '../cluster/routing'
-import { createKeyHasher, keyBytes, type KeyHasher } from '../formats/store/key-hash'
+import { createKeyHasher, keyBytes, type KeyHasher } from '../formats/store/layout/key-hash'
 import { NodeClient, type RemoteStoreInfo } from './node-client'
 
 /**

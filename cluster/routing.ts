@@ -4,7 +4,7 @@ import type { ClusterLayoutNode } from './layout'
 /**
  * Pure routing, shared by the builder and the client. A key's MD5 decides everything:
  * bytes 0-3 pick the master partition; bytes 4-7 pick the chunk inside a node, a rule of
- * the store format (formats/store/layout.ts `chunkOf`).
+ * the store format (formats/store/layout/layout.ts `chunkOf`).
  */
 export interface Ring {
   readonly partitionCount: number

@@ -61,7 +61,7 @@ function md5Range(src: Uint8Array, from: number, to: number, out: Uint8Array, ou
   }
 }
 
-/** The 64 steps of RFC 1321, unrolled (generated; see native/md5.c for the same rounds). */
+/** The 64 steps of RFC 1321, unrolled (generated; see native/hash/md5.c for the same rounds). */
 function rounds(x: Int32Array): void {
   let a = state[0]!
   let b = state[1]!

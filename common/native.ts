@@ -22,7 +22,7 @@ export interface MappedFile {
   readonly windows: readonly ArrayBufferLike[]
 }
 
-/** Result of scanning one index file (see native/index-scan.h). */
+/** Result of scanning one index file (see native/lookup/index-scan.h). */
 export interface IndexScan {
   /** SCAN_OK, SCAN_ORDER (entry out of hash order) or SCAN_OFFSET (bad data offset). */
   readonly status: number
@@ -48,7 +48,7 @@ export interface LookupChunkSpec {
   readonly radix: Uint32Array | null
   readonly radixBits: number
   /** One byte per page of the data file, bit 0 set where the page is resident (see
-   *  formats/store/residency.ts); null: every page is taken as resident. */
+   *  formats/store/read/residency.ts); null: every page is taken as resident. */
   readonly resident: Uint8Array | null
   /** CRC-32 of each 4096 bytes of the index file, taken at open (scanIndex's blockCrcs), or
    *  null: a lookup that finds no entry then trusts the index as it reads it. */
@@ -174,7 +174,7 @@ export interface NativeFunctions {
   ): Promise<IndexScan>
   /** madvise(WILLNEED) and one read per page, off the JS thread; resolves to the bytes covered. */
   prefetch(windows: readonly ArrayBufferLike[]): Promise<number>
-  /** Maps the pages of `windows` the page cache holds already, off the JS thread (native/mapping.h); resolves to their count. */
+  /** Maps the pages of `windows` the page cache holds already, off the JS thread (native/memory/mapping.h); resolves to their count. */
   mapResident(windows: readonly ArrayBufferLike[]): Promise<number>
   createLookup(spec: LookupSpec): LookupFunctions
   /** madvise(MADV_RANDOM) over a mapping: a fault reads its page and no read-ahead. 0 or errno. */
@@ -213,13 +213,13 @@ export interface NativeFunctions {
    * `dir/tmpName` (exclusive), writes, fsyncs and closes it, renames it over `dir/name` and
    * fsyncs `dir`. `stopAfter` 1 stops once the temp file is closed, 2 after the rename (crash
    * tests). Rejects with an Error whose `code` is the errno name and `syscall` the failed step;
-   * a temp file it created and did not rename is removed. Twin: swapper/live-pointer.ts.
+   * a temp file it created and did not rename is removed. Twin: swapper/disk/live-pointer.ts.
    */
   writeFileDurably(dir: string, tmpName: string, name: string, bytes: Uint8Array, stopAfter: 0 | 1 | 2): Promise<void>
   /**
    * On the libuv pool: starts the writeback of [startOffset, +startLength) of `fd`, then waits
    * for [dropOffset, +dropLength) to be on disk and drops it from the page cache
-   * (native/drop-behind.c). Resolves to 0 or the errno of the advice that failed (the data
+   * (native/io/drop-behind.c). Resolves to 0 or the errno of the advice that failed (the data
    * is written either way). No JavaScript twin: without the addon written pages stay cached.
    */
   writeBehind(fd: number, startOffset: number, startLength: number, dropOffset: number, dropLength: number): Promise<number>

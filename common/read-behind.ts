@@ -11,7 +11,7 @@ export const CACHE_DROP_WINDOW = 8 << 20
 /**
  * A sequential read of a file read once (a fetch's source, a staged version's verify) that
  * leaves the page cache as it goes: whole windows a window behind the reader are dropped
- * (POSIX_FADV_DONTNEED through the addon, native/drop-behind.c), the rest at the end. The
+ * (POSIX_FADV_DONTNEED through the addon, native/io/drop-behind.c), the rest at the end. The
  * pages are clean, so a drop costs no I/O. Without the addon it does nothing.
  */
 export class ReadBehind {

@@ -3,26 +3,26 @@ import { slowDiskDelay } from '../common/test-slow-disk'
 import { dirname, join, resolve } from 'node:path'
 import { StoreError } from '../common/errors'
 import { redactCredentials } from '../common/redact'
-import { nodeDirName } from '../formats/store/layout'
-import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/metadata'
-import { MAX_METADATA_BYTES } from '../formats/store/metadata-io'
-import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff'
-import { ensureFreeSpace, freeBytesOf } from './disk-space'
-import { downloadFile, type DownloadContext } from './download-file'
+import { nodeDirName } from '../formats/store/layout/layout'
+import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
+import { MAX_METADATA_BYTES } from '../formats/store/layout/metadata-io'
+import { DEFAULT_BACKOFF, type BackoffPolicy } from './transfer/backoff'
+import { ensureFreeSpace, freeBytesOf } from './transfer/disk-space'
+import { downloadFile, type DownloadContext } from './transfer/download-file'
 import type { FetchMetrics } from './fetch-metrics'
-import { failureReason } from './failure-reason'
-import type { FsGate } from './fs-gate'
-import { local } from './local-io'
+import { failureReason } from './transfer/failure-reason'
+import type { FsGate } from './transfer/fs-gate'
+import { local } from './transfer/local-io'
 import { parseManifest } from './manifest'
-import { ProgressTracker, type FetchProgress } from './progress'
-import { readSmall } from './read-small'
+import { ProgressTracker, type FetchProgress } from './transfer/progress'
+import { readSmall } from './transfer/read-small'
 import { keepForResume, keptBytes, takeOverKept } from './resume-dir'
 import type { FileSourceCalls } from './sources/file'
 import { openSource } from './sources/open-source'
 import type { FetchSource } from './sources/source'
-import { TokenBucket } from './token-bucket'
+import { TokenBucket } from './transfer/token-bucket'
 
-export type { FetchProgress, FileProgress, FileState } from './progress'
+export type { FetchProgress, FileProgress, FileState } from './transfer/progress'
 
 export interface FetchOptions {
   /** Build output root: a path, file://, http://, https:// (its query sent with every request) or s3:// URL. */
@@ -65,7 +65,7 @@ export interface FetchOptions {
    */
   readonly resumeDir?: string
   /**
-   * Write the data files past the page cache (fetcher/part-writer.ts): a version as large as
+   * Write the data files past the page cache (fetcher/transfer/part-writer.ts): a version as large as
    * the live one must not evict its hot pages. Default true; index files stay cached (the
    * swap reads them).
    */

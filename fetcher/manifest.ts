@@ -1,7 +1,7 @@
 import { StoreError } from '../common/errors'
-import { CHECKSUM_ALGORITHMS, type StoreMetadata } from '../formats/store/metadata'
-import { validateMetadata } from '../formats/store/metadata-io'
-import { isStoreFileName } from '../formats/store/slots'
+import { CHECKSUM_ALGORITHMS, type StoreMetadata } from '../formats/store/layout/metadata'
+import { validateMetadata } from '../formats/store/layout/metadata-io'
+import { isStoreFileName } from '../formats/store/layout/slots'
 
 export interface ManifestExpectations {
   readonly nodeId: number

@@ -9,7 +9,7 @@
  */
 import { readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { FileEntry } from '../formats/store/metadata'
+import type { FileEntry } from '../formats/store/layout/metadata'
 
 /** The manifest bytes a kept copy belongs to (not `metadata.json`: that marks a complete copy). */
 export const RESUME_MANIFEST = 'metadata.json.resume'

@@ -1,10 +1,10 @@
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isStoreError, StoreError } from '../common/errors'
-import type { FileEntry } from '../formats/store/metadata'
-import { backoffDelay, sleep } from './backoff'
-import { downloadFile, type DownloadContext } from './download-file'
-import { failureReason } from './failure-reason'
+import type { FileEntry } from '../formats/store/layout/metadata'
+import { backoffDelay, sleep } from './transfer/backoff'
+import { downloadFile, type DownloadContext } from './transfer/download-file'
+import { failureReason } from './transfer/failure-reason'
 import { NotReadyError, type FetchSource } from './sources/source'
 
 /** Where a file's bytes came from: the build output, a peer node, or a hardlink of an installed copy. */

@@ -1,7 +1,7 @@
-import { METADATA_FILE } from '../formats/store/metadata'
-import { DEFAULT_BACKOFF } from './backoff'
-import type { FsGate } from './fs-gate'
-import { readSmall } from './read-small'
+import { METADATA_FILE } from '../formats/store/layout/metadata'
+import { DEFAULT_BACKOFF } from './transfer/backoff'
+import type { FsGate } from './transfer/fs-gate'
+import { readSmall } from './transfer/read-small'
 import { openSource } from './sources/open-source'
 
 /**

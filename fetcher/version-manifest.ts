@@ -1,8 +1,8 @@
 import { StoreError } from '../common/errors'
 import { buildRing } from '../cluster/routing'
-import { validateManifest } from '../formats/store/manifest-io'
-import { CHECKSUM_ALGORITHMS } from '../formats/store/metadata'
-import { parsePartitionFileName, PARTITIONED_FORMAT_MAJOR, type VersionManifest } from '../formats/store/partition-files'
+import { validateManifest } from '../formats/store/layout/manifest-io'
+import { CHECKSUM_ALGORITHMS } from '../formats/store/layout/metadata'
+import { parsePartitionFileName, PARTITIONED_FORMAT_MAJOR, type VersionManifest } from '../formats/store/layout/partition-files'
 
 export interface VersionManifestExpectations {
   readonly store?: string
@@ -19,7 +19,7 @@ const MAX_CHUNKS = 1 << 16
  * it decides which files get created in the fetch's directory and how much disk is claimed.
  * Every file name must be `p<P>-c<C>.index|data` of its own partition and chunk, so nothing
  * can be written outside the directory. Messages never quote the bytes received; the
- * format's own consistency checks (formats/store/manifest-io.ts) come last.
+ * format's own consistency checks (formats/store/layout/manifest-io.ts) come last.
  */
 export function parseVersionManifest(bytes: Buffer, where: string, want: VersionManifestExpectations = {}): VersionManifest {
   let json: unknown

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32.h"
-#include "mapping.h"
-#include "md5.h"
+#include "hash/crc32.h"
+#include "memory/mapping.h"
+#include "hash/md5.h"
 #include "napi-util.h"
 
 /* md5(src: Uint8Array, out: Uint8Array): void -- writes 16 bytes at out[0]. */

@@ -1,5 +1,5 @@
 #include "napi-util.h"
-#include "unaccounted-window.h"
+#include "memory/unaccounted-window.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-import { TokenBucket } from '../fetcher/token-bucket'
+import { TokenBucket } from '../fetcher/transfer/token-bucket'
 import type { DataDir, DataDirOptions } from '../swapper/data-dir'
 import { readerOpener } from '../swapper/open-version'
 import type { ServingMirror } from '../swapper/serving-mirror'

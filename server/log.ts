@@ -51,7 +51,7 @@ export function createLogger(opts: { level?: LogLevel; write?: (line: string) =>
 
 /**
  * An error with its chain of causes, for the log only: public and job messages leave out
- * what a source sent or where a path leads (fetcher/failure-reason.ts); the causes keep
+ * what a source sent or where a path leads (fetcher/transfer/failure-reason.ts); the causes keep
  * it, so the operator can still see it. Bounded, so a huge message cannot flood the log.
  */
 export function errorDetail(err: unknown, maxChars = 4000): string {

@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { RequestBudget } from './http/request-budget'
-import type { ResidencyStats } from '../formats/store/store-reader-api'
+import type { ResidencyStats } from '../formats/store/read/store-reader-api'
 import type { SwapResult } from '../swapper/events'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'

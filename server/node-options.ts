@@ -1,7 +1,7 @@
 import { StoreError } from '../common/errors'
 import { loadCluster, type Cluster, type NodeTls } from '../cluster/cluster'
 import type { AddressBook } from '../cluster/address-book'
-import { PRELOADS, type Preload } from '../formats/store/store-reader-api'
+import { PRELOADS, type Preload } from '../formats/store/read/store-reader-api'
 import type { OpenReader } from '../swapper/open-version'
 import { DEFAULT_KEEP_VERSIONS, type VerifyDir } from '../swapper/store-versions'
 import { checkToken } from './auth'

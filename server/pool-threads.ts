@@ -1,6 +1,6 @@
 /**
  * Threads of the libuv pool a serving process asks for when UV_THREADPOOL_SIZE is not set.
- * A cold read waits on a pool thread for one device read (formats/store/residency.ts), so
+ * A cold read waits on a pool thread for one device read (formats/store/read/residency.ts), so
  * the pool's size is the most cold reads a process has in flight: Node's default of 4
  * keeps an SSD far below its queue depth. libuv reads the variable when the pool starts,
  * so it is set in a worker's environment at fork, and by the CLI before any pool work.

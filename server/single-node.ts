@@ -1,35 +1,30 @@
 import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
-import { AdminAuth, ReadAuth, warnAboutAuth } from './auth'
+import { ReadAuth } from './auth'
 import { createHttpServer, drainHttpServer, listen, urlOf } from './http/http-listener'
-import { createLogger } from './log'
 import { NodeMetrics } from './metrics'
 import type { RunningNode } from './running-node'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { startLoopResp } from './node-resp'
-import { listeningFields } from './listening-log'
+import { announceListening, nodeBasics, nodeClose } from './node-lifecycle'
 import { createRequestHandler } from './http/request-handler'
 import { RequestBudget } from './http/request-budget'
 import { loadTlsFiles, reloadTls } from './tls'
 import type { RespServer } from './resp/resp-context'
 import { createControlServices, dataDirOptions } from './control-services'
-import { EventRing } from './console/event-ring'
 
 /** A node in one process: the versions, the admin API and the reads share one event loop. */
 export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
-  const events = new EventRing()
-  const log = events.tap(opts.log ?? createLogger())
-  const auth = new AdminAuth(opts.adminToken)
-  const readAuth = new ReadAuth(opts.readToken, auth)
-  warnAboutAuth(auth, opts.adminToken, log)
+  const basics = nodeBasics(opts)
+  const { events, log, auth, readAuth } = basics
 
   let dataDir: DataDir | undefined = undefined
   const metrics = new NodeMetrics(() => dataDir, opts.defaultMetrics ?? true)
   dataDir = await DataDir.open(dataDirOptions(opts, setup, metrics, log, events))
   const dd = dataDir
   const control = createControlServices(opts, setup, dd, metrics, log, events)
-  const { jobs, peers } = control
+  const { jobs } = control
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }
@@ -80,43 +75,20 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     throw err
   }
   const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
-  // Listening already (peers asking this node get answers), serving stores only once decided.
-  await peers.start()
-  await control.resolver.start()
-  log.info(
-    'listening',
-    listeningFields(
-      opts,
-      setup,
-      dd,
-      { admin: auth, read: readAuth },
-      { host: addr.address, port: addr.port, url, workers: 1, respPort: resp?.port },
-    ),
-  )
+  await announceListening(opts, setup, dd, basics, control, { host: addr.address, port: addr.port, url, workers: 1, respPort: resp?.port })
 
-  let closing: Promise<boolean> | undefined
-  const close = (): Promise<boolean> => {
-    closing ??= (async () => {
-      shuttingDown = true
-      peers.close()
-      control.resolver.close()
-      log.info('shutdown-started', {})
-      const timeoutMs = opts.drainTimeoutMs ?? 30_000
-      // Running jobs are cancelled; one stuck in a long file copy is not waited for past the
-      // drain timeout (its staging directory is removed at the next start).
-      const [httpInTime, respInTime] = await Promise.all([
-        drainHttpServer(server, handler, timeoutMs),
-        resp ? resp.close(timeoutMs) : true,
-        Promise.race([jobs.cancelAll().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]),
-      ])
-      const inTime = httpInTime && respInTime
-      if (!inTime) log.warn('shutdown-drain-timeout', { drainTimeoutMs: timeoutMs })
-      await dd.close()
-      log.info('shutdown-complete', { drained: inTime })
-      return inTime
-    })()
-    return closing
-  }
+  const close = nodeClose({
+    opts,
+    dd,
+    log,
+    services: control,
+    startedFields: {},
+    markShuttingDown: () => (shuttingDown = true),
+    drainServing: async (timeoutMs) => {
+      const [httpInTime, respInTime] = await Promise.all([drainHttpServer(server, handler, timeoutMs), resp ? resp.close(timeoutMs) : true])
+      return httpInTime && respInTime
+    },
+  })
 
   return {
     nodeId: opts.nodeId,

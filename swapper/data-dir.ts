@@ -1,12 +1,12 @@
 import { mkdir, readdir, rmdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { errorMessage } from '../common/errors'
-import { isSafeName } from '../formats/store/layout'
+import { isSafeName } from '../formats/store/layout/layout'
 import { silentLogger, type SwapHooks, type SwapLogger } from './events'
 import type { LocalServingStore } from './local-serving'
 import type { ServingMirror } from './serving-mirror'
 import { StoreVersions, type OpenReader, type VerifyDir } from './store-versions'
-import { checkStoreName } from './versions'
+import { checkStoreName } from './disk/version-names'
 
 export interface DataDirOptions {
   readonly dir: string

@@ -1,4 +1,4 @@
-import type { ServingReader } from '../formats/store/store-reader-api'
+import type { ServingReader } from '../formats/store/read/store-reader-api'
 
 /**
  * The in-memory side of a swap. A `LiveStore` holds the reader of the live version of

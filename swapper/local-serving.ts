@@ -1,13 +1,13 @@
 import { errorMessage } from '../common/errors'
-import { carryHotSet, hotSetPartsOf } from '../formats/store/hot-set'
-import type { ResidencyStats, ServingReader } from '../formats/store/store-reader-api'
+import { carryHotSet, hotSetPartsOf } from '../formats/store/read/hot-set'
+import type { ResidencyStats, ServingReader } from '../formats/store/read/store-reader-api'
 import { CorruptReadCounter, type CorruptReads } from './corrupt-reads'
 import { silentLogger, type SwapLogger } from './events'
 import { LiveStore } from './live-store'
 import { closeQuietly, openVersionReader, type OpenReader } from './open-version'
 import type { ServedStore, ServedStores } from './served-store'
 import type { ServingMirror } from './serving-mirror'
-import type { StaleMark } from './stale-mark'
+import type { StaleMark } from './disk/stale-mark'
 
 export interface LocalServingOptions {
   readonly store: string
@@ -88,7 +88,7 @@ export class LocalServingStore implements ServingMirror, ServedStore {
   }
 
   /**
-   * Warms in a prepared version what the live one has in memory (formats/store/hot-set.ts),
+   * Warms in a prepared version what the live one has in memory (formats/store/read/hot-set.ts),
    * so the swap to it does not turn every hot read into a cold one. Best effort: a failure
    * is logged, the version is prepared all the same.
    */

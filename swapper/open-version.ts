@@ -1,11 +1,12 @@
 import { StoreError } from '../common/errors'
-import type { Preload, ServingReader } from '../formats/store/store-reader-api'
+import type { Preload, ServingReader } from '../formats/store/read/store-reader-api'
 
 export type OpenReader = (dir: string) => Promise<ServingReader>
 
 /** The real reader, loaded on first use (unit tests inject their own), warmed as `preload` says. */
 export function readerOpener(preload?: Preload): OpenReader {
-  return async (dir) => (await import('../formats/store/store-reader')).openServingReader(dir, preload === undefined ? {} : { preload })
+  return async (dir) =>
+    (await import('../formats/store/read/store-reader')).openServingReader(dir, preload === undefined ? {} : { preload })
 }
 
 /** The real reader with the default warm-up. */

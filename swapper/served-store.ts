@@ -1,5 +1,5 @@
 import type { LiveStore } from './live-store'
-import type { StaleMark } from './stale-mark'
+import type { StaleMark } from './disk/stale-mark'
 
 /**
  * What the read paths (HTTP reads, RESP) need of a store: its live reader (leased per

@@ -1,8 +1,8 @@
 import { errorMessage } from '../common/errors'
 import type { SwapLogger } from './events'
 import type { ServingMirror } from './serving-mirror'
-import { expectedVersion, readPushRecord, writePushRecord, type PushRecord } from './push-record'
-import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './stale-mark'
+import { expectedVersion, readPushRecord, writePushRecord, type PushRecord } from './disk/push-record'
+import { clearStaleMark, readStaleMark, writeStaleMark, type StaleMark } from './disk/stale-mark'
 
 /**
  * Why reads of one store are refused (503), if they are, in this order:

@@ -1,6 +1,6 @@
-import type { ResidencyStats } from '../formats/store/store-reader-api'
+import type { ResidencyStats } from '../formats/store/read/store-reader-api'
 import type { CorruptReads } from './corrupt-reads'
-import type { StaleMark } from './stale-mark'
+import type { StaleMark } from './disk/stale-mark'
 
 /**
  * What the swapper tells the serving side of a node about one store, and waits for. In a

@@ -16,7 +16,7 @@ export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
  * hot pages.
  */
 export const defaultVerify: VerifyDir = async (dir, signal) =>
-  (await import('../formats/store/verify-worker')).verifyStoreOffThread(dir, { signal, dropBehind: true })
+  (await import('../formats/store/scan/verify-worker')).verifyStoreOffThread(dir, { signal, dropBehind: true })
 
 export interface StoreVersionsOptions {
   readonly dataDir: string

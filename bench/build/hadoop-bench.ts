@@ -13,8 +13,8 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { prepareHadoopJob } from '../../builder/engines/hadoop/print-command'
-import { fileTree } from '../../testkit/file-tree'
-import { runFinalize, runHarness } from '../../testkit/hadoop-harness'
+import { fileTree } from '../../testkit/stores/file-tree'
+import { runFinalize, runHarness } from '../../testkit/peers/hadoop-harness'
 import { arg, engineBenchCluster, log, writeEngineTsv } from './engine-input'
 
 const MB = 1e6

@@ -1,7 +1,7 @@
 /**
  * The Ray engine vs the local engine: the same TSV input built by `buildStore` (worker
  * threads) and by `buildOnRay` on a real Ray cluster started here (a head without CPUs
- * and one worker node per core, one CPU each: testkit/ray-cluster.ts), outputs compared
+ * and one worker node per core, one CPU each: testkit/peers/ray-cluster.ts), outputs compared
  * byte for byte. Reports per-phase times, where the task time goes (the rostore CLI vs
  * Ray's own share: scheduling, the Python glue that cuts splits and partitions lines,
  * the object store), and from the per-task rates an estimate for 1 TB on 100 nodes of
@@ -18,8 +18,8 @@ import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { buildOnRay } from '../../builder/engines/ray/ray-build'
 import { cliPath } from '../../common/paths'
-import { fileTree } from '../../testkit/file-tree'
-import { startRayCluster } from '../../testkit/ray-cluster'
+import { fileTree } from '../../testkit/stores/file-tree'
+import { startRayCluster } from '../../testkit/peers/ray-cluster'
 import { arg, engineBenchCluster, log, writeEngineTsv } from './engine-input'
 
 const MB = 1e6

@@ -19,10 +19,10 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../common/native'
-import { openStore } from '../../formats/store/store-reader'
+import { openStore } from '../../formats/store/read/store-reader'
 import { encodeKeys } from '../../formats/wire/multiget'
-import { writeClusterFile, NodeProcess, request, testAgent } from '../../testkit/node-process'
-import { evictTree } from '../../testkit/page-cache'
+import { writeClusterFile, NodeProcess, request, testAgent } from '../../testkit/cluster/node-process'
+import { evictTree } from '../../testkit/stores/page-cache'
 import { ensureDataset, ensureDir, keyOf, uniformIds, workRoot } from '../kit/data'
 import { lmdbFile, lmdbModule } from '../peers/lmdb'
 import { redisBenchmark } from '../peers/redis'
@@ -266,6 +266,16 @@ function pushVerdict(p: PushRows): { text: string; met: boolean } {
   }
 }
 
+/** The peer's goal row: rostore's cold get against LMDB's faster variant on the same records. */
+function lmdbGoal(get: ReadRow, lmdb: { plain: ReadRow; nora: ReadRow }, fio1: number): string {
+  const peer = lmdb.nora.perSec >= lmdb.plain.perSec ? lmdb.nora : lmdb.plain
+  const ratio = get.perSec / peer.perSec
+  const says = (name: string, r: ReadRow): string =>
+    `${name} ${num(r.perSec)}/s (${(r.perSec / fio1).toFixed(2)}× fio QD1, ${num(r.bytesPerLookup)} B per get)`
+  const measured = `${ratio.toFixed(2)}× (get ${num(get.perSec)} vs ${num(peer.perSec)}); LMDB ${says('noReadAhead', lmdb.nora)}, ${says('read-ahead', lmdb.plain)}`
+  return `| cold-lmdb | In-process cold get, one thread, vs LMDB get (peer) on the same records, cold file | ≥ 1.0× | ${measured} | ${ratio >= 1 ? 'met' : 'missed'} |`
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   const inproc = argv.indexOf('--inproc')
@@ -440,6 +450,7 @@ async function main(): Promise<void> {
         `${pct(Math.max(asyncRow.residentAtEnd, syncRow.residentAtEnd, respRow.residentAtEnd, mgetRow.residentAtEnd))} at most`,
         Math.max(asyncRow.residentAtEnd, syncRow.residentAtEnd, respRow.residentAtEnd, mgetRow.residentAtEnd) < 0.25,
       ),
+      ...(lmdbRows ? [lmdbGoal(syncRow, lmdbRows, fio1)] : []),
       ...(pushGoal
         ? [
             g(

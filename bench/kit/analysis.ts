@@ -60,15 +60,25 @@ the workers on 2 cores). Batching the cold records of one turn of the event loop
 their reads with one process_madvise(MADV_WILLNEED) took the node from ~10k to ~14k cold GETs/s (~100 µs of CPU per
 cold GET, from ~137). Levers not taken yet: io_uring from the addon without a polling thread (one submission and one
 completion wake-up per batch, no pool thread at all), and answering a cold record from the bytes read rather than
-mapping them and looking the key up again.`
+mapping them and looking the key up again (done for the in-process getAsync, see "In-process cold get"; the servers
+frame their answers from the mapping, many records per job). The rerun of 2026-12-07 ran at a load average of 13-32 on
+2 cores (other sessions' work): its node rows (6.8k RESP GETs/s) measure that load more than the node.`
 
 const WHY: Record<string, string> = {
   'cold-inproc': `One thread, one read at a time. The synchronous get pays the page fault of its record (one page: MADV_RANDOM) and
-reached 0.59-0.76× of fio at queue depth 1 over this session's runs (fio itself moved between 13k and 22k IOPS from run to
-run): fio's direct read skips the page cache, where a fault allocates a page, inserts it in the cache and the LRU and maps
-it, each step costlier on this paravirtual VM (see "Node cold RESP GET" below). getAsync adds a round trip through the
-libuv pool per read (two thread wake-ups), which at queue depth 1 is pure latency: 0.27-0.54×. getAsync is for callers
-with an event loop to protect; a lone reader that can block does better with get.`,
+reached 0.55-0.76× of fio at queue depth 1 over the runs of 2026-12-04..07 (fio itself moved between 13k and 23k IOPS from
+run to run): fio's direct read skips the page cache, where a fault allocates a page, inserts it in the cache and the LRU and
+maps it, each step costlier on this paravirtual VM (see "Node cold RESP GET" below). getAsync used to warm the record on the
+pool (MADV_POPULATE_READ) and look it up again through the mapping: 0.17-0.54×. Since 2026-12-07 it reads the record with
+one pread on the pool and answers from those bytes (formats/store/read/cold-pread.ts): 0.68× in this run, at 94% of get's rate,
+and ~2× the former path when both run interleaved in one process (8.1k against 4.9k reads/s). What is left of its gap to get
+is the pool round trip (two thread wake-ups per read, pure latency at queue depth 1); both rows ran at a load average of
+13-32 on 2 cores (other sessions' builds and tests), where a wake-up waits for a core. perf over cold getAsyncs alone (40k
+reads, after the open): 78% of the samples in the kernel, 27% in finish_task_switch (the thread switches of each round
+trip), 17% in iowrite16 (the virtio-blk kick, one per read) and 12% re-enabling interrupts; rostore's JavaScript and addon
+under 16%. The levers are fewer switches and kicks per read (io_uring from the addon), not less work in rostore. Tried
+and not kept: the synchronous get reading a cold record with a pread instead of its page faults (+4% on average over
+interleaved runs, within their spread).`,
   'cold-resp': COLD_CPU,
   'cold-push': `The hit ratio holds (the fetch writes and reads behind, the verify drops what it read, one worker carries
 the hot set: 100% before, during and after in this session's runs, against 73-90% before those changes, when the page
@@ -78,16 +88,20 @@ at full speed, and both share 2 cores with the serving workers and the load gene
 them for a few milliseconds (before: 0.1-0.2 ms at 8k GETs/s). The carry itself cost a ~0.5 s stall while two workers
 walked the indexes at once, gone with one worker doing it. After the swap the p99 is back to its level before. Levers:
 a --max-bytes-per-sec on the push (what an operator sets to protect reads), verify at a bounded rate or on a niced
-thread, and skipping the verify's second checksum pass of files the fetch already hashed.`,
+thread, and skipping the verify's second checksum pass of files the fetch already hashed. The rerun of 2026-12-07 (the
+section's first since the fetch became format 2's partition fetch) ran at a load average of 13-32 on 2 cores: p99 before
+the push 48 ms (0.1-0.2 ms on a quiet machine), up to 683 ms in a 5 s slice during the 154 s fetch, 26 ms after; the hit
+ratio held (92.7% before, 94.4% at worst during, 94.5% after), so the miss is the p99 alone, set by CPU as above.`,
   'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
-(one pool job, one process_madvise), so it comes nearer the device than single GETs (0.53× against 0.32× in the same run).`,
+(one pool job, one process_madvise), so it comes nearer the device than single GETs (0.37× against 0.16× in the run of
+2026-12-07, 0.53× against 0.32× in an earlier one).`,
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
 workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
 record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the serving event loop in slices of 64 KiB between throttle
 waits. On this 2-core machine the probe, the node's workers and the dump's client compete for the same cores, so the tail moves
 with the load average of the section. A miss here first means rerunning on a quiet machine; if it persists, lower the default
 --stream-max-bytes-per-sec or move the record walk to a worker thread (server/routes/stream-dump.ts).`,
-  swap: `Judged on the admin round trip's p99 (bench/versions/swap-bench.ts). Since the mapped windows stopped being counted as V8 external memory (native/unaccounted-window.cc), a swap costs the
+  swap: `Judged on the admin round trip's p99 (bench/versions/swap-bench.ts). Since the mapped windows stopped being counted as V8 external memory (native/memory/unaccounted-window.cc), a swap costs the
 same for a 1.4 MiB and a 2 GiB store (before: 115 ms p50 for 2 GiB, ~10 full collections per serving process per open). What
 is left is the same for every size: the admin request, the new version's reader (opened at install; since this session the
 version a swap replaces stays open as the rollback target, so these back-and-forth swaps open nothing: rtt p99 17-26 ms ->
@@ -95,7 +109,7 @@ version a swap replaces stays open as the rollback target, so these back-and-for
 directory). The "LIVE write alone" row is that last step by itself on this VM's disk: its p99 alone is at or above 10 ms in
 loaded runs, so the goal is bounded by the disk's fsync tail before any rostore work; the flip's p99 above that row is the
 serving processes' share (the admin request's other work, closing the old reader), for the owners of swapper/ to profile
-on a quiet machine. Since 2026-12-02 the LIVE write is one job on the libuv pool (native/durable-file.c) instead of eight
+on a quiet machine. Since 2026-12-02 the LIVE write is one job on the libuv pool (native/io/durable-file.c) instead of eight
 file-system calls, each a pool round trip: the server side's p99 is under 10 ms on all four rows of that run (5.6-9.4 ms,
 against 8.7-18 ms the run before), and what the round trip adds on top (the client's request through a serving worker to the
 supervisor and back, 3-10 ms at p99) is what keeps the rtt p99 above the goal. ${CONTENTION}`,

@@ -380,7 +380,7 @@ export async function ensureDerivedInput(ds: Dataset, kind: DerivedInput): Promi
   if (existsSync(path) && existsSync(paramFile) && readFileSync(paramFile, 'utf8') === want)
     return { path, format, bytes: statSync(path).size }
   const tmp = `${path}.tmp-${process.pid}`
-  const { duckdb, sqlString } = await import('../../testkit/duckdb')
+  const { duckdb, sqlString } = await import('../../testkit/stores/duckdb')
   const source = `read_csv(${sqlString(ds.tsv)}, delim = '\t', header = false, quote = '', escape = '', columns = {'key': 'VARCHAR', 'value': 'VARCHAR'})`
   // Keep the file order: DuckDB would otherwise be free to reorder a parallel scan.
   await duckdb('SET preserve_insertion_order = true')
@@ -394,7 +394,7 @@ export async function ensureDerivedInput(ds: Dataset, kind: DerivedInput): Promi
     await duckdb(`COPY (SELECT * FROM ${source}) TO ${sqlString(tmp)} (FORMAT json)`)
   } else {
     const parquet = await ensureDerivedInput(ds, 'parquet-snappy')
-    const { ensurePython, runPython } = await import('../../testkit/python')
+    const { ensurePython, runPython } = await import('../../testkit/peers/python')
     const script = [
       'import sys, pyarrow.parquet as pq, pyarrow.ipc as ipc',
       'f = pq.ParquetFile(sys.argv[1])',

@@ -341,6 +341,7 @@ export function coldGoals(md: string | undefined, reason?: string): GoalRow[] {
     ['cold-mget', 'Node cold HTTP multi-get of 100 (keys/s), vs fio QD32', '≥ 0.6×'],
     ['cold-bytes', 'Device bytes per cold lookup, 1 KiB values', '≤ 2 pages'],
     ['cold-hit', 'Data cached at the end of each cold row (bounds its hit ratio)', '< 25%'],
+    ['cold-lmdb', 'In-process cold get, one thread, vs LMDB get (peer) on the same records, cold file', '≥ 1.0×'],
     ['cold-push', 'Push of a full new version under Zipf reads: hot p99 and hit ratio during and after, vs before', '≤ 1.5×, ≥ −10 points'],
   ]
   const t = md ? parseTables(md).find((x) => column(x, /^goal id$/) >= 0) : undefined

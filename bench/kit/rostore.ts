@@ -7,9 +7,9 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:f
 import { join } from 'node:path'
 import { cliPath } from '../../common/paths'
 import type { InputFormat } from '../../formats/input/types'
-import type { Compression } from '../../formats/store/metadata'
-import { openServingReader, type OpenOptions } from '../../formats/store/store-reader'
-import type { SearchStrategy } from '../../formats/store/search'
+import type { Compression } from '../../formats/store/layout/metadata'
+import { openServingReader, type OpenOptions } from '../../formats/store/read/store-reader'
+import type { SearchStrategy } from '../../formats/store/chunk/search'
 import { datasetId, ensureDir, workRoot, type Dataset } from './data'
 import type { Getter } from '../peers/getter'
 import { log, runTimed, type TimedResult } from './system'
@@ -88,9 +88,14 @@ export function artifactDir(ds: Dataset, kind: ArtifactKind): string {
   return join(workRoot(), 'stores', datasetId(ds.shape, ds.seed), kind)
 }
 
-/** The rostore node directory inside a rostore artifact. */
+/**
+ * The directory a reader opens inside a rostore artifact: a format-1 build's `node-0`, or
+ * a format-2 build's root (its manifest and partition files; openStore and a node's install
+ * both take it).
+ */
 export function rostoreNodeDir(ds: Dataset, kind: 'rostore-none' | 'rostore-snappy'): string {
-  return join(artifactDir(ds, kind), 'out', 'node-0')
+  const out = join(artifactDir(ds, kind), 'out')
+  return existsSync(join(out, 'node-0')) ? join(out, 'node-0') : out
 }
 
 /**

@@ -8,8 +8,8 @@
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../common/native'
-import { openStore } from '../../formats/store/store-reader'
-import type { AccessMode, Preload } from '../../formats/store/store-reader-api'
+import { openStore } from '../../formats/store/read/store-reader'
+import type { AccessMode, Preload } from '../../formats/store/read/store-reader-api'
 import { keyOf, uniformIds } from '../kit/data'
 import { fmt, mdTable, percentileSorted } from '../kit/stats'
 

@@ -4,7 +4,7 @@
  *
  * - CRC-32 of one record (12-byte key + 100 or 1024-byte value): zlib's crc32 (a call
  *   into Node's zlib), the JavaScript tables (common/crc32.ts, slicing by 8) and the
- *   addon (native/crc32.c: carry-less multiply from 64 bytes, tables below);
+ *   addon (native/hash/crc32.c: carry-less multiply from 64 bytes, tables below);
  * - MD5 of one 12-byte key: hash-wasm's reusable hasher, common/md5.ts, the addon;
  * - batches of 100 keys, as a multi-get handler answers them: get() per key then
  *   encodeValues, getMany then encodeValues, and getManyFramed straight into one buffer.
@@ -18,8 +18,8 @@ import { crc32 as jsCrc32 } from '../../common/crc32'
 import { md5 as jsMd5 } from '../../common/md5'
 import { nativeFunctions } from '../../common/native'
 import { encodeValues } from '../../formats/wire/multiget'
-import { openServingReader } from '../../formats/store/store-reader'
-import type { ValueFraming } from '../../formats/store/store-reader-api'
+import { openServingReader } from '../../formats/store/read/store-reader'
+import type { ValueFraming } from '../../formats/store/read/store-reader-api'
 import { keyOf, uniformIds } from '../kit/data'
 import { fmt, mdTable, median } from '../kit/stats'
 

@@ -10,8 +10,8 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { openStore } from '../../formats/store/store-reader'
-import type { AccessMode } from '../../formats/store/store-reader-api'
+import { openStore } from '../../formats/store/read/store-reader'
+import type { AccessMode } from '../../formats/store/read/store-reader-api'
 import { KEY_DIGITS, datasetId, ensureDataset, label, workRoot, writeKey, type Dataset, type Shape } from '../kit/data'
 import { log } from '../kit/system'
 import { rostoreBuild } from '../kit/rostore'

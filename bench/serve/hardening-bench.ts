@@ -13,9 +13,9 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { openStore } from '../../formats/store/store-reader'
-import { makeNodeDir } from '../../testkit/make-store'
-import { makeTmp } from '../../testkit/tmp'
+import { openStore } from '../../formats/store/read/store-reader'
+import { makeNodeDir } from '../../testkit/stores/make-store'
+import { makeTmp } from '../../testkit/stores/tmp'
 import { fmt, mdTable } from '../kit/stats'
 
 interface HoldResult {

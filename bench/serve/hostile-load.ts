@@ -3,10 +3,10 @@ import { request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { startSingleNode, type NodeProcess } from '../../testkit/node-process'
-import { keyName, makeVersionDir } from '../../testkit/reliability-kit'
-import { sleep } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
+import { keyName, makeVersionDir } from '../../testkit/cluster/reliability-kit'
+import { sleep } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Hostile loads against one serving process (`--workers 1`), for docs/RELIABILITY.md §6:

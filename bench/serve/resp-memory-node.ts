@@ -10,9 +10,9 @@
  * Prints "listening <port>" once it accepts connections; loopback only.
  */
 import type { Cluster } from '../../cluster/cluster'
-import type { StoreMetadata } from '../../formats/store/metadata'
-import type { ServingReader } from '../../formats/store/store-reader-api'
-import { writeFramed, writeFramedInto, writeValueInto } from '../../formats/store/value-framing'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
+import type { ServingReader } from '../../formats/store/read/store-reader-api'
+import { writeFramed, writeFramedInto, writeValueInto } from '../../formats/store/chunk/value-framing'
 import { ReadAuth } from '../../server/auth'
 import { nullLogger } from '../../server/log'
 import { startRespServer } from '../../server/resp/resp-server'

@@ -2,7 +2,7 @@
  * Push chaos soak, run by bench/run.ts (`--only chaos`) as its own process:
  *   node dist/bench/versions/chaos-bench.js [--quick] [--runs N] [--seed S] [--minutes M]
  *
- * testkit/push-chaos.ts for N operations (200; 20 with --quick) from seed S (printed, and
+ * testkit/cluster/push-chaos.ts for N operations (200; 20 with --quick) from seed S (printed, and
  * replayable the same way, or with ROSTORE_FAULT_SEED in test/reliability/push-chaos.test.ts),
  * on 300 keys; no operation starts after M minutes (60, or ROSTORE_CHAOS_MINUTES when run
  * by bench/run.ts; 10 with --quick), so the run is
@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runChaos } from '../../testkit/push-chaos'
+import { runChaos } from '../../testkit/cluster/push-chaos'
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name)

@@ -16,9 +16,9 @@ import { Registry } from 'prom-client'
 import { isStoreError } from '../../common/errors'
 import { fetchVersion } from '../../fetcher/fetch-job'
 import { registerFetchMetrics } from '../../fetcher/fetch-metrics'
-import { TokenBucket } from '../../fetcher/token-bucket'
-import { makeBuildOutput, type Fixture } from '../../testkit/fetch-fixture'
-import { Nginx, nginxAvailable } from '../../testkit/nginx'
+import { TokenBucket } from '../../fetcher/transfer/token-bucket'
+import { makeBuildOutput, type Fixture } from '../../testkit/stores/fetch-fixture'
+import { Nginx, nginxAvailable } from '../../testkit/peers/nginx'
 
 const run = promisify(execFile)
 const MB = 1e6

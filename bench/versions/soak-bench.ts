@@ -12,10 +12,10 @@
  */
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { pushStore } from '../../client/push'
+import { pushStore } from '../../client/push/push-store'
 import { loadCluster } from '../../cluster/cluster'
-import { makeNodeDir } from '../../testkit/make-store'
-import { NodeProcess, writeClusterFile } from '../../testkit/node-process'
+import { makeNodeDir } from '../../testkit/stores/make-store'
+import { NodeProcess, writeClusterFile } from '../../testkit/cluster/node-process'
 import { ensureDir, keyOf, valueOf, workRoot } from '../kit/data'
 import { fmt, mdTable } from '../kit/stats'
 

@@ -15,9 +15,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { makeNodeDir } from '../../testkit/make-store'
-import { writeLivePointer } from '../../swapper/live-pointer'
-import { json, request, startSingleNode, type NodeProcess } from '../../testkit/node-process'
+import { makeNodeDir } from '../../testkit/stores/make-store'
+import { writeLivePointer } from '../../swapper/disk/live-pointer'
+import { json, request, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
 import { readsDuringSwaps } from './swap-reads'
 
 const GiB = 1 << 30

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import type { Argv } from 'yargs'
 import { StoreError } from '../../common/errors'
-import { buildSide, clusterSide, diffSides, type DiffSide } from '../../client/diff'
+import { buildSide, clusterSide, diffSides, type DiffSide } from '../../client/dump/diff'
 import { adminToken, adminTokenOption, loadClusterOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
 

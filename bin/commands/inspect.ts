@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs'
-import { openStore } from '../../formats/store/store-reader'
-import { dumpRecords } from '../../formats/store/dump'
+import { openStore } from '../../formats/store/read/store-reader'
+import { dumpRecords } from '../../formats/store/scan/dump'
 import { integerOption } from '../integer-option'
 
 export const command = 'inspect <dir>'

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs'
-import { presignBuild } from '../../client/presign-build'
+import { presignBuild } from '../../client/push/presign-build'
 import { integerOption } from '../integer-option'
 
 export const command = 'presign <from>'

@@ -1,9 +1,9 @@
 import type { Argv } from 'yargs'
-import { pushStore, type PushEvent, type PushResult } from '../../client/push'
-import { formatPlan, planPush } from '../../client/push-plan'
+import { pushStore, type PushEvent, type PushResult } from '../../client/push/push-store'
+import { formatPlan, planPush } from '../../client/push/plan'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption, readToken, readTokenOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
-import { FETCH_FROM, type FetchFrom } from '../../client/partition-sources'
+import { FETCH_FROM, type FetchFrom } from '../../client/push/partition-sources'
 import { redactCredentials } from '../../common/redact'
 import { StoreError } from '../../common/errors'
 

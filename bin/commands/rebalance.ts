@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs'
-import { formatRebalancePlan, planRebalance, rebalanceStore } from '../../client/rebalance'
+import { formatRebalancePlan, planRebalance, rebalanceStore } from '../../client/push/rebalance'
 import { StoreError } from '../../common/errors'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption, readToken, readTokenOption } from '../cluster-options'
 import { integerOption } from '../integer-option'

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs'
-import { rollbackCluster } from '../../client/rollback'
+import { rollbackCluster } from '../../client/push/rollback'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
 

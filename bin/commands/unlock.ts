@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs'
-import { breakClusterLocks } from '../../client/cluster-locks'
+import { breakClusterLocks } from '../../client/push/cluster-locks'
 import { adminToken, adminTokenOption, clusterOptions, loadClusterOption } from '../cluster-options'
 
 export const command = 'unlock'

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs'
-import { verifyBuildOrNode } from '../../formats/store/verify-tree'
+import { verifyBuildOrNode } from '../../formats/store/scan/verify-tree'
 
 export const command = 'verify <dir>'
 export const describe = 'Check a node directory or a whole build output: structure, every record, every checksum'

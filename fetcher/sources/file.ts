@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { StoreError } from '../../common/errors'
 import { ReadBehind } from '../../common/read-behind'
-import { FsGate } from '../fs-gate'
+import { FsGate } from '../transfer/fs-gate'
 import { isInsideDir } from './local-path'
 import type { FetchSource, ReadRequest, ReadResult } from './source'
 

@@ -2,7 +2,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { StoreError } from '../../common/errors'
 import { redactCredentials } from '../../common/redact'
-import { FetchFailure } from '../failure-reason'
+import { FetchFailure } from '../transfer/failure-reason'
 import { NotReadyError, RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './source'
 
 /** Statuses worth asking again for: the server or a proxy in front of it is unwell. */

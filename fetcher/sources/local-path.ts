@@ -1,6 +1,6 @@
 import { realpath } from 'node:fs/promises'
 import { basename, dirname, join, sep } from 'node:path'
-import type { FsGate } from '../fs-gate'
+import type { FsGate } from '../transfer/fs-gate'
 
 /** `path` is `dir` or below it; both absolute and normalised (no trailing separator but for "/"). */
 export function isInsideDir(path: string, dir: string): boolean {

@@ -2,7 +2,7 @@ import { StoreError } from '../../common/errors'
 import { S3Error } from '../../s3/s3-error'
 import type { S3Client } from '../../s3/s3-client'
 import { childOf, formatS3Url, parseS3Url, type S3Location } from '../../s3/s3-url'
-import { FetchFailure } from '../failure-reason'
+import { FetchFailure } from '../transfer/failure-reason'
 import { RestartFromZeroError, type FetchSource, type ReadRequest, type ReadResult } from './source'
 
 export interface S3SourceOptions {

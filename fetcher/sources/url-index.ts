@@ -1,7 +1,7 @@
 import { StoreError } from '../../common/errors'
 import { redactCredentials } from '../../common/redact'
-import { DEFAULT_BACKOFF } from '../backoff'
-import { readSmall } from '../read-small'
+import { DEFAULT_BACKOFF } from '../transfer/backoff'
+import { readSmall } from '../transfer/read-small'
 import { HttpSource } from './http'
 import type { FetchSource, ReadRequest, ReadResult } from './source'
 

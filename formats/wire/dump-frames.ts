@@ -38,7 +38,7 @@ export const DUMP_CONTENT_TYPES: Readonly<Record<DumpFraming, string>> = {
 }
 
 /**
- * Records as offsets into one buffer (formats/store/partition-walk.ts WalkBatch): key i is
+ * Records as offsets into one buffer (formats/store/scan/partition-walk.ts WalkBatch): key i is
  * `data[keyAt[i], keyAt[i] + keyLen[i])`, its value the `valueLen[i]` bytes after it, or
  * `values[i]` when given.
  */

@@ -1,4 +1,4 @@
-import { isSafeName } from '../../formats/store/layout'
+import { isSafeName } from '../../formats/store/layout/layout'
 import type { SwapResult } from '../../swapper/events'
 import type { JobView } from '../jobs/jobs'
 import type { Logger } from '../log'

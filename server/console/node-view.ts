@@ -1,6 +1,6 @@
 import { statfs } from 'node:fs/promises'
 import { buildRing, replicaNodes } from '../../cluster/routing'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
 import type { ServingMirror } from '../../swapper/serving-mirror'

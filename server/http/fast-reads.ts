@@ -1,6 +1,6 @@
 import { GrowableBuffer } from '../../common/growable-buffer'
-import { FRAMED_COLD, type ServingReader } from '../../formats/store/store-reader-api'
-import { MULTIGET_FRAMING } from '../../formats/store/value-framing'
+import { FRAMED_COLD, type ServingReader } from '../../formats/store/read/store-reader-api'
+import { MULTIGET_FRAMING } from '../../formats/store/chunk/value-framing'
 import { decodeKeys, presentValues } from '../../formats/wire/multiget'
 import type { ServedStore } from '../../swapper/served-store'
 import type { ReadContext } from '../context'

@@ -1,6 +1,7 @@
-import { buildRing, heldPartitionMask, masterPartition } from '../../cluster/routing'
-import { createKeyHasher, type KeyHasher } from '../../formats/store/key-hash'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import { buildRing, masterPartition } from '../../cluster/routing'
+import { heldPartitionMaskOf } from '../../formats/store/layout/held-partitions'
+import { createKeyHasher, type KeyHasher } from '../../formats/store/layout/key-hash'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 
 /**
  * Which keys of one version this node holds, by that version's own layout (its metadata,
@@ -31,7 +32,7 @@ export function ownershipOf(meta: StoreMetadata): Ownership | Promise<Ownership>
   const known = cache.get(meta)
   if (known) return known
   const ring = buildRing(meta.layout)
-  const local = heldPartitionMask(ring, meta.replication, meta.nodeId)
+  const local = heldPartitionMaskOf(meta, meta.nodeId)
   const all = local.every((x) => x === 1)
   if (all) {
     const own: Ownership = { all, partitionCount: ring.partitionCount, local, hasher: undefined }

@@ -9,11 +9,11 @@ import { registerFetchMetrics, type FetchMetrics } from '../../fetcher/fetch-met
 import { fetchPartitions, type FetchFrom, type PartitionFetchResult } from '../../fetcher/partition-fetch'
 import type { PartitionPeer } from '../../fetcher/sources/peer'
 import type { NodeTls } from '../../cluster/cluster'
-import { MANIFEST_FILE } from '../../formats/store/partition-files'
+import { MANIFEST_FILE } from '../../formats/store/layout/partition-files'
 import type { FetchingVersions } from './fetching-versions'
-import { defaultFsCallLimit, FsGate } from '../../fetcher/fs-gate'
+import { defaultFsCallLimit, FsGate } from '../../fetcher/transfer/fs-gate'
 import { checkSource } from '../../fetcher/sources/open-source'
-import { TokenBucket } from '../../fetcher/token-bucket'
+import { TokenBucket } from '../../fetcher/transfer/token-bucket'
 import { installResult, type InstallResult, type StoreVersions } from '../../swapper/store-versions'
 import type { ServingMirror } from '../../swapper/serving-mirror'
 
@@ -70,7 +70,7 @@ export interface FetchRunnerOptions {
 /**
  * What an admin operation may read: the `--allowed-source` list, applied to every path
  * and URL an admin request names (fetch sources, install paths), and the node-wide bound
- * on the blocking file-system calls made on sources (fetcher/fs-gate.ts).
+ * on the blocking file-system calls made on sources (fetcher/transfer/fs-gate.ts).
  */
 export class SourceAccess {
   readonly gate: FsGate

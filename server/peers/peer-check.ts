@@ -6,7 +6,7 @@ import type { ServingMirror } from '../../swapper/serving-mirror'
 import type { FetchRunner, PartitionRequest } from '../jobs/fetch-runner'
 import type { Jobs } from '../jobs/jobs'
 import type { Logger } from '../log'
-import { namesNode } from '../../swapper/push-record'
+import { namesNode } from '../../swapper/disk/push-record'
 import { askPeer, newestRecords, type PeerRecords } from './peer-records'
 
 export interface PeerCheckOptions {
@@ -57,7 +57,7 @@ const MAX_RETRY_MS = 60_000
 /**
  * A node that (re)starts asks its peers, before it serves the stores it had, whether it
  * missed a push. The nodes that took a high-availability push keep
- * its record (swapper/push-record.ts): the version and the nodes that missed it. A store
+ * its record (swapper/disk/push-record.ts): the version and the nodes that missed it. A store
  * this node missed is refused (503, "behind") until the node has that version: it fetches
  * it from the push's source itself (self-repair) and swaps, or a new push brings it.
  *

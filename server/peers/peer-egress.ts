@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { StoreError } from '../../common/errors'
-import { TokenBucket } from '../../fetcher/token-bucket'
+import { TokenBucket } from '../../fetcher/transfer/token-bucket'
 
 /** Peer file streams served at once by default; more wait for a 503 and ask again. */
 export const DEFAULT_PEER_STREAMS = 8

@@ -1,7 +1,7 @@
 import type { ClusterNode, NodeTls } from '../../cluster/cluster'
 import { errorMessage, StoreError } from '../../common/errors'
-import { isSafeName } from '../../formats/store/layout'
-import { parsePushRecord, type PushRecord } from '../../swapper/push-record'
+import { isSafeName } from '../../formats/store/layout/layout'
+import { parsePushRecord, type PushRecord } from '../../swapper/disk/push-record'
 import { peerRequest } from './peer-call'
 
 /** What one peer keeps: the last push record of each of its stores. */

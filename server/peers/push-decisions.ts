@@ -8,7 +8,7 @@ import {
   type DecisionState,
   type Outcome,
   type PreparedPush,
-} from '../../swapper/push-decision'
+} from '../../swapper/disk/push-decision'
 import { SerialQueue } from '../../swapper/serial-queue'
 import type { ServingMirror } from '../../swapper/serving-mirror'
 import type { Logger } from '../log'
@@ -24,7 +24,7 @@ export interface VoteView {
 }
 
 /**
- * A node's side of the push decisions (swapper/push-decision.ts, docs/RELIABILITY.md §4):
+ * A node's side of the push decisions (swapper/disk/push-decision.ts, docs/RELIABILITY.md §4):
  * prepares, write-once votes, and the outcome applied by the node itself: commit swaps to
  * the version (and keeps the push record), abort removes a version fetched for the push.
  * Every change of a store's state runs in that store's queue and is on disk before it is

@@ -1,7 +1,7 @@
 import type { Cluster, NodeTls } from '../../cluster/cluster'
 import { canCommit, layoutOf, outcomeOf, quorumOf, type NodeVote } from '../../cluster/push-quorum'
 import { errorMessage } from '../../common/errors'
-import type { Outcome, PreparedPush } from '../../swapper/push-decision'
+import type { Outcome, PreparedPush } from '../../swapper/disk/push-decision'
 import type { Logger } from '../log'
 import { peerJson } from './peer-call'
 import type { PushDecisions, VoteView } from './push-decisions'

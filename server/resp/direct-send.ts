@@ -12,7 +12,7 @@ export type ReplySend = (bytes: Buffer) => void
 
 /**
  * A reply path that skips Node's stream machinery while nothing waits to be sent: one
- * send(2) from the addon (native/socket-send.c) instead of socket.write, which allocates a
+ * send(2) from the addon (native/io/socket-send.c) instead of socket.write, which allocates a
  * write request, runs the Writable's bookkeeping and schedules its callbacks for every batch
  * of replies. It lowers the server CPU per RESP GET (RESULTS section 3b); the handle's
  * shape is checked on every connection (its self-check), and a socket that fails the check

@@ -1,6 +1,6 @@
 import { errorMessage, isStoreError } from '../../common/errors'
-import type { StoreMetadata } from '../../formats/store/metadata'
-import { FRAMED_COLD, type ServingReader, type ValueFraming } from '../../formats/store/store-reader-api'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
+import { FRAMED_COLD, type ServingReader, type ValueFraming } from '../../formats/store/read/store-reader-api'
 import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
 import type { Logger } from '../log'

@@ -1,7 +1,7 @@
-import { isSafeName } from '../../formats/store/layout'
+import { isSafeName } from '../../formats/store/layout/layout'
 import type { ServedStore, ServedStores } from '../../swapper/served-store'
 
-/** Longest store name (formats/store/layout.ts isSafeName). */
+/** Longest store name (formats/store/layout/layout.ts isSafeName). */
 const MAX_STORE_NAME = 128
 const COLON = 0x3a
 

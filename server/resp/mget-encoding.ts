@@ -1,6 +1,6 @@
 import type { RespProto } from '../../formats/wire/resp'
 import type { RespWriter } from '../../formats/wire/resp-writer'
-import { FRAMED_COLD, type ServingReader, type ValueFraming } from '../../formats/store/store-reader-api'
+import { FRAMED_COLD, type ServingReader, type ValueFraming } from '../../formats/store/read/store-reader-api'
 
 /** Bytes of an MGET reply of these values, headers included. */
 export function mgetReplyBytes(values: readonly (Uint8Array | undefined)[]): number {

@@ -1,6 +1,6 @@
 import { StoreError } from '../../common/errors'
 import { readOneVersion } from '../../cluster/one-version-read'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 import type { ServedStore } from '../../swapper/served-store'
 import { getsCommand, type Forwarder } from './forwarder'
 import { partitionOf, type StoreRoute } from './store-routes'

@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client'
 import type { Cluster, NodeTls } from '../../cluster/cluster'
 import { StoreError } from '../../common/errors'
-import { isSafeName } from '../../formats/store/layout'
+import { isSafeName } from '../../formats/store/layout/layout'
 import type { RespRequestLimits } from '../../formats/wire/resp'
 import type { ReadAuth } from '../auth'
 import type { NodeTlsOptions } from '../tls'

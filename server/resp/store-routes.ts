@@ -1,6 +1,7 @@
-import { buildRing, heldPartitionMask, masterPartition, replicaTable } from '../../cluster/routing'
-import { createKeyHasher, MD5, type KeyHasher } from '../../formats/store/key-hash'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import { buildRing, masterPartition, replicaTable } from '../../cluster/routing'
+import { heldPartitionMaskOf } from '../../formats/store/layout/held-partitions'
+import { createKeyHasher, MD5, type KeyHasher } from '../../formats/store/layout/key-hash'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 import type { Logger } from '../log'
 
 /** Where the keys of one store version live, as seen from this node. */
@@ -83,7 +84,7 @@ export class StoreRoutes {
     }
     const replicas = table.map((l) => share(l))
     const others = table.map((l) => share(l.filter((id) => id !== this.nodeId)))
-    const local = heldPartitionMask(ring, meta.replication, this.nodeId)
+    const local = heldPartitionMaskOf(meta, this.nodeId)
     return {
       store: meta.store,
       version: meta.version,

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
-import { parsePushRecord } from '../../swapper/push-record'
+import { parsePushRecord } from '../../swapper/disk/push-record'
 import type { AppContext } from '../context'
 import { readJsonObject, sendJson } from '../http/http-util'
 import type { PushRecordsBody } from '../peers/peer-records'
 import { controlRoute } from './route'
 
 /**
- * Admin routes of the push records (swapper/push-record.ts, server/peers/peer-check.ts): a push
+ * Admin routes of the push records (swapper/disk/push-record.ts, server/peers/peer-check.ts): a push
  * writes its record on every node; a node that restarts reads its peers' records.
  */
 export const ADMIN_PEER_ROUTES = [

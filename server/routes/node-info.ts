@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import type { ResidencyStats } from '../../formats/store/store-reader-api'
+import type { ResidencyStats } from '../../formats/store/read/store-reader-api'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
 import type { ServingMirror } from '../../swapper/serving-mirror'

@@ -1,5 +1,5 @@
 import { FETCH_FROM, type FetchFrom } from '../../fetcher/partition-fetch'
-import { requestVersion } from '../../swapper/versions'
+import { requestVersion } from '../../swapper/disk/version-names'
 import { badRequest } from '../http/http-util'
 import type { PartitionRequest } from '../jobs/fetch-runner'
 

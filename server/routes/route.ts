@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
-import { checkStoreName, parseVersionText } from '../../swapper/versions'
+import { checkStoreName, parseVersionText } from '../../swapper/disk/version-names'
 import type { AppContext, ReadContext } from '../context'
 import { badRequest, decodeNameSegment } from '../http/http-util'
 import { isJobId } from '../jobs/jobs'
-import { isPushId } from '../../swapper/push-decision'
-import { MANIFEST_FILE, parsePartitionFileName } from '../../formats/store/partition-files'
+import { isPushId } from '../../swapper/disk/push-decision'
+import { MANIFEST_FILE, parsePartitionFileName } from '../../formats/store/layout/partition-files'
 
 /**
  * One row of the node's route table: its path pattern, methods, who may call it, the

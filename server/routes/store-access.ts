@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import type { StoreMetadata } from '../../formats/store/metadata'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sendJson } from '../http/http-util'
 import { StoreError } from '../../common/errors'

@@ -1,12 +1,13 @@
 import { once } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError, isStoreError } from '../../common/errors'
-import { buildRing, heldPartitions } from '../../cluster/routing'
-import { openVersion, walkBatches, type OpenVersion } from '../../formats/store/partition-walk'
-import { slotCount } from '../../formats/store/slots'
+import { buildRing } from '../../cluster/routing'
+import { heldPartitionsOf } from '../../formats/store/layout/held-partitions'
+import { openVersion, walkBatches, type OpenVersion } from '../../formats/store/scan/partition-walk'
+import { slotCount } from '../../formats/store/layout/slots'
 import { DUMP_CONTENT_TYPES, DumpEncoder, DUMP_FORMATS, type DumpFraming } from '../../formats/wire/dump-frames'
-import { TokenBucket } from '../../fetcher/token-bucket'
-import { parseVersionText } from '../../swapper/versions'
+import { TokenBucket } from '../../fetcher/transfer/token-bucket'
+import { parseVersionText } from '../../swapper/disk/version-names'
 import { checkAdminOrRead } from '../auth'
 import type { AppContext } from '../context'
 import { badRequest } from '../http/http-util'
@@ -106,7 +107,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
   }
   const meta = await sv.versionMetadata(version)
   // Format 2 lists what the directory holds; format 1 holds what the layout gives this node.
-  const held = meta.held ?? heldPartitions(buildRing(meta.layout), meta.replication, ctx.nodeId)
+  const held = heldPartitionsOf(meta, ctx.nodeId)
   const wanted = query.partitions ?? held
   const missing = wanted.filter((p) => !held.includes(p))
   if (missing.length > 0) {

@@ -1,8 +1,8 @@
-import { mergeResidency, type ResidencyStats } from '../../formats/store/residency'
+import { mergeResidency, type ResidencyStats } from '../../formats/store/read/residency'
 import { mergeCorruptReads, type CorruptReads } from '../../swapper/corrupt-reads'
 import { closeQuietly, openVersionReader, type OpenReader } from '../../swapper/open-version'
 import type { ServingMirror } from '../../swapper/serving-mirror'
-import type { StaleMark } from '../../swapper/stale-mark'
+import type { StaleMark } from '../../swapper/disk/stale-mark'
 import type { StoreSnapshot } from './protocol'
 import type { WorkerPool } from './worker-pool'
 

@@ -6,22 +6,20 @@ import { StoreError } from '../../common/errors'
 import { DataDir } from '../../swapper/data-dir'
 import { readerOpener } from '../../swapper/open-version'
 import type { ServedStores } from '../../swapper/served-store'
-import { AdminAuth, ReadAuth, warnAboutAuth } from '../auth'
+import { ReadAuth } from '../auth'
 import type { AppContext } from '../context'
 import { createHttpServer, drainHttpServer, listen, urlOf } from '../http/http-listener'
-import { createLogger } from '../log'
 import { NodeMetrics } from '../metrics'
 import type { RunningNode } from '../running-node'
 import type { NodeOptions, NodeSetup } from '../node-options'
 import { createRequestHandler } from '../http/request-handler'
-import { listeningFields } from '../listening-log'
+import { announceListening, nodeBasics, nodeClose } from '../node-lifecycle'
 import type { RespServerOptions } from '../resp/resp-context'
 import { loadTlsFiles } from '../tls'
 import { FanoutMirror } from './fanout-mirror'
 import { WorkerPool } from './worker-pool'
 import { acceptHandOff } from './stream-handoff'
 import { createControlServices, dataDirOptions } from '../control-services'
-import { EventRing } from '../console/event-ring'
 
 /** A supervisor serves no reads itself: its workers do. */
 const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
@@ -34,11 +32,8 @@ const NO_STORES: ServedStores = { get: () => undefined, all: () => [] }
  * (FanoutMirror). A worker that dies is restarted from a snapshot of the serving state.
  */
 export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): Promise<RunningNode> {
-  const events = new EventRing()
-  const log = events.tap(opts.log ?? createLogger())
-  const auth = new AdminAuth(opts.adminToken)
-  const readAuth = new ReadAuth(opts.readToken, auth)
-  warnAboutAuth(auth, opts.adminToken, log)
+  const basics = nodeBasics(opts)
+  const { events, log, auth, readAuth } = basics
 
   let pool: WorkerPool | undefined
   const mirrors = new Map<string, FanoutMirror>()
@@ -55,7 +50,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
   })
   const dd = dataDir
   const services = createControlServices(opts, setup, dd, metrics, log, events)
-  const { jobs, peers } = services
+  const { jobs } = services
 
   let shuttingDown = false
   let bound: { host: string; port: number; respPort?: number } = { host: setup.host, port: setup.port }
@@ -129,41 +124,24 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     throw err
   }
   const url = urlOf(bound.host, bound.port, opts.tls !== undefined)
-  // Listening already (peers asking this node get answers), serving stores only once decided.
-  await peers.start()
-  await services.resolver.start()
-  log.info(
-    'listening',
-    listeningFields(
-      opts,
-      setup,
-      dd,
-      { admin: auth, read: readAuth },
-      { host: bound.host, port: bound.port, url, workers: setup.workers, respPort: bound.respPort },
-    ),
-  )
+  await announceListening(opts, setup, dd, basics, services, {
+    host: bound.host,
+    port: bound.port,
+    url,
+    workers: setup.workers,
+    respPort: bound.respPort,
+  })
 
-  let closing: Promise<boolean> | undefined
-  const close = (): Promise<boolean> => {
-    closing ??= (async () => {
-      shuttingDown = true
-      peers.close()
-      services.resolver.close()
-      log.info('shutdown-started', { workers: setup.workers })
-      const timeoutMs = opts.drainTimeoutMs ?? 30_000
-      const [workersDrained] = await Promise.all([
-        pool?.shutdown(timeoutMs) ?? Promise.resolve(true),
-        Promise.race([jobs.cancelAll().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]),
-      ])
-      const controlDrained = await drainHttpServer(control, handler, 1000)
-      await dd.close()
-      const inTime = workersDrained && controlDrained
-      if (!inTime) log.warn('shutdown-drain-timeout', { drainTimeoutMs: timeoutMs })
-      log.info('shutdown-complete', { drained: inTime })
-      return inTime
-    })()
-    return closing
-  }
+  const close = nodeClose({
+    opts,
+    dd,
+    log,
+    services,
+    startedFields: { workers: setup.workers },
+    markShuttingDown: () => (shuttingDown = true),
+    drainServing: (timeoutMs) => pool?.shutdown(timeoutMs) ?? Promise.resolve(true),
+    drainLast: () => drainHttpServer(control, handler, 1000),
+  })
 
   const reloadTls = async (certFile: string, keyFile: string): Promise<void> => {
     if (!opts.tls) throw new StoreError('RO_BAD_OPTION', 'the node does not serve TLS')

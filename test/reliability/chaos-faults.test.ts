@@ -4,15 +4,15 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { loadCluster } from '../../cluster/cluster'
 import { ClusterAdmin } from '../../client/cluster-admin'
-import { pushStore } from '../../client/push'
-import { buildVersion, numberedRecords } from '../../testkit/build-version'
-import { FaultProxy } from '../../testkit/fault-proxy'
-import { Nginx } from '../../testkit/nginx'
-import { freePort, json, startCluster, type TestCluster } from '../../testkit/node-process'
-import { makeTmp } from '../../testkit/tmp'
+import { pushStore } from '../../client/push/push-store'
+import { buildVersion, numberedRecords } from '../../testkit/cluster/build-version'
+import { FaultProxy } from '../../testkit/net/fault-proxy'
+import { Nginx } from '../../testkit/peers/nginx'
+import { freePort, json, startCluster, type TestCluster } from '../../testkit/cluster/node-process'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
- * The chaos suite's two newer faults work as the suite assumes (testkit/push-chaos.ts): a
+ * The chaos suite's two newer faults work as the suite assumes (testkit/cluster/push-chaos.ts): a
  * proxy fault can hit one process's links only, or everyone's but that process's
  * (fault-proxy.ts tells connections apart by the process that opened them); and a node
  * started with ROSTORE_TEST_SLOW_DISK holds its durable writes while the control file says

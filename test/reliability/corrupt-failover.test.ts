@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
-import { buildVersion, numberedRecords } from '../../testkit/build-version'
+import { buildVersion, numberedRecords } from '../../testkit/cluster/build-version'
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
-import { pushStore } from '../../client/push'
+import { pushStore } from '../../client/push/push-store'
 import { StoreClient, type FailoverEvent } from '../../client/store-client'
-import { json, startCluster, type TestCluster } from '../../testkit/node-process'
-import { reportFigures } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { json, startCluster, type TestCluster } from '../../testkit/cluster/node-process'
+import { reportFigures } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * A replica whose files are damaged answers 422 (RO_CORRUPT,

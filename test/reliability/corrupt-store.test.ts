@@ -16,12 +16,12 @@ import { join } from 'node:path'
 import { isStoreError } from '../../common/errors'
 import { cliPath } from '../../common/paths'
 import { fetchVersion } from '../../fetcher/fetch-job'
-import { checksumFile } from '../../formats/store/checksum'
-import type { Compression } from '../../formats/store/metadata'
-import { openStore } from '../../formats/store/store-reader'
-import { verifyStore } from '../../formats/store/verify'
-import { makeNodeDir } from '../../testkit/make-store'
-import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
+import { checksumFile } from '../../formats/store/chunk/checksum'
+import type { Compression } from '../../formats/store/layout/metadata'
+import { openStore } from '../../formats/store/read/store-reader'
+import { verifyStore } from '../../formats/store/scan/verify'
+import { makeNodeDir } from '../../testkit/stores/make-store'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
 import {
   faultSeed,
   leftoversOf,
@@ -33,8 +33,8 @@ import {
   seededRandom,
   versionDirsOf,
   versionValue,
-} from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+} from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Promise 2 of docs/RELIABILITY.md: corrupt store files are refused, never served.

@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { verifyStore } from '../../formats/store/verify'
-import { Nginx } from '../../testkit/nginx'
-import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
+import { verifyStore } from '../../formats/store/scan/verify'
+import { Nginx } from '../../testkit/peers/nginx'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
 import {
   BIG_VERSIONS,
   faultSeed,
@@ -16,8 +16,8 @@ import {
   sleep,
   versionDirsOf,
   waitUntil,
-} from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+} from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Promise 3 of docs/RELIABILITY.md: crashes lose nothing. A real `rostore serve` is killed
@@ -29,7 +29,7 @@ import { makeTmp } from '../../testkit/tmp'
  * one version), the version LIVE names, with no .tmp-/.trash- leftovers and every version
  * directory on disk passing verifyStore.
  *
- * test/integration/server/crash-recovery.test.ts covers each crash point once, in a fixed
+ * test/integration/server/lifecycle/crash-recovery.test.ts covers each crash point once, in a fixed
  * scenario; this adds fetches, randomness and the full checks after every restart.
  */
 

@@ -1,9 +1,9 @@
 import { closeSync, openSync, readdirSync, readSync, realpathSync, statSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { encodeKeys } from '../../formats/wire/multiget'
-import { json, startSingleNode, type HttpResult, type NodeProcess } from '../../testkit/node-process'
-import { keyName, makeVersionDir, reportFigures } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { json, startSingleNode, type HttpResult, type NodeProcess } from '../../testkit/cluster/node-process'
+import { keyName, makeVersionDir, reportFigures } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * What an unauthenticated caller can learn. Public responses (reads,

@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { Nginx } from '../../testkit/nginx'
-import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
-import { makeVersionDir, readEveryKey, reportFigures, versionDirsOf } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { Nginx } from '../../testkit/peers/nginx'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
+import { makeVersionDir, readEveryKey, reportFigures, versionDirsOf } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Promise 7 of docs/RELIABILITY.md: fetch sources are constrained. A node started with

@@ -3,9 +3,9 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { freePort } from '../../common/net'
-import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
-import { makeVersionDir, reportFigures } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
+import { makeVersionDir, reportFigures } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Against a real node with no allow-list.

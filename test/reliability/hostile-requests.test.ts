@@ -3,9 +3,17 @@ import { Agent } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
-import { json, request, startSingleNode, type HttpResult, type NodeProcess } from '../../testkit/node-process'
-import { keyName, makeVersionDir, reportFigures, sleep, versionDirsOf, versionValue, waitUntil } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { json, request, startSingleNode, type HttpResult, type NodeProcess } from '../../testkit/cluster/node-process'
+import {
+  keyName,
+  makeVersionDir,
+  reportFigures,
+  sleep,
+  versionDirsOf,
+  versionValue,
+  waitUntil,
+} from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Promise 6 of docs/RELIABILITY.md: hostile requests. Against one real node (access log

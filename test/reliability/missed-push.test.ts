@@ -2,12 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
-import { pushStore } from '../../client/push'
+import { pushStore } from '../../client/push/push-store'
 import { StoreClient } from '../../client/store-client'
-import { writeInput } from '../../testkit/input-files'
-import { json, startCluster, type NodeProcess, type TestCluster } from '../../testkit/node-process'
-import { reportFigures, waitUntil } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { writeInput } from '../../testkit/stores/input-files'
+import { json, startCluster, type NodeProcess, type TestCluster } from '../../testkit/cluster/node-process'
+import { reportFigures, waitUntil } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * A node that missed a push must never serve the old version. Each

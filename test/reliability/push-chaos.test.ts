@@ -1,9 +1,9 @@
-import { runChaos } from '../../testkit/push-chaos'
-import { faultSeed, reportFigures } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { runChaos } from '../../testkit/cluster/push-chaos'
+import { faultSeed, reportFigures } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
- * Promise 4 of docs/RELIABILITY.md under random faults (testkit/push-chaos.ts): a short
+ * Promise 4 of docs/RELIABILITY.md under random faults (testkit/cluster/push-chaos.ts): a short
  * seeded subset of the chaos runs (`node dist/bench/versions/chaos-bench.js --runs 200` is the long
  * one). ROSTORE_FAULT_SEED replays a seed; ROSTORE_CHAOS_RUNS sets the number of operations.
  */

@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
-import { makeNodeDir } from '../../testkit/make-store'
-import { request, startSingleNode, type NodeProcess } from '../../testkit/node-process'
-import { reportFigures, waitUntil } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { makeNodeDir } from '../../testkit/stores/make-store'
+import { request, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
+import { reportFigures, waitUntil } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * A request of a few hundred bytes naming large values must not make

@@ -5,10 +5,10 @@ import { performance } from 'node:perf_hooks'
 import { promisify } from 'node:util'
 import { buildStore } from '../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
-import { pushStore } from '../../client/push'
-import { NodeProcess, request, writeClusterFile } from '../../testkit/node-process'
-import { reportFigures, waitUntil } from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+import { pushStore } from '../../client/push/push-store'
+import { NodeProcess, request, writeClusterFile } from '../../testkit/cluster/node-process'
+import { reportFigures, waitUntil } from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * A push must not stall the node's reads. A version of 100,000 values
@@ -64,7 +64,7 @@ async function build(v: number): Promise<string> {
 async function inProcessVerifyStall(dir: string): Promise<{ verifyMs: number; stallMs: number }> {
   const script = `
     const { monitorEventLoopDelay } = require('node:perf_hooks')
-    const { verifyStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'formats', 'store', 'verify.js'))})
+    const { verifyStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'formats', 'store', 'scan', 'verify.js'))})
     const delay = monitorEventLoopDelay({ resolution: 10 })
     delay.enable()
     const t0 = performance.now()

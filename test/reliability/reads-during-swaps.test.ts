@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { parseCluster } from '../../cluster/cluster'
 import { StoreClient } from '../../client/store-client'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
-import { json, request, startSingleNode, type NodeProcess } from '../../testkit/node-process'
+import { json, request, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
 import {
   faultSeed,
   keyName,
@@ -14,8 +14,8 @@ import {
   sleep,
   versionOfValue,
   versionValue,
-} from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+} from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Promise 5 of docs/RELIABILITY.md: reads survive swaps. One real node, a sustained
@@ -24,7 +24,7 @@ import { makeTmp } from '../../testkit/tmp'
  * the routing client), while 100 swaps and rollbacks run in a row (and, beside them,
  * another version is deleted and installed again and again). Every value names its version:
  * a read must come back complete, correct and from the one version the response names.
- * test/integration/server/swap-under-load.test.ts does 60 with smaller multi-gets.
+ * test/integration/server/lifecycle/swap-under-load.test.ts does 60 with smaller multi-gets.
  */
 
 jest.setTimeout(120_000)

@@ -3,8 +3,8 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import Redis from 'ioredis'
 import { encodeCommand } from '../../formats/wire/resp-writer'
-import { startSingleNode, type NodeProcess } from '../../testkit/node-process'
-import { redisCli } from '../../testkit/redis-cli'
+import { startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
+import { redisCli } from '../../testkit/net/redis-cli'
 import {
   faultSeed,
   keyName,
@@ -15,8 +15,8 @@ import {
   seededRandom,
   versionValue,
   waitUntil,
-} from '../../testkit/reliability-kit'
-import { makeTmp } from '../../testkit/tmp'
+} from '../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Protocol fuzzing of the RESP port (docs/RELIABILITY.md, promise 6): against one real

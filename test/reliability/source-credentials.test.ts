@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
-import { pushStore } from '../../client/push'
+import { pushStore } from '../../client/push/push-store'
 import { clusterVersions } from '../../client/versions'
 import { loadCluster, type Cluster } from '../../cluster/cluster'
-import { writeInput } from '../../testkit/input-files'
-import { Nginx } from '../../testkit/nginx'
-import { startCluster, type TestCluster } from '../../testkit/node-process'
-import { makeTmp } from '../../testkit/tmp'
+import { writeInput } from '../../testkit/stores/input-files'
+import { Nginx } from '../../testkit/peers/nginx'
+import { startCluster, type TestCluster } from '../../testkit/cluster/node-process'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * Credentials in a push's source URL (a user name and password) are never stored, logged

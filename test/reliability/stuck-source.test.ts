@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process'
 import { closeSync, constants, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { json, startSingleNode, type NodeProcess } from '../../testkit/node-process'
-import { keyName, leftoversOf, makeVersionDir, reportFigures, sleep, versionValue, waitUntil } from '../../testkit/reliability-kit'
-import { StallProxy } from '../../testkit/stall-proxy'
-import { Nginx } from '../../testkit/nginx'
-import { makeTmp } from '../../testkit/tmp'
+import { json, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
+import { keyName, leftoversOf, makeVersionDir, reportFigures, sleep, versionValue, waitUntil } from '../../testkit/cluster/reliability-kit'
+import { StallProxy } from '../../testkit/net/stall-proxy'
+import { Nginx } from '../../testkit/peers/nginx'
+import { makeTmp } from '../../testkit/stores/tmp'
 
 /**
  * A fetch must never take the node down or starve its other work.

@@ -9,12 +9,12 @@ import {
   type LookupFunctions,
   type LookupSpec,
 } from '../../common/native'
-import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from '../../formats/store/header'
-import { RECORD_HEADER_SIZE } from '../../formats/store/record'
-import { writeFrame } from '../../formats/store/value-framing'
+import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from '../../formats/store/chunk/header'
+import { RECORD_HEADER_SIZE } from '../../formats/store/chunk/record'
+import { writeFrame } from '../../formats/store/chunk/value-framing'
 
 /**
- * JavaScript twin of the addon's createLookup (native/lookup.c), same signature and the
+ * JavaScript twin of the addon's createLookup (native/lookup/lookup.c), same signature and the
  * same statuses, step for step: key hash, chunk, interpolation or binary search (with
  * the radix table), record bounds, CRC, key compare, prefix collisions. Windows are
  * addressed like the native code addresses its one mapping; bytes that straddle two
@@ -186,7 +186,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     seen.push(i)
   }
 
-  /** As miss_checked() in native/lookup.c: a miss stands only if the blocks that decided it are as at open. */
+  /** As miss_checked() in native/lookup/lookup.c: a miss stands only if the blocks that decided it are as at open. */
   const missChecked = (c: Chunk, pos: number): number => {
     const crcs = c.spec.indexCrcs
     if (!crcs || c.spec.count === 0) return LOOKUP_MISS
@@ -206,7 +206,7 @@ export function createLookupJs(spec: LookupSpec): LookupFunctions {
     return LOOKUP_MISS
   }
 
-  /** [position, order error], as search() in native/lookup.c. */
+  /** [position, order error], as search() in native/lookup/lookup.c. */
   const search = (c: Chunk, hi: number, lo: number): [number, boolean] => {
     seen.length = 0
     let left = 0

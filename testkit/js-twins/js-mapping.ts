@@ -4,8 +4,8 @@ import { createXXHash64 } from 'hash-wasm'
 import { crc32 } from '../../common/crc32'
 import { StoreError } from '../../common/errors'
 import { SCAN_OFFSET, SCAN_OK, SCAN_ORDER, type IndexScan, type MappedFile } from '../../common/native'
-import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from '../../formats/store/header'
-import { RECORD_HEADER_SIZE } from '../../formats/store/record'
+import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE } from '../../formats/store/chunk/header'
+import { RECORD_HEADER_SIZE } from '../../formats/store/chunk/record'
 
 /**
  * JavaScript twins of the addon's file functions (common/native.ts), same signatures.

@@ -3,7 +3,7 @@ import { StoreError } from '../../../common/errors'
 import { normalizeBuildOptions, type DuplicatePolicy, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import type { InputFormat } from '../../../formats/input/types'
-import type { Compression } from '../../../formats/store/metadata'
+import type { Compression } from '../../../formats/store/layout/metadata'
 
 /**
  * Everything a Hadoop task needs to know about the build, fixed once by

@@ -1,6 +1,6 @@
 import type { InputFormat, KeyKind, ValueKind } from '../../../formats/input/types'
 import type { InputSplit } from '../../../formats/input/splits'
-import type { Compression } from '../../../formats/store/metadata'
+import type { Compression } from '../../../formats/store/layout/metadata'
 import type { ClusterLayoutNode } from '../../../cluster/layout'
 import type { DuplicatePolicy, OutputLayout } from '../../build-options'
 import type { BucketTarget } from '../../bucket-plan'

@@ -6,11 +6,11 @@ import { parseCluster } from '../../../cluster/cluster'
 import { buildRing, routeHash } from '../../../cluster/routing'
 import { isStoreError } from '../../../common/errors'
 import { INPUT_FORMATS } from '../../../formats/input/types'
-import { createKeyHasher } from '../../../formats/store/key-hash'
-import { openStore, type StoreReader } from '../../../formats/store/store-reader'
-import { verifyStore } from '../../../formats/store/verify'
-import { writeInput } from '../../../testkit/input-files'
-import { makeTmp } from '../../../testkit/tmp'
+import { createKeyHasher } from '../../../formats/store/layout/key-hash'
+import { openStore, type StoreReader } from '../../../formats/store/read/store-reader'
+import { verifyStore } from '../../../formats/store/scan/verify'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

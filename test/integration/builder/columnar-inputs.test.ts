@@ -3,11 +3,11 @@ import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { parseCluster } from '../../../cluster/cluster'
 import { planSplits } from '../../../formats/input/splits'
-import { openStore } from '../../../formats/store/store-reader'
-import { verifyStore } from '../../../formats/store/verify'
-import { PARQUET_CODECS, trickyRows, writeTrickyParquet } from '../../../testkit/parquet-fixtures'
-import { writeWithPyarrow } from '../../../testkit/pyarrow-fixtures'
-import { makeTmp } from '../../../testkit/tmp'
+import { openStore } from '../../../formats/store/read/store-reader'
+import { verifyStore } from '../../../formats/store/scan/verify'
+import { PARQUET_CODECS, trickyRows, writeTrickyParquet } from '../../../testkit/stores/parquet-fixtures'
+import { writeWithPyarrow } from '../../../testkit/stores/pyarrow-fixtures'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * Stores built from Parquet and Arrow as independent writers produce them: DuckDB in every

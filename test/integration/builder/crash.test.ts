@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { writeInput } from '../../../testkit/input-files'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The build hashes keys (MD5) and checksums records (CRC-32) in batches through the

@@ -6,16 +6,21 @@ import type { BuildOptions } from '../../../builder/build-options'
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { masterPartition } from '../../../cluster/routing'
 import { cliPath } from '../../../common/paths'
-import { checksumFile } from '../../../formats/store/checksum'
-import { decodeDataHeader, decodeIndexHeader, HEADER_SIZE } from '../../../formats/store/header'
-import { createKeyHasher } from '../../../formats/store/key-hash'
-import { chunkOf } from '../../../formats/store/layout'
-import { readManifest } from '../../../formats/store/manifest-io'
-import { nodeView, partitionChunkFileId, partitionDataFileName, partitionIndexFileName } from '../../../formats/store/partition-files'
-import { walkRecords } from '../../../formats/store/record-walk'
-import { fileTree } from '../../../testkit/file-tree'
-import { writeInput } from '../../../testkit/input-files'
-import { makeTmp } from '../../../testkit/tmp'
+import { checksumFile } from '../../../formats/store/chunk/checksum'
+import { decodeDataHeader, decodeIndexHeader, HEADER_SIZE } from '../../../formats/store/chunk/header'
+import { createKeyHasher } from '../../../formats/store/layout/key-hash'
+import { chunkOf } from '../../../formats/store/layout/layout'
+import { readManifest } from '../../../formats/store/layout/manifest-io'
+import {
+  nodeView,
+  partitionChunkFileId,
+  partitionDataFileName,
+  partitionIndexFileName,
+} from '../../../formats/store/layout/partition-files'
+import { walkRecords } from '../../../formats/store/scan/record-walk'
+import { fileTree } from '../../../testkit/stores/file-tree'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-partitions-')
 afterAll(tmp.cleanup)

@@ -2,12 +2,12 @@ import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
 import { parseCluster } from '../../../cluster/cluster'
-import { validateManifest } from '../../../formats/store/manifest-io'
+import { validateManifest } from '../../../formats/store/layout/manifest-io'
 import type { S3Client } from '../../../s3/s3-client'
-import { fileTree } from '../../../testkit/file-tree'
-import { writeInput } from '../../../testkit/input-files'
-import { S3TestServer } from '../../../testkit/s3-server'
-import { makeTmp } from '../../../testkit/tmp'
+import { fileTree } from '../../../testkit/stores/file-tree'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { S3TestServer } from '../../../testkit/peers/s3-server'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 // A format-2 build to an s3:// output, against a real S3 server process checking signatures.
 const tmp = makeTmp('rostore-partitions-s3-')

@@ -2,9 +2,9 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { writeInput } from '../../../testkit/input-files'
-import { startCluster, type TestCluster } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 jest.setTimeout(120_000)
 const tmp = makeTmp()

@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { json, NodeProcess, writeClusterFile } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { json, NodeProcess, writeClusterFile } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A real `rostore serve --config node.json`: the file alone starts the node (paths relative

@@ -5,16 +5,16 @@ import { Agent, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { buildStore } from '../../../builder/engines/local/build-job'
-import { buildSide, clusterSide, diffSides } from '../../../client/diff'
-import { dumpCluster, type DumpSummary } from '../../../client/dump'
-import { columnsFor, createOutput, type DumpOutputFormat, type OutputSink } from '../../../client/dump-output'
-import { openNodeDump } from '../../../client/dump-stream'
+import { buildSide, clusterSide, diffSides } from '../../../client/dump/diff'
+import { dumpCluster, type DumpSummary } from '../../../client/dump/dump'
+import { columnsFor, createOutput, type DumpOutputFormat, type OutputSink } from '../../../client/dump/dump-output'
+import { openNodeDump } from '../../../client/dump/dump-stream'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 import { cliPath } from '../../../common/paths'
 import type { InputFormat } from '../../../formats/input/types'
-import type { Compression } from '../../../formats/store/metadata'
-import { binaryRecords, differentChunkFiles, textRecords, writeBinaryInput, writeTextInput } from '../../../testkit/dump-fixtures'
+import type { Compression } from '../../../formats/store/layout/metadata'
+import { binaryRecords, differentChunkFiles, textRecords, writeBinaryInput, writeTextInput } from '../../../testkit/stores/dump-fixtures'
 import {
   json,
   startClusterFromFile,
@@ -22,9 +22,9 @@ import {
   writeClusterFile,
   type NodeProcess,
   type TestCluster,
-} from '../../../testkit/node-process'
-import { waitUntil } from '../../../testkit/reliability-kit'
-import { makeTmp } from '../../../testkit/tmp'
+} from '../../../testkit/cluster/node-process'
+import { waitUntil } from '../../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 jest.setTimeout(300_000)
 const tmp = makeTmp()

@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
-import { pushStore, type PushEvent } from '../../../client/push'
+import { pushStore, type PushEvent } from '../../../client/push/push-store'
 import { StoreClient } from '../../../client/store-client'
-import { json, request, startClusterFromFile, type NodeProcess } from '../../../testkit/node-process'
-import { cli } from '../../../testkit/redis-cli'
-import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/layout-files'
-import { makeTmp } from '../../../testkit/tmp'
+import { json, request, startClusterFromFile, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { cli } from '../../../testkit/net/redis-cli'
+import { buildKeys, nodePorts, writeLayoutFile } from '../../../testkit/cluster/layout-files'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * Growing 3 -> 5 when the three old nodes were started with a cluster file that lists only

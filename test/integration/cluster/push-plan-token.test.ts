@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process'
-import { buildVersion, numberedRecords } from '../../../testkit/build-version'
+import { buildVersion, numberedRecords } from '../../../testkit/cluster/build-version'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { pushStore } from '../../../client/push'
-import { planPush } from '../../../client/push-plan'
+import { pushStore } from '../../../client/push/push-store'
+import { planPush } from '../../../client/push/plan'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { cliPath } from '../../../common/paths'
-import { startCluster, type TestCluster } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The push plan on nodes that require a read token: the plan reads each node's live layout

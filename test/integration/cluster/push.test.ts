@@ -2,14 +2,14 @@ import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
-import { pushStore } from '../../../client/push'
-import { rollbackCluster } from '../../../client/rollback'
+import { pushStore } from '../../../client/push/push-store'
+import { rollbackCluster } from '../../../client/push/rollback'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
-import { writeInput } from '../../../testkit/input-files'
-import { Nginx } from '../../../testkit/nginx'
-import { startCluster, type TestCluster } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { Nginx } from '../../../testkit/peers/nginx'
+import { startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 jest.setTimeout(120_000)
 const tmp = makeTmp()
@@ -138,8 +138,20 @@ test('two concurrent pushes: exactly one proceeds, one version is live everywher
 })
 
 test('a node killed mid-fetch fails the push with no node swapped and no copy left', async () => {
-  const pushing = pushStore({ cluster, store: 'st', from: source(5), adminToken: token, throttle: 256 << 10 })
-  await new Promise((r) => setTimeout(r, 800))
+  // Node 1 is killed once its fetch has bytes on disk: mid-fetch, whatever the machine's speed.
+  let fetching!: () => void
+  const midFetch = new Promise<void>((r) => (fetching = r))
+  const pushing = pushStore({
+    cluster,
+    store: 'st',
+    from: source(5),
+    adminToken: token,
+    throttle: 256 << 10,
+    onEvent: (e) => {
+      if (e.type === 'progress' && e.nodeId === 1 && e.bytesDone > 0 && e.bytesDone < e.bytesTotal) fetching()
+    },
+  })
+  await midFetch
   await nodes.nodes[1]!.kill9()
   const r = await pushing
   expect(r.status).toBe('failed')

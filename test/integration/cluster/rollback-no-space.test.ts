@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadCluster } from '../../../cluster/cluster'
-import { rollbackCluster } from '../../../client/rollback'
-import { NodeProcess, request, writeClusterFile } from '../../../testkit/node-process'
-import { keyName, makeVersionDir, versionValue } from '../../../testkit/reliability-kit'
-import { makeTmp } from '../../../testkit/tmp'
+import { rollbackCluster } from '../../../client/push/rollback'
+import { NodeProcess, request, writeClusterFile } from '../../../testkit/cluster/node-process'
+import { keyName, makeVersionDir, versionValue } from '../../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A rollback on a node whose disk is full: the LIVE pointer cannot be written, so nothing

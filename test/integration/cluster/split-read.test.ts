@@ -1,14 +1,14 @@
 import { join } from 'node:path'
-import { buildVersion as buildRecords, numberedRecords } from '../../../testkit/build-version'
+import { buildVersion as buildRecords, numberedRecords } from '../../../testkit/cluster/build-version'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { ClusterAdmin } from '../../../client/cluster-admin'
-import { pushStore } from '../../../client/push'
+import { pushStore } from '../../../client/push/push-store'
 import { StoreClient } from '../../../client/store-client'
 import { clusterVersions } from '../../../client/versions'
-import { Nginx } from '../../../testkit/nginx'
-import { redisCli } from '../../../testkit/redis-cli'
-import { startCluster, type TestCluster } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { Nginx } from '../../../testkit/peers/nginx'
+import { redisCli } from '../../../testkit/net/redis-cli'
+import { startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A cluster left split (some nodes on one version, some on another, as a push killed in its

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../../common/paths'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * deploy/grafana/rostore.json is a dashboard Grafana can import, and every metric its

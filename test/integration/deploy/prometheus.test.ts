@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../../common/paths'
-import { startCluster, type TestCluster } from '../../../testkit/node-process'
-import { Prometheus, prometheusAvailable, promtool } from '../../../testkit/prometheus'
-import { makeTmp } from '../../../testkit/tmp'
+import { startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
+import { Prometheus, prometheusAvailable, promtool } from '../../../testkit/peers/prometheus'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The shipped Prometheus rules (deploy/prometheus/): promtool checks them and runs their

@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath, packageRoot } from '../../../common/paths'
-import { NodeProcess, writeClusterFile } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { NodeProcess, writeClusterFile } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * deploy/systemd/rostore.service: `systemd-analyze verify` passes with no warning, it is

@@ -2,10 +2,10 @@ import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fetchVersion, type FetchProgress } from '../../../fetcher/fetch-job'
-import { checksumFile } from '../../../formats/store/checksum'
-import { makeBuildOutput, type Fixture } from '../../../testkit/fetch-fixture'
-import { Nginx } from '../../../testkit/nginx'
-import { StallProxy } from '../../../testkit/stall-proxy'
+import { checksumFile } from '../../../formats/store/chunk/checksum'
+import { makeBuildOutput, type Fixture } from '../../../testkit/stores/fetch-fixture'
+import { Nginx } from '../../../testkit/peers/nginx'
+import { StallProxy } from '../../../testkit/net/stall-proxy'
 
 const MiB = 1 << 20
 

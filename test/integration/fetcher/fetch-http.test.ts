@@ -2,9 +2,9 @@ import { mkdir, mkdtemp, rm, stat, truncate, unlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fetchVersion, type FetchOptions } from '../../../fetcher/fetch-job'
-import { checksumFile } from '../../../formats/store/checksum'
-import { corruptByte, makeBuildOutput, type Fixture } from '../../../testkit/fetch-fixture'
-import { Nginx } from '../../../testkit/nginx'
+import { checksumFile } from '../../../formats/store/chunk/checksum'
+import { corruptByte, makeBuildOutput, type Fixture } from '../../../testkit/stores/fetch-fixture'
+import { Nginx } from '../../../testkit/peers/nginx'
 
 const MiB = 1 << 20
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isStoreError } from '../../../common/errors'
 import { fetchVersion } from '../../../fetcher/fetch-job'
-import { makeBuildOutput } from '../../../testkit/fetch-fixture'
+import { makeBuildOutput } from '../../../testkit/stores/fetch-fixture'
 
 /**
  * A source that keeps losing the progress it gives: it answers every request for a data

@@ -6,11 +6,11 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { isStoreError } from '../../../common/errors'
 import { fetchVersion } from '../../../fetcher/fetch-job'
-import { FsGate } from '../../../fetcher/fs-gate'
+import { FsGate } from '../../../fetcher/transfer/fs-gate'
 import type { FileSourceCalls } from '../../../fetcher/sources/file'
 import { Jobs } from '../../../server/jobs/jobs'
-import { waitUntil } from '../../../testkit/reliability-kit'
-import { makeTmp } from '../../../testkit/tmp'
+import { waitUntil } from '../../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A source whose file-system calls hang (a hung NFS mount) must not

@@ -2,9 +2,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fetchVersion } from '../../../fetcher/fetch-job'
-import { TokenBucket } from '../../../fetcher/token-bucket'
-import { makeBuildOutput } from '../../../testkit/fetch-fixture'
-import { Nginx } from '../../../testkit/nginx'
+import { TokenBucket } from '../../../fetcher/transfer/token-bucket'
+import { makeBuildOutput } from '../../../testkit/stores/fetch-fixture'
+import { Nginx } from '../../../testkit/peers/nginx'
 
 const MiB = 1 << 20
 

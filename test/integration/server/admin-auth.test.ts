@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import { makeTmp } from '../../../testkit/tmp'
-import { json, NodeProcess, request, startSingleNode } from '../../../testkit/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { json, NodeProcess, request, startSingleNode } from '../../../testkit/cluster/node-process'
 import { makeVersions, STORE } from './fixture'
 
 const TOKEN = 'auth-test-token-0123456789abcdef'

@@ -1,11 +1,11 @@
 import { join } from 'node:path'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { makeTmp } from '../../../testkit/tmp'
-import { json, startCluster, type TestCluster } from '../../../testkit/node-process'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { makeTmp } from '../../../testkit/stores/tmp'
+import { json, startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
 
 const TOKEN = 'cluster-helper-token-0123456789'
 
-describe('testkit/node-process: a cluster of real nodes', () => {
+describe('testkit/cluster/node-process: a cluster of real nodes', () => {
   const tmp = makeTmp('rostore-cluster-')
   let cluster: TestCluster | undefined
   afterAll(async () => {

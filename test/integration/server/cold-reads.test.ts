@@ -2,10 +2,10 @@ import Redis from 'ioredis'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../../common/native'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { json, startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { evictTree } from '../../../testkit/page-cache'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { evictTree } from '../../../testkit/stores/page-cache'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A node serving a store whose files are not in the page cache (evicted before the node

@@ -3,8 +3,8 @@ import { request, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { loadCluster } from '../../../cluster/cluster'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The streaming throttle's accuracy: within ±10% of the limit at 5 and

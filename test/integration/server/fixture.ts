@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeNodeDir } from '../../../testkit/make-store'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
 
 /** Shared data of the server integration tests: versions whose values name their version. */
 export const STORE = 'users'

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { headerOf, rawExchange, type RawResponse } from '../../../testkit/raw-http'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { headerOf, rawExchange, type RawResponse } from '../../../testkit/net/raw-http'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * What the HTTP conformance suites share: the read paths they run against, the node they

@@ -1,5 +1,5 @@
 import { encodeKeys } from '../../../formats/wire/multiget'
-import { headerOf, RawHttpConnection } from '../../../testkit/raw-http'
+import { headerOf, RawHttpConnection } from '../../../testkit/net/raw-http'
 import { BIG_STORE, get, huge, keyPath, memoryOf, MIB, READ_PATHS, STORE, useConformanceNode } from './http-conformance-fixture'
 
 /**

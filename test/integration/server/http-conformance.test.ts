@@ -1,5 +1,5 @@
 import { encodeKeys, encodeValues } from '../../../formats/wire/multiget'
-import { headerOf, rawExchange, RawHttpConnection } from '../../../testkit/raw-http'
+import { headerOf, rawExchange, RawHttpConnection } from '../../../testkit/net/raw-http'
 import {
   BIG_STORE,
   big,

@@ -3,11 +3,11 @@ import { StoreClient } from '../../../client/store-client'
 import { loadCluster } from '../../../cluster/cluster'
 import { nativeFunctions } from '../../../common/native'
 import { encodeKeys, encodeValues } from '../../../formats/wire/multiget'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { json, startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { evictTree } from '../../../testkit/page-cache'
-import { headerOf, rawExchange, RawHttpConnection } from '../../../testkit/raw-http'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { evictTree } from '../../../testkit/stores/page-cache'
+import { headerOf, rawExchange, RawHttpConnection } from '../../../testkit/net/raw-http'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * What only the fast HTTP read path has (`--http-read-path fast`): it answers the reads

@@ -2,13 +2,13 @@ import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { buildRing, routeHash } from '../../../cluster/routing'
-import { createKeyHasher } from '../../../formats/store/key-hash'
+import { createKeyHasher } from '../../../formats/store/layout/key-hash'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { nullLogger } from '../../../server/log'
 import { startNode, type RunningNode } from '../../../server/node'
-import { writeInput } from '../../../testkit/input-files'
-import { json, request } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { json, request } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A node routes by the layout of its live version, not by its startup cluster file: the

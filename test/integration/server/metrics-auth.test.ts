@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * /metrics is open by default, also on a node whose reads need the read token; with

@@ -3,9 +3,9 @@ import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { buildRing, heldPartitions, masterPartition } from '../../../cluster/routing'
 import { packageRoot } from '../../../common/paths'
-import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput, makePartitionedNodeDir } from '../../../testkit/make-partitioned'
-import { startSingleNode, type NodeProcess } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput, makePartitionedNodeDir } from '../../../testkit/stores/make-partitioned'
+import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * One node serves a format-1 version (the committed fixture, built by the format-1

@@ -1,11 +1,11 @@
 import { join } from 'node:path'
-import { buildVersion, numberedRecords } from '../../../testkit/build-version'
+import { buildVersion, numberedRecords } from '../../../testkit/cluster/build-version'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
-import { pushStore } from '../../../client/push'
+import { pushStore } from '../../../client/push/push-store'
 import { StoreClient } from '../../../client/store-client'
-import { json, startCluster, type NodeProcess, type TestCluster } from '../../../testkit/node-process'
-import { waitUntil } from '../../../testkit/reliability-kit'
-import { makeTmp } from '../../../testkit/tmp'
+import { json, startCluster, type NodeProcess, type TestCluster } from '../../../testkit/cluster/node-process'
+import { waitUntil } from '../../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The startup peer check and self-repair of a node that missed a push

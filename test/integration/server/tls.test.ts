@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { buildVersion, numberedRecords } from '../../../testkit/build-version'
+import { buildVersion, numberedRecords } from '../../../testkit/cluster/build-version'
 import { copyFileSync } from 'node:fs'
 import https from 'node:https'
 import { connect } from 'node:net'
@@ -8,9 +8,9 @@ import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { clusterWithTls } from '../../../client/http'
 import { StoreClient } from '../../../client/store-client'
 import { cliPath } from '../../../common/paths'
-import { startClusterFromFile, writeClusterFile, type TestCluster } from '../../../testkit/node-process'
-import { makeTestCertificates, type TestCertificates } from '../../../testkit/tls-certs'
-import { makeTmp } from '../../../testkit/tmp'
+import { startClusterFromFile, writeClusterFile, type TestCluster } from '../../../testkit/cluster/node-process'
+import { makeTestCertificates, type TestCertificates } from '../../../testkit/net/tls-certs'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The admin API (and reads) over TLS. Two real nodes serve HTTPS with

@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliPath } from '../../../common/paths'
-import { writeClusterFile, NodeProcess } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeClusterFile, NodeProcess } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A token with whitespace could never authenticate (a Bearer header

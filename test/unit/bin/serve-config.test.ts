@@ -6,8 +6,8 @@ import { checkServeConfig, mergeServeSettings, readServeConfig, type ServeValue 
 import { SERVE_OPTIONS, type ServeOptionSpec } from '../../../bin/serve-options'
 import { nodeOptionsOf, serveArgs } from '../../../bin/serve-settings'
 import type { NodeOptions } from '../../../server/node-options'
-import { makeTestCertificates } from '../../../testkit/tls-certs'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTestCertificates } from '../../../testkit/net/tls-certs'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * `rostore serve --config`: every flag is a key of the file, flags win, relative paths

@@ -1,6 +1,6 @@
-import { createKeyHasher } from '../../../formats/store/key-hash'
+import { createKeyHasher } from '../../../formats/store/layout/key-hash'
 import { buildRing, heldPartitionMask, heldPartitions, masterPartition, replicaNodes, routeHash } from '../../../cluster/routing'
-import { chunkOf } from '../../../formats/store/layout'
+import { chunkOf } from '../../../formats/store/layout/layout'
 
 const layout = [
   { id: 0, partitions: [0, 3, 6] },

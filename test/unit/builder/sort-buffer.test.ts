@@ -4,7 +4,7 @@ import { nativeFunctions } from '../../../common/native'
 import { mulberry32 } from '../../../common/prng'
 import { SortBuffer } from '../../../builder/sort-buffer'
 import type { RecordBatch } from '../../../formats/input/record-batch'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * SortBuffer.addEntries packs a batch's records in one call into the addon, with addRaw per

@@ -1,9 +1,9 @@
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
-import { buildSide, diffSides, type DiffKind } from '../../../client/diff'
+import { buildSide, diffSides, type DiffKind } from '../../../client/dump/diff'
 import type { Cluster } from '../../../cluster/cluster'
-import { writeInput } from '../../../testkit/input-files'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 jest.setTimeout(60_000)
 const tmp = makeTmp()

@@ -1,6 +1,6 @@
 import { buildRing, replicaTable } from '../../../cluster/routing'
-import { layoutChangeOffers, partitionMoves, pushPeerOffers } from '../../../client/partition-sources'
-import type { VersionManifest } from '../../../formats/store/partition-files'
+import { layoutChangeOffers, partitionMoves, pushPeerOffers } from '../../../client/push/partition-sources'
+import type { VersionManifest } from '../../../formats/store/layout/partition-files'
 
 /** Layout of `owners` nodes dealing `partitions` round-robin. */
 const layout = (owners: number, partitions = 12): { id: number; partitions: number[] }[] =>

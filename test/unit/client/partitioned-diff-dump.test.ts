@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
-import { buildSide, diffSides, type DiffKind } from '../../../client/diff'
-import { dumpBuild } from '../../../client/dump'
+import { buildSide, diffSides, type DiffKind } from '../../../client/dump/diff'
+import { dumpBuild } from '../../../client/dump/dump'
 import type { Cluster } from '../../../cluster/cluster'
 import { masterPartition } from '../../../cluster/routing'
-import { writeInput } from '../../../testkit/input-files'
-import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput } from '../../../testkit/make-partitioned'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeInput } from '../../../testkit/stores/input-files'
+import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput } from '../../../testkit/stores/make-partitioned'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /** rostore diff and dump --from-build over format-2 build outputs (a version manifest and every partition's files). */
 jest.setTimeout(60_000)

@@ -1,6 +1,6 @@
 import { parseCluster } from '../../../cluster/cluster'
-import { buildPlan, formatPlan, type NodeState } from '../../../client/push-plan'
-import { FORMAT_MAJOR, FORMAT_MINOR, type StoreMetadata } from '../../../formats/store/metadata'
+import { buildPlan, formatPlan, type NodeState } from '../../../client/push/plan'
+import { FORMAT_MAJOR, FORMAT_MINOR, type StoreMetadata } from '../../../formats/store/layout/metadata'
 
 const layout = [
   { id: 0, partitions: [0, 2] },

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { types } from 'node:util'
 import { getHeapStatistics } from 'node:v8'
 import { announceAccessMode, lookupFailure, nativeFunctions, nativeUnavailableReason } from '../../../common/native'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /** The loader: the addon is there unless forced off, the switch works, the log line is said once. */
 const tmp = makeTmp()

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { types } from 'node:util'
 import { nativeFunctions } from '../../../common/native'
 import { workingMemory } from '../../../common/working-memory'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /** Working memory: zero-filled shared memory, from the addon's huge-page mapping or from V8. */
 const tmp = makeTmp()

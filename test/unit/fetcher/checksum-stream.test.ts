@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { checksumStream } from '../../../fetcher/checksum-stream'
-import { checksumFile, createFileHasher } from '../../../formats/store/checksum'
+import { checksumStream } from '../../../fetcher/transfer/checksum-stream'
+import { checksumFile, createFileHasher } from '../../../formats/store/chunk/checksum'
 
 describe('checksumStream', () => {
   let dir: string

@@ -1,6 +1,6 @@
 import { StoreError } from '../../../common/errors'
-import { failureReason, FetchFailure } from '../../../fetcher/failure-reason'
-import { StallError } from '../../../fetcher/stall-guard'
+import { failureReason, FetchFailure } from '../../../fetcher/transfer/failure-reason'
+import { StallError } from '../../../fetcher/transfer/stall-guard'
 
 describe('failureReason', () => {
   test("rostore's own errors keep their message", () => {

@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { Registry } from 'prom-client'
 import { registerFetchMetrics } from '../../../fetcher/fetch-metrics'
 import { downloadOrder, fetchVersion, type FetchProgress } from '../../../fetcher/fetch-job'
-import { checksumFile } from '../../../formats/store/checksum'
-import { corruptByte, makeBuildOutput, writeManifest, type Fixture } from '../../../testkit/fetch-fixture'
+import { checksumFile } from '../../../formats/store/chunk/checksum'
+import { corruptByte, makeBuildOutput, writeManifest, type Fixture } from '../../../testkit/stores/fetch-fixture'
 
 // fetchVersion end to end against a local directory: everything but HTTP.
 describe('fetchVersion from a local build output', () => {

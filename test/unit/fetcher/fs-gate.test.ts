@@ -1,4 +1,4 @@
-import { defaultFsCallLimit, FsGate } from '../../../fetcher/fs-gate'
+import { defaultFsCallLimit, FsGate } from '../../../fetcher/transfer/fs-gate'
 
 /** A call the test finishes by hand, standing for a syscall stuck in the kernel. */
 function stuckCall<T>(): { promise: Promise<T>; finish: (v: T) => void; fail: (e: Error) => void } {

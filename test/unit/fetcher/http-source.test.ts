@@ -7,8 +7,8 @@ import { join } from 'node:path'
 import { fetchVersion } from '../../../fetcher/fetch-job'
 import { HttpSource } from '../../../fetcher/sources/http'
 import { RestartFromZeroError } from '../../../fetcher/sources/source'
-import { checksumFile } from '../../../formats/store/checksum'
-import { makeBuildOutput, type Fixture } from '../../../testkit/fetch-fixture'
+import { checksumFile } from '../../../formats/store/chunk/checksum'
+import { makeBuildOutput, type Fixture } from '../../../testkit/stores/fetch-fixture'
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void
 

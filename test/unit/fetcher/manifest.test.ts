@@ -1,6 +1,6 @@
 import { parseManifest } from '../../../fetcher/manifest'
-import type { FileEntry } from '../../../formats/store/metadata'
-import { fixtureMetadata } from '../../../testkit/fetch-fixture'
+import type { FileEntry } from '../../../formats/store/layout/metadata'
+import { fixtureMetadata } from '../../../testkit/stores/fetch-fixture'
 
 const H = '0123456789abcdef'
 const goodFiles: FileEntry[] = [

@@ -1,4 +1,4 @@
-import { ProgressTracker, type FetchProgress } from '../../../fetcher/progress'
+import { ProgressTracker, type FetchProgress } from '../../../fetcher/transfer/progress'
 
 describe('ProgressTracker', () => {
   beforeEach(() => jest.useFakeTimers())

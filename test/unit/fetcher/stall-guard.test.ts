@@ -1,4 +1,4 @@
-import { guardPromise, StallError, stallGuard } from '../../../fetcher/stall-guard'
+import { guardPromise, StallError, stallGuard } from '../../../fetcher/transfer/stall-guard'
 
 describe('stallGuard', () => {
   test('fails while the source is still silent, and says so', async () => {

@@ -1,7 +1,7 @@
-import { checksumStream } from '../../../fetcher/checksum-stream'
-import { throttle } from '../../../fetcher/throttle'
-import { TokenBucket } from '../../../fetcher/token-bucket'
-import { createFileHasher } from '../../../formats/store/checksum'
+import { checksumStream } from '../../../fetcher/transfer/checksum-stream'
+import { throttle } from '../../../fetcher/transfer/throttle'
+import { TokenBucket } from '../../../fetcher/transfer/token-bucket'
+import { createFileHasher } from '../../../formats/store/chunk/checksum'
 
 describe('throttle', () => {
   test('splits large buffers to the burst size and keeps every byte in order', async () => {

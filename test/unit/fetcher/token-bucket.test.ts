@@ -1,5 +1,5 @@
-import { throttle } from '../../../fetcher/throttle'
-import { TokenBucket } from '../../../fetcher/token-bucket'
+import { throttle } from '../../../fetcher/transfer/throttle'
+import { TokenBucket } from '../../../fetcher/transfer/token-bucket'
 
 async function* chunks(count: number, size: number): AsyncGenerator<Buffer> {
   for (let i = 0; i < count; i++) yield Buffer.alloc(size, i)

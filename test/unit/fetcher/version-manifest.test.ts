@@ -1,8 +1,8 @@
 import { join } from 'node:path'
 import { readFile } from 'node:fs/promises'
 import { parseVersionManifest } from '../../../fetcher/version-manifest'
-import { makePartitionOutput } from '../../../testkit/partition-fixture'
-import { makeTmp } from '../../../testkit/tmp'
+import { makePartitionOutput } from '../../../testkit/stores/partition-fixture'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 describe('parseVersionManifest', () => {
   const tmp = makeTmp('rostore-version-manifest-')

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { loadS3Config } from '../../../s3/aws-config'
 import { parseS3Url } from '../../../s3/s3-url'
 import { decodeEntities, element, elements } from '../../../s3/xml'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(() => tmp.cleanup())

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { encodeKeys, decodeValues } from '../../../formats/wire/multiget'
 import { nullLogger } from '../../../server/log'
 import { startNode, type RunningNode } from '../../../server/node'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { request } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { request } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The request budget of a serving process on the HTTP side: multi-get bodies over 64 KiB

@@ -6,9 +6,9 @@ import { EventRing } from '../../../server/console/event-ring'
 import { NodeSampler, sumCounters } from '../../../server/console/node-sampler'
 import { nullLogger, type Logger } from '../../../server/log'
 import { startNode, type RunningNode } from '../../../server/node'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { json, request } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { json, request } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 describe('EventRing', () => {
   test('keeps the newest events, folds repeats, and records only listed log events with checked fields', () => {

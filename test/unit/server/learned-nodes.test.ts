@@ -4,7 +4,7 @@ import { isHostName, MAX_ADDRESSES } from '../../../cluster/address-book'
 import type { Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
 import { LEARNED_NODES_FILE, NodeLearning, openAddressBook } from '../../../server/peers/learned-nodes'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-learned-')
 afterAll(() => tmp.cleanup())

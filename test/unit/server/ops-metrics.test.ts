@@ -3,7 +3,7 @@ import { Registry } from 'prom-client'
 import { DataDir } from '../../../swapper/data-dir'
 import { Jobs } from '../../../server/jobs/jobs'
 import { registerOperationsMetrics } from '../../../server/ops-metrics'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /** The gauges the shipped alerts read: disk free of the data directory, jobs, fetch progress. */
 const tmp = makeTmp('rostore-ops-metrics-')

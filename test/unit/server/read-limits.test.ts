@@ -4,10 +4,10 @@ import { NodeClient } from '../../../client/node-client'
 import { decodeValuesPartial, encodeKeys, TRUNCATED } from '../../../formats/wire/multiget'
 import { nullLogger } from '../../../server/log'
 import { startNode, type NodeOptions, type RunningNode } from '../../../server/node'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { json, request } from '../../../testkit/node-process'
-import { waitUntil } from '../../../testkit/reliability-kit'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { json, request } from '../../../testkit/cluster/node-process'
+import { waitUntil } from '../../../testkit/cluster/reliability-kit'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * The bounds on read responses, on an in-process node with small

@@ -5,9 +5,9 @@ import { nullLogger } from '../../../server/log'
 import { startNode, type RunningNode } from '../../../server/node'
 import { GrowableBuffer } from '../../../common/growable-buffer'
 import { ResponseBuffers } from '../../../server/http/response-buffers'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { request } from '../../../testkit/node-process'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { request } from '../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 test('a sink grows keeping its bytes; the pool hands sinks back empty and keeps a bounded number of bounded size', () => {
   const s = new GrowableBuffer(4)

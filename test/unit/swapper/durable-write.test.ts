@@ -1,8 +1,8 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../../common/native'
-import { writeFileAtomic } from '../../../swapper/live-pointer'
-import { makeTmp } from '../../../testkit/tmp'
+import { writeFileAtomic } from '../../../swapper/disk/live-pointer'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * writeFileAtomic's two paths: the addon's one-job write (writeFileDurably) when it is

@@ -1,13 +1,13 @@
 import { nativeFunctions } from '../../../common/native'
 import { LocalServingStore } from '../../../swapper/local-serving'
 import { readerOpener } from '../../../swapper/open-version'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { evictTree } from '../../../testkit/page-cache'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { evictTree } from '../../../testkit/stores/page-cache'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
  * A version prepared while another is live gets the live one's hot records warmed before
- * its swap (LocalServingStore.prepare → formats/store/hot-set.ts), unless told not to (the
+ * its swap (LocalServingStore.prepare → formats/store/read/hot-set.ts), unless told not to (the
  * serving workers other than the first).
  */
 const tmp = makeTmp()

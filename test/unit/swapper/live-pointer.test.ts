@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { readLivePointer, writeFileAtomic, writeLivePointer } from '../../../swapper/live-pointer'
-import { makeTmp } from '../../../testkit/tmp'
+import { readLivePointer, writeFileAtomic, writeLivePointer } from '../../../swapper/disk/live-pointer'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 describe('LIVE pointer', () => {
   const tmp = makeTmp('rostore-pointer-')

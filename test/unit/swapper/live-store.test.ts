@@ -1,5 +1,5 @@
-import type { StoreMetadata } from '../../../formats/store/metadata'
-import type { ServingReader } from '../../../formats/store/store-reader-api'
+import type { StoreMetadata } from '../../../formats/store/layout/metadata'
+import type { ServingReader } from '../../../formats/store/read/store-reader-api'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { LiveStore } from '../../../swapper/live-store'

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { isStoreError } from '../../../common/errors'
-import { MAX_DECISIONS, parsePrepared, readDecisionState, writeDecisionState, type PreparedPush } from '../../../swapper/push-decision'
-import { makeTmp } from '../../../testkit/tmp'
+import { MAX_DECISIONS, parsePrepared, readDecisionState, writeDecisionState, type PreparedPush } from '../../../swapper/disk/push-decision'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-push-decision-unit-')
 afterAll(() => tmp.cleanup())

@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { expectedVersion, parsePushRecord, readPushRecord, writePushRecord } from '../../../swapper/push-record'
+import { expectedVersion, parsePushRecord, readPushRecord, writePushRecord } from '../../../swapper/disk/push-record'
 import { StoreVersions } from '../../../swapper/store-versions'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-push-record-')
 afterAll(() => tmp.cleanup())

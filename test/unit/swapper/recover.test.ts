@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { recoverStoreDir } from '../../../swapper/recover'
-import { makeTmp } from '../../../testkit/tmp'
+import { recoverStoreDir } from '../../../swapper/disk/recover'
+import { makeTmp } from '../../../testkit/stores/tmp'
 
 /** A fake complete version directory: recovery only looks for metadata.json. */
 function version(storeDir: string, v: number): void {

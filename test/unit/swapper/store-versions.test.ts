@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync, closeSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeNodeDir } from '../../../testkit/make-store'
-import { makeTmp } from '../../../testkit/tmp'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
+import { makeTmp } from '../../../testkit/stores/tmp'
 import { StoreVersions } from '../../../swapper/store-versions'
 import { DataDir } from '../../../swapper/data-dir'
 
@@ -34,7 +34,7 @@ describe('StoreVersions (real node directories)', () => {
 
   /** Versions of 'users' whose reader opens (directories) and closes (versions) are recorded. */
   async function countingOpens(opened: string[], closed: number[] = []): Promise<StoreVersions> {
-    const { openServingReader } = await import('../../../formats/store/store-reader')
+    const { openServingReader } = await import('../../../formats/store/read/store-reader')
     return StoreVersions.open({
       dataDir: dataDir(),
       store: 'users',

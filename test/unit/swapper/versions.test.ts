@@ -11,7 +11,7 @@ import {
   tmpName,
   trashName,
   versionDirName,
-} from '../../../swapper/versions'
+} from '../../../swapper/disk/version-names'
 
 describe('version names', () => {
   test('round trip', () => {

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { readArrow } from '../../../../formats/input/arrow'
-import { ensurePython, runPython } from '../../../../testkit/python'
+import { ensurePython, runPython } from '../../../../testkit/peers/python'
 import { collect, tempDir } from './helpers'
 
 /**

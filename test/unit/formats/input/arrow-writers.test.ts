@@ -3,8 +3,8 @@ import { readArrow } from '../../../../formats/input/arrow'
 import { readParquet } from '../../../../formats/input/parquet'
 import { planSplits } from '../../../../formats/input/splits'
 import type { InputRecord } from '../../../../formats/input/types'
-import { trickyRows } from '../../../../testkit/parquet-fixtures'
-import { writeWithPyarrow, type PyarrowOutput } from '../../../../testkit/pyarrow-fixtures'
+import { trickyRows } from '../../../../testkit/stores/parquet-fixtures'
+import { writeWithPyarrow, type PyarrowOutput } from '../../../../testkit/stores/pyarrow-fixtures'
 import { collect, tempDir } from './helpers'
 
 /**

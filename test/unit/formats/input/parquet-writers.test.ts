@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { readParquet } from '../../../../formats/input/parquet'
 import { planSplits } from '../../../../formats/input/splits'
 import type { InputRecord } from '../../../../formats/input/types'
-import { PARQUET_CODECS, trickyRowJson, trickyRows, writeTrickyParquet } from '../../../../testkit/parquet-fixtures'
+import { PARQUET_CODECS, trickyRowJson, trickyRows, writeTrickyParquet } from '../../../../testkit/stores/parquet-fixtures'
 import { collect, tempDir } from './helpers'
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readParquet } from '../../../../formats/input/parquet'
-import { writeParquetWithDuckdb } from '../../../../testkit/duckdb'
+import { writeParquetWithDuckdb } from '../../../../testkit/stores/duckdb'
 import { collect, expectBadInput, kv, plain, tempDir, writeInput } from './helpers'
 import { writeParquet } from './write-parquet'
 

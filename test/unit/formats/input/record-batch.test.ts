@@ -4,7 +4,7 @@ import { isStoreError } from '../../../../common/errors'
 import { BATCH_RECORDS, readRecordBatches } from '../../../../formats/input/record-batch'
 import { readInput } from '../../../../formats/input/read-input'
 import { INPUT_FORMATS, type InputFormat, type ReadOptions } from '../../../../formats/input/types'
-import { writeInput as writeRecords } from '../../../../testkit/input-files'
+import { writeInput as writeRecords } from '../../../../testkit/stores/input-files'
 import { tempDir, writeInput } from './helpers'
 import { writeParquet } from './write-parquet'
 

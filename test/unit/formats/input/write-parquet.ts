@@ -5,7 +5,7 @@
  * DuckDB writes every column (OPTIONAL).
  */
 import { rmSync, writeFileSync } from 'node:fs'
-import { sqlString, writeParquetWithDuckdb, type ParquetCopyOptions } from '../../../../testkit/duckdb'
+import { sqlString, writeParquetWithDuckdb, type ParquetCopyOptions } from '../../../../testkit/stores/duckdb'
 
 /** A column's DuckDB type; BLOB values are Buffers, JSON values any JSON-able value. */
 export type ParquetColumn = 'VARCHAR' | 'BLOB' | 'BIGINT' | 'INTEGER' | 'DOUBLE' | 'BOOLEAN' | 'JSON' | { struct: Record<string, string> }

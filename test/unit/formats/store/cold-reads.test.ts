@@ -1,16 +1,17 @@
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, nativeFunctions, type LookupChunkSpec } from '../../../../common/native'
-import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../../formats/store/header'
-import { mergeResidency } from '../../../../formats/store/residency'
-import type { StoreOps } from '../../../../formats/store/store-ops'
+import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../../formats/store/chunk/header'
+import { mergeResidency } from '../../../../formats/store/read/residency'
+import type { StoreOps } from '../../../../formats/store/read/store-ops'
 import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
-import { openStore, type StoreReader } from '../../../../formats/store/store-reader'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { evictTree } from '../../../../testkit/page-cache'
-import { makeTmp } from '../../../../testkit/tmp'
+import { openStore, type StoreReader } from '../../../../formats/store/read/store-reader'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { evictTree } from '../../../../testkit/stores/page-cache'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
- * Cold reads (formats/store/residency.ts): a lookup asked with `cold` answers LOOKUP_COLD
+ * Cold reads (formats/store/read/residency.ts): a lookup asked with `cold` answers LOOKUP_COLD
  * for a record whose pages the residency vector does not mark, reading nothing of it; the
  * async reads bring such records in on the libuv pool and answer the right values, with
  * the data really evicted from the page cache.
@@ -185,6 +186,15 @@ describeNative('a store read cold (the addon, its files evicted from the page ca
     await expect(r.getAsync(keyOf(3))).rejects.toThrow(/reader is closed/)
   })
 
+  test('getAsync answers a cold record from its own read: the data file descriptors outlive a close in flight', async () => {
+    const r = await coldReader()
+    const pending = [11, 12, 13].map((i) => r.getAsync(keyOf(i)))
+    expect(r.residency()!.coldInFlight).toBe(3)
+    r.close()
+    expect((await Promise.all(pending)).map((v) => v?.toString())).toEqual([11, 12, 13].map(valueOf))
+    expect(r.residency()!.coldInFlight).toBe(0)
+  })
+
   test("coldReads 'sync': no residency map, warm() never defers", async () => {
     evictTree(dir)
     const r = await openStore(dir, { coldReads: 'sync' })
@@ -192,6 +202,53 @@ describeNative('a store read cold (the addon, its files evicted from the page ca
       expect(r.residency()).toBeUndefined()
       expect(r.warm([keyOf(9)])).toBeUndefined()
       expect((await r.getAsync(keyOf(9)))?.toString()).toBe(valueOf(9))
+    } finally {
+      r.close()
+    }
+  })
+})
+
+/** The key of the record at `at` of a data file's bytes (u32 key length, u32 value length, u32 CRC, key, value). */
+const keyAt = (data: Buffer, at: number): string => data.toString('utf8', at + 12, at + 12 + data.readUInt32LE(at))
+
+describeNative("getAsync's cold reads where the bytes read do not answer alone (the addon, files evicted)", () => {
+  test('compressed values and keys sharing a hash prefix: the right values, each cold read counted', async () => {
+    const dir = tmp.fresh()
+    await makeNodeDir(
+      dir,
+      Array.from({ length: 3000 }, (_, i): [string, string] => [keyOf(i), valueOf(i)]),
+      { chunks: 2, compression: 'snappy', keyHash: 'md5-collide-8' },
+    )
+    evictTree(dir)
+    const r = await openStore(dir, { residencyRefreshMs: 0 })
+    try {
+      for (let n = 0; n < 300; n++) {
+        const i = (n * 7919) % 3000
+        expect((await r.getAsync(keyOf(i)))?.toString()).toBe(valueOf(i))
+      }
+      expect(await r.getAsync('absent-key')).toBeUndefined()
+      expect(r.residency()!.coldReads).toBeGreaterThan(0)
+      expect(r.residency()!.coldInFlight).toBe(0)
+    } finally {
+      r.close()
+    }
+  })
+
+  test('a damaged record read cold is refused as get() refuses it (RO_CORRUPT), not answered', async () => {
+    const dir = await store(2000)
+    const file = join(dir, '0.data')
+    const data = readFileSync(file)
+    // The second record (after the 64-byte header and the first): a byte of its value flipped.
+    const at = HEADER_SIZE + 12 + data.readUInt32LE(HEADER_SIZE) + data.readUInt32LE(HEADER_SIZE + 4)
+    const key = keyAt(data, at)
+    const flip = at + 12 + key.length + 100
+    data[flip] = (data[flip] as number) ^ 0x55
+    writeFileSync(file, data)
+    evictTree(dir)
+    const r = await openStore(dir, { residencyRefreshMs: 0 })
+    try {
+      await expect(r.getAsync(key)).rejects.toMatchObject({ code: 'RO_CORRUPT' })
+      expect(() => r.get(key)).toThrow(/fails its checksum/)
     } finally {
       r.close()
     }

@@ -2,16 +2,16 @@ import { closeSync, fsyncSync, openSync, writeFileSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../../../common/native'
-import { PartWriter } from '../../../../fetcher/part-writer'
-import { checksumFile } from '../../../../formats/store/checksum'
-import { walkRecords } from '../../../../formats/store/record-walk'
-import { HEADER_SIZE } from '../../../../formats/store/header'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { evictTree } from '../../../../testkit/page-cache'
-import { makeTmp } from '../../../../testkit/tmp'
+import { PartWriter } from '../../../../fetcher/transfer/part-writer'
+import { checksumFile } from '../../../../formats/store/chunk/checksum'
+import { walkRecords } from '../../../../formats/store/scan/record-walk'
+import { HEADER_SIZE } from '../../../../formats/store/chunk/header'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { evictTree } from '../../../../testkit/stores/page-cache'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
- * Streaming I/O past the page cache (native/drop-behind.c): a fetch's writes, a verify's
+ * Streaming I/O past the page cache (native/io/drop-behind.c): a fetch's writes, a verify's
  * reads. What they touch must not stay cached, or a version as large as the live one
  * evicts the live version's hot pages; the bytes and checksums are those of the plain path.
  */

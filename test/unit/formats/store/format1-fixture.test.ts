@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { masterPartition } from '../../../../cluster/routing'
 import { packageRoot } from '../../../../common/paths'
-import { dumpRecords } from '../../../../formats/store/dump'
-import { readMetadata } from '../../../../formats/store/metadata-io'
-import { verifyStore } from '../../../../formats/store/verify'
+import { dumpRecords } from '../../../../formats/store/scan/dump'
+import { readMetadata } from '../../../../formats/store/layout/metadata-io'
+import { verifyStore } from '../../../../formats/store/scan/verify'
 import { openIn, READER_MODES } from './reader-modes'
 
 /**

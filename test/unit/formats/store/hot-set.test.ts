@@ -1,15 +1,15 @@
-import { carryHotSet, hotSetPartsOf } from '../../../../formats/store/hot-set'
+import { carryHotSet, hotSetPartsOf } from '../../../../formats/store/read/hot-set'
 import { nativeFunctions } from '../../../../common/native'
-import { openStore, type StoreReader } from '../../../../formats/store/store-reader'
+import { openStore, type StoreReader } from '../../../../formats/store/read/store-reader'
 import { createHash } from 'node:crypto'
 import { buildRing, heldPartitions, masterPartition } from '../../../../cluster/routing'
-import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput, makePartitionedNodeDir } from '../../../../testkit/make-partitioned'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { evictTree } from '../../../../testkit/page-cache'
-import { makeTmp } from '../../../../testkit/tmp'
+import { DEFAULT_PARTITIONED_LAYOUT, makeBuildOutput, makePartitionedNodeDir } from '../../../../testkit/stores/make-partitioned'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { evictTree } from '../../../../testkit/stores/page-cache'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
- * Carrying the hot set to the next version (formats/store/hot-set.ts): what the live
+ * Carrying the hot set to the next version (formats/store/read/hot-set.ts): what the live
  * version has in memory is warmed in the next one before the swap, and nothing else.
  */
 const tmp = makeTmp()

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StoreError } from '../../../../common/errors'
-import { parseManifest, readManifest, validateManifest, writeManifest } from '../../../../formats/store/manifest-io'
-import { nodeView, type VersionManifest } from '../../../../formats/store/partition-files'
+import { parseManifest, readManifest, validateManifest, writeManifest } from '../../../../formats/store/layout/manifest-io'
+import { nodeView, type VersionManifest } from '../../../../formats/store/layout/partition-files'
 
 /** Three partitions on two nodes, two chunks per partition. */
 function manifest(): VersionManifest {

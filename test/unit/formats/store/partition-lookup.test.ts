@@ -1,12 +1,12 @@
 import { join } from 'node:path'
 import { nativeFunctions, type LookupChunkSpec, type LookupPartitions } from '../../../../common/native'
-import { readMetadata } from '../../../../formats/store/metadata-io'
-import { chunkGeometry, slotFileNames } from '../../../../formats/store/partition-files'
-import { slotCount } from '../../../../formats/store/slots'
-import type { StoreOps } from '../../../../formats/store/store-ops'
+import { readMetadata } from '../../../../formats/store/layout/metadata-io'
+import { chunkGeometry, slotFileNames } from '../../../../formats/store/layout/partition-files'
+import { slotCount } from '../../../../formats/store/layout/slots'
+import type { StoreOps } from '../../../../formats/store/read/store-ops'
 import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
-import { makeBuildOutput, makePartitionedNodeDir } from '../../../../testkit/make-partitioned'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeBuildOutput, makePartitionedNodeDir } from '../../../../testkit/stores/make-partitioned'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /** The addon's createLookup with a partition geometry (format 2) against its JavaScript twin. */
 const tmp = makeTmp()

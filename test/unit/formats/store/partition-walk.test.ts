@@ -2,10 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildRing } from '../../../../cluster/routing'
 import { StoreError } from '../../../../common/errors'
-import { dataFileName } from '../../../../formats/store/layout'
-import { openVersion, walkBatches, walkPartitions } from '../../../../formats/store/partition-walk'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { makeTmp } from '../../../../testkit/tmp'
+import { dataFileName } from '../../../../formats/store/layout/layout'
+import { openVersion, walkBatches, walkPartitions } from '../../../../formats/store/scan/partition-walk'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(() => tmp.cleanup())

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { openStore, type StoreReader } from '../../../../index'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

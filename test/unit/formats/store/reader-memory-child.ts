@@ -2,7 +2,7 @@
  * Child of reader-memory.test.ts (run with --expose-gc): the JS heap and ArrayBuffer memory
  * a reader adds when it opens a store, as JSON on stdout.
  */
-import { openStore } from '../../../../formats/store/store-reader'
+import { openStore } from '../../../../formats/store/read/store-reader'
 
 async function main(): Promise<void> {
   const [dir, small, access] = process.argv.slice(2) as [string, string, 'mmap' | 'pread']

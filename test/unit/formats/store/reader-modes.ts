@@ -1,8 +1,8 @@
 import { nativeFunctions } from '../../../../common/native'
-import { readMetadata } from '../../../../formats/store/metadata-io'
+import { readMetadata } from '../../../../formats/store/layout/metadata-io'
 import { jsStoreOps } from '../../../../testkit/js-twins/store-ops'
-import { normalize, openMappedStore, openServingReader } from '../../../../formats/store/store-reader'
-import type { ReaderOptions, ServingReader } from '../../../../formats/store/store-reader-api'
+import { normalize, openMappedStore, openServingReader } from '../../../../formats/store/read/store-reader'
+import type { ReaderOptions, ServingReader } from '../../../../formats/store/read/store-reader-api'
 
 /**
  * The ways a reader can run, for describe.each: 'mmap' (the addon; absent when

@@ -6,7 +6,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { openStore } from '../../../../formats/store/store-reader'
+import { openStore } from '../../../../formats/store/read/store-reader'
 
 function mapped(file: string): boolean {
   return readFileSync('/proc/self/maps', 'utf8').includes(file)

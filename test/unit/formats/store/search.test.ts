@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { createHash } from 'node:crypto'
-import { SEARCH_STRATEGIES, buildRadixTable, searchFn, type IndexKeys } from '../../../../formats/store/search'
+import { SEARCH_STRATEGIES, buildRadixTable, searchFn, type IndexKeys } from '../../../../formats/store/chunk/search'
 
 function keysOfAll(values: bigint[], radix = false): IndexKeys {
   const sorted = [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))

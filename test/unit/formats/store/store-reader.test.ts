@@ -1,11 +1,11 @@
 import { readFileSync, writeFileSync, renameSync, truncateSync } from 'node:fs'
 import { join } from 'node:path'
 import { isStoreError } from '../../../../common/errors'
-import { COMPRESSIONS } from '../../../../formats/store/metadata'
-import { SEARCH_STRATEGIES } from '../../../../formats/store/search'
-import { verifyStore } from '../../../../formats/store/verify'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { makeTmp } from '../../../../testkit/tmp'
+import { COMPRESSIONS } from '../../../../formats/store/layout/metadata'
+import { SEARCH_STRATEGIES } from '../../../../formats/store/chunk/search'
+import { verifyStore } from '../../../../formats/store/scan/verify'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 import { openIn, READER_MODES } from './reader-modes'
 
 const tmp = makeTmp()

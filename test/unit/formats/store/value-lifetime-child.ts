@@ -5,7 +5,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs'
 import { setImmediate as tick } from 'node:timers/promises'
-import { openStore } from '../../../../formats/store/store-reader'
+import { openStore } from '../../../../formats/store/read/store-reader'
 
 const gc = (globalThis as { gc?: () => void }).gc
 

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../../../common/native'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * Values are views of the mapping: one a caller got before its version was retired must

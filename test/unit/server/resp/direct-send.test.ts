@@ -1,7 +1,7 @@
 import { connect, createServer, Socket, type Server } from 'node:net'
 import { nativeFunctions } from '../../../../common/native'
 import { directSend } from '../../../../server/resp/direct-send'
-import { waitUntil } from '../../../../testkit/reliability-kit'
+import { waitUntil } from '../../../../testkit/cluster/reliability-kit'
 
 /**
  * Replies sent past the stream machinery: every byte arrives once and in order, also when

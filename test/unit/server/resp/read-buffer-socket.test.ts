@@ -1,6 +1,6 @@
 import { connect, createServer, Socket, type Server } from 'node:net'
 import { withReadBuffer } from '../../../../server/resp/read-buffer-socket'
-import { waitUntil } from '../../../../testkit/reliability-kit'
+import { waitUntil } from '../../../../testkit/cluster/reliability-kit'
 
 /**
  * The accepted socket's handle moves to a Socket that reads into a shared buffer: bytes

@@ -2,9 +2,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
 import { startNode, type RunningNode } from '../../../../server/node'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { RawConnection } from '../../../../testkit/redis-cli'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { RawConnection } from '../../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * The request budget of a serving process on the RESP side: commands cut across reads are

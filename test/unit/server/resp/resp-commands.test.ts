@@ -3,15 +3,15 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
 import { startNode, type RunningNode } from '../../../../server/node'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { cli, RawConnection, redisCli } from '../../../../testkit/redis-cli'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { cli, RawConnection, redisCli } from '../../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * Every command of the RESP port through redis-cli (Debian redis-tools), against an
  * in-process node with two stores: replies, their types (RESP2 and RESP3), errors,
  * pipes. The cluster has one node, so every key is local; forwarding is tested with real
- * processes in test/integration/server/resp-cluster.test.ts.
+ * processes in test/integration/server/resp/resp-cluster.test.ts.
  */
 const tmp = makeTmp('rostore-resp-cmd-')
 let node: RunningNode

@@ -3,9 +3,9 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
 import { startNode, type RunningNode } from '../../../../server/node'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { NodeProcess, writeClusterFile } from '../../../../testkit/node-process'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { NodeProcess, writeClusterFile } from '../../../../testkit/cluster/node-process'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * Connections share a serving process's time: clients pipelining 10,000-key MGETs take one

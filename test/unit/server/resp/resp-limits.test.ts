@@ -2,10 +2,10 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { nullLogger } from '../../../../server/log'
 import { startNode, type RunningNode } from '../../../../server/node'
-import { makeNodeDir } from '../../../../testkit/make-store'
-import { request } from '../../../../testkit/node-process'
-import { cli, RawConnection, redisCli } from '../../../../testkit/redis-cli'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeNodeDir } from '../../../../testkit/stores/make-store'
+import { request } from '../../../../testkit/cluster/node-process'
+import { cli, RawConnection, redisCli } from '../../../../testkit/net/redis-cli'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 /**
  * Read authentication on both protocols, and the bounds of the RESP port: clients,

@@ -3,8 +3,8 @@ import { createServer as createHttpsServer, request as httpsRequest } from 'node
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { canHandOff, isHandOff, requestHead } from '../../../../server/supervisor/stream-handoff'
-import { makeTestCertificates } from '../../../../testkit/tls-certs'
-import { makeTmp } from '../../../../testkit/tmp'
+import { makeTestCertificates } from '../../../../testkit/net/tls-certs'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { isRemote, localPath } from '../../../../../builder/engines/hadoop/job-fs'
 import { JOB_FILE_NAME, readJobSpec } from '../../../../../builder/engines/hadoop/job-spec'
-import { runHarness } from '../../../../../testkit/hadoop-harness'
+import { runHarness } from '../../../../../testkit/peers/hadoop-harness'
 import { fakeHdfsLocal } from './fake-paths'
 
 function fail(msg: string): never {

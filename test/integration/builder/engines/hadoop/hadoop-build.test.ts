@@ -3,36 +3,23 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
-import { parseCluster } from '../../../../../cluster/cluster'
 import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
 import { cliPath } from '../../../../../common/paths'
 import type { InputFormat } from '../../../../../formats/input/types'
-import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/hadoop-harness'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/peers/hadoop-harness'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
+import { ENGINE_TEST_CLUSTER, engineRecords } from '../../../../../testkit/stores/engine-inputs'
 
 const tmp = makeTmp('rostore-hadoop-')
 afterAll(tmp.cleanup)
 let seq = 0
 const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
 
-const cluster = parseCluster({
-  name: 'test',
-  nodes: [
-    { id: 0, host: '127.0.0.1', port: 7100, partitions: [0, 3, 6] },
-    { id: 1, host: '127.0.0.1', port: 7101, partitions: [1, 4, 7] },
-    { id: 2, host: '127.0.0.1', port: 7102, partitions: [2, 5, 8] },
-  ],
-})
+const cluster = ENGINE_TEST_CLUSTER
 
-/** Keys repeat across and within files, so "first"/"last" depend on file index and offset. */
-function records(n: number, file: number): [string, string][] {
-  return Array.from({ length: n }, (_, i) => {
-    const k = i % 5 === 0 ? i % 40 : i + file * n
-    return [`key-${k}`, `v${file}-${i}\t${'é'.repeat(i % 7)} "q" ${'x'.repeat(i % 50)}`]
-  })
-}
+const records = (n: number, file: number): [string, string][] => engineRecords(n, file)
 
 interface Case {
   readonly format: InputFormat
@@ -119,7 +106,7 @@ test('arrow input (one map task per file, like Parquet)', async () => {
 })
 
 test('parquet input cut by row group: one map task per split, byte-identical', async () => {
-  // testkit/input-files writes Parquet in row groups of 2048 rows: 5000 rows are 3 groups.
+  // testkit/stores/input-files writes Parquet in row groups of 2048 rows: 5000 rows are 3 groups.
   const { jobDir } = await compare({ format: 'parquet', files: 2, perFile: 5000, splitBytes: 1 })
   const lines = readFileSync(join(jobDir, 'inputs.txt'), 'utf8').trim().split('\n')
   expect(lines).toHaveLength(6)

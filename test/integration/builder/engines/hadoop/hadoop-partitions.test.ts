@@ -2,35 +2,22 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
-import { parseCluster } from '../../../../../cluster/cluster'
 import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
-import { readManifest } from '../../../../../formats/store/manifest-io'
-import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/hadoop-harness'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { readManifest } from '../../../../../formats/store/layout/manifest-io'
+import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/peers/hadoop-harness'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
+import { ENGINE_TEST_CLUSTER, engineRecords } from '../../../../../testkit/stores/engine-inputs'
 
 const tmp = makeTmp('rostore-hadoop-p-')
 afterAll(tmp.cleanup)
 let seq = 0
 const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
 
-const cluster = parseCluster({
-  name: 'test',
-  nodes: [
-    { id: 0, host: '127.0.0.1', port: 7100, partitions: [0, 3, 6] },
-    { id: 1, host: '127.0.0.1', port: 7101, partitions: [1, 4, 7] },
-    { id: 2, host: '127.0.0.1', port: 7102, partitions: [2, 5, 8] },
-  ],
-})
+const cluster = ENGINE_TEST_CLUSTER
 
-/** Keys repeat across and within files, so "first"/"last" depend on file index and offset. */
-function records(n: number, file: number): [string, string][] {
-  return Array.from({ length: n }, (_, i) => {
-    const k = i % 5 === 0 ? i % 40 : i + file * n
-    return [`key-${k}`, `v${file}-${i}\t${'é'.repeat(i % 7)} "q" ${'x'.repeat(i % 50)}`]
-  })
-}
+const records = (n: number, file: number): [string, string][] => engineRecords(n, file)
 
 async function compare(
   build: Partial<BuildOptions>,

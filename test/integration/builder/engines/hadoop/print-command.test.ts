@@ -7,9 +7,9 @@ import { readJobSpec } from '../../../../../builder/engines/hadoop/job-spec'
 import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
 import { isStoreError } from '../../../../../common/errors'
 import { cliPath } from '../../../../../common/paths'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 /**
  * The printed commands, run for real: a fake `hadoop` (which checks every setting the

@@ -3,15 +3,15 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
-import { parseCluster } from '../../../../../cluster/cluster'
 import { buildOnRay, type RayBuildOptions, type RayBuildSummary } from '../../../../../builder/engines/ray/ray-build'
 import { cliPath } from '../../../../../common/paths'
 import { StoreError } from '../../../../../common/errors'
 import type { InputFormat } from '../../../../../formats/input/types'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { startRayCluster, type RayCluster } from '../../../../../testkit/ray-cluster'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
+import { ENGINE_TEST_CLUSTER, engineRecords } from '../../../../../testkit/stores/engine-inputs'
 
 // One real Ray cluster for the whole file: a head (no CPUs) and two worker nodes (one CPU
 // each), separate process groups, loopback only. Starting it takes ~20 s on 2 cores.
@@ -28,22 +28,9 @@ afterAll(async () => {
 let seq = 0
 const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
 
-const clusterFile = parseCluster({
-  name: 'test',
-  nodes: [
-    { id: 0, host: '127.0.0.1', port: 7100, partitions: [0, 3, 6] },
-    { id: 1, host: '127.0.0.1', port: 7101, partitions: [1, 4, 7] },
-    { id: 2, host: '127.0.0.1', port: 7102, partitions: [2, 5, 8] },
-  ],
-})
+const clusterFile = ENGINE_TEST_CLUSTER
 
-/** Keys repeat across and within files, so "first"/"last" depend on file index and position. */
-function records(n: number, file: number): [string, string][] {
-  return Array.from({ length: n }, (_, i) => {
-    const k = i % 5 === 0 ? i % 40 : i + file * n
-    return [`key-${k}`, `v${file}-${i} ${'é'.repeat(i % 7)} "q" ${'x'.repeat(i % 50)}`]
-  })
-}
+const records = (n: number, file: number): [string, string][] => engineRecords(n, file, ' ')
 
 async function inputs(format: InputFormat, files: number, perFile: number): Promise<string> {
   const dir = path(`in-${format}`)

@@ -2,13 +2,13 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
-import { parseCluster } from '../../../../../cluster/cluster'
 import { buildOnRay } from '../../../../../builder/engines/ray/ray-build'
-import { readManifest } from '../../../../../formats/store/manifest-io'
-import { writeInput } from '../../../../../testkit/input-files'
-import { expectSameTree } from '../../../../../testkit/file-tree'
-import { startRayCluster, type RayCluster } from '../../../../../testkit/ray-cluster'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { readManifest } from '../../../../../formats/store/layout/manifest-io'
+import { writeInput } from '../../../../../testkit/stores/input-files'
+import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
+import { ENGINE_TEST_CLUSTER } from '../../../../../testkit/stores/engine-inputs'
 
 // A real Ray cluster (a head and two one-CPU workers, loopback only), as in ray-build.test.ts.
 const tmp = makeTmp('rostore-ray-p-')
@@ -21,14 +21,7 @@ afterAll(async () => {
   tmp.cleanup()
 })
 
-const clusterFile = parseCluster({
-  name: 'test',
-  nodes: [
-    { id: 0, host: '127.0.0.1', port: 7100, partitions: [0, 3, 6] },
-    { id: 1, host: '127.0.0.1', port: 7101, partitions: [1, 4, 7] },
-    { id: 2, host: '127.0.0.1', port: 7102, partitions: [2, 5, 8] },
-  ],
-})
+const clusterFile = ENGINE_TEST_CLUSTER
 
 test.each(['tsv', 'parquet'] as const)(
   'layout partitions, %s input: the Ray build is byte-identical to rostore build',

@@ -8,11 +8,11 @@ import { parseCluster } from '../../../../../cluster/cluster'
 import { cliPath } from '../../../../../common/paths'
 import type { S3Client } from '../../../../../s3/s3-client'
 import { uploadFile } from '../../../../../s3/upload'
-import { duckdb, sqlString } from '../../../../../testkit/duckdb'
-import { expectSameTree, fileTree } from '../../../../../testkit/file-tree'
-import { startRayCluster, type RayCluster } from '../../../../../testkit/ray-cluster'
-import { S3TestServer, type S3KeyPair, type S3RequestLine } from '../../../../../testkit/s3-server'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { duckdb, sqlString } from '../../../../../testkit/stores/duckdb'
+import { expectSameTree, fileTree } from '../../../../../testkit/stores/file-tree'
+import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
+import { S3TestServer, type S3KeyPair, type S3RequestLine } from '../../../../../testkit/peers/s3-server'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 /**
  * The Ray engine over s3:// inputs (and an s3:// output), against the real S3 test server:

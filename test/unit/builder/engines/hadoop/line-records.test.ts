@@ -5,7 +5,7 @@ import { LineRecords } from '../../../../../builder/engines/hadoop/line-records'
 import { isStoreError } from '../../../../../common/errors'
 import { readInput } from '../../../../../formats/input/read-input'
 import type { InputFormat, ReadOptions } from '../../../../../formats/input/types'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 /**
  * The mapper's line-at-a-time parsing must give exactly the records the file readers give

@@ -4,7 +4,7 @@ import { parseCluster } from '../../../../../cluster/cluster'
 import { makeJobSpec } from '../../../../../builder/engines/hadoop/job-spec'
 import { runMapTask } from '../../../../../builder/engines/hadoop/mapper'
 import { rangeLines } from '../../../../../builder/engines/hadoop/range-lines'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

@@ -16,7 +16,7 @@ import { parseStatsText, type MapStats } from '../../../../../builder/engines/ha
 import { SyncLineReader } from '../../../../../builder/engines/hadoop/streaming-io'
 import { taskEnv, taskOfAttempt } from '../../../../../builder/engines/hadoop/task-env'
 import { isStoreError } from '../../../../../common/errors'
-import { makeTmp } from '../../../../../testkit/tmp'
+import { makeTmp } from '../../../../../testkit/stores/tmp'
 
 const tmp = makeTmp()
 afterAll(tmp.cleanup)

@@ -1,0 +1,107 @@
+import { closeSync, openSync, read } from 'node:fs'
+import type { ValueCodec } from '../chunk/codec'
+import { RECORD_HEADER_SIZE } from '../chunk/record'
+import type { ResidencyMap } from './residency'
+
+/** Bytes read at a record's start when its length is not known yet (its header page was cold). */
+const MAX_FIRST_READ = 64 * 1024
+
+/** A record's bytes as read from its data file, or why they cannot answer the lookup alone. */
+type ColdRecord = { readonly key: Buffer; readonly stored: Buffer; readonly crc: number } | 'unusable'
+
+/**
+ * The cold reads of a mapped reader's getAsync: the record's bytes with one pread on the
+ * libuv pool, answered from those bytes, instead of a warm-up that faults the pages into
+ * the mapping and a second lookup through it (one system call and no page-table work per
+ * read; the pages land in the page cache all the same). The data files are opened at the
+ * first cold read and closed once the reader is closed and no read is in flight.
+ */
+export class ColdPreads {
+  private readonly fds: (number | undefined)[] = []
+  private inFlight = 0
+  private closed = false
+
+  /**
+   * `files`: each chunk's data file and size; `expect`: the bytes of its average record,
+   * read at once when a lookup does not know the record's length.
+   */
+  constructor(
+    private readonly files: readonly { readonly path: string; readonly size: number; readonly expect: number }[],
+    private readonly o: {
+      /** Counts the reads and marks the pages they bring in. */
+      readonly map: ResidencyMap | undefined
+      readonly codec: ValueCodec
+      /** The records' checksum, when they are checked (verifyRecords). */
+      readonly crc32: ((src: Uint8Array, initial: number) => number) | undefined
+    },
+  ) {}
+
+  /**
+   * The value of `key` from its record at `offset` of chunk `chunk` (`length` bytes, 0
+   * when not known), or 'unusable' when the bytes read do not answer alone (another key
+   * under the same hash prefix, a damaged record): the caller then takes the mapped path,
+   * which resolves collisions and reports damage as get() does.
+   */
+  async value(key: Buffer, chunk: number, offset: number, length: number): Promise<Buffer | 'unusable'> {
+    this.o.map?.readStarted()
+    let rec: ColdRecord = 'unusable'
+    try {
+      rec = await this.read(chunk, offset, length)
+    } finally {
+      this.o.map?.readDone(chunk, offset, rec === 'unusable' ? 0 : RECORD_HEADER_SIZE + rec.key.length + rec.stored.length)
+    }
+    if (rec === 'unusable' || !rec.key.equals(key)) return 'unusable'
+    const crc32 = this.o.crc32
+    if (crc32 && crc32(rec.stored, crc32(rec.key, 0)) !== rec.crc) return 'unusable'
+    return this.o.codec.name === 'none' ? rec.stored : this.o.codec.decode(rec.stored)
+  }
+
+  /** The record at `offset` of chunk `chunk`; 'unusable' when the bytes read are not a whole record. */
+  private async read(chunk: number, offset: number, length: number): Promise<ColdRecord> {
+    const file = this.files[chunk]
+    if (!file || this.closed || offset + RECORD_HEADER_SIZE > file.size) return 'unusable'
+    const first = length > 0 ? length : Math.min(MAX_FIRST_READ, Math.max(RECORD_HEADER_SIZE, file.expect))
+    let buf = await this.pread(chunk, Math.min(first, file.size - offset), offset)
+    if (buf.length < RECORD_HEADER_SIZE) return 'unusable'
+    const keyLength = buf.readUInt32LE(0)
+    const total = RECORD_HEADER_SIZE + keyLength + buf.readUInt32LE(4)
+    if (total > file.size - offset) return 'unusable'
+    if (buf.length < total) {
+      // Longer than expected: the rest with a second read.
+      const rest = await this.pread(chunk, total - buf.length, offset + buf.length)
+      if (rest.length < total - buf.length) return 'unusable'
+      buf = Buffer.concat([buf, rest])
+    }
+    return {
+      key: buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLength),
+      stored: buf.subarray(RECORD_HEADER_SIZE + keyLength, total),
+      crc: buf.readUInt32LE(8),
+    }
+  }
+
+  close(): void {
+    this.closed = true
+    this.closeIfIdle()
+  }
+
+  private pread(chunk: number, length: number, position: number): Promise<Buffer> {
+    let fd = this.fds[chunk]
+    if (fd === undefined) fd = this.fds[chunk] = openSync((this.files[chunk] as { path: string }).path, 'r')
+    this.inFlight++
+    const buf = Buffer.allocUnsafe(length)
+    return new Promise<Buffer>((resolve, reject) => {
+      read(fd, buf, 0, length, position, (err, n) => {
+        this.inFlight--
+        this.closeIfIdle()
+        if (err) reject(err)
+        else resolve(buf.subarray(0, n))
+      })
+    })
+  }
+
+  private closeIfIdle(): void {
+    if (!this.closed || this.inFlight > 0) return
+    for (const fd of this.fds) if (fd !== undefined) closeSync(fd)
+    this.fds.length = 0
+  }
+}

@@ -1,0 +1,17 @@
+import { nativeFunctions, type NativeFunctions } from '../../../common/native'
+
+/**
+ * The functions the memory-mapped reader is built on, in two implementations with one
+ * signature: the addon's (common/native.ts) and their JavaScript twins
+ * (testkit/js-twins/: a test oracle, not shipped). Production uses the addon's; the twins
+ * let one test suite check both, and document the native code.
+ */
+export type StoreOps = Omit<
+  NativeFunctions,
+  'zstdDecompress' | 'anonBuffer' | 'packMapped' | 'sendNow' | 'writeFileDurably' | 'writeBehind' | 'dropRange'
+>
+
+/** The addon's functions, or undefined when it is not available (see common/native.ts). */
+export function nativeStoreOps(): StoreOps | undefined {
+  return nativeFunctions()
+}
