@@ -22,7 +22,7 @@ import { ensureRedis, ensureRespInput, redisBenchmark, RedisServer, type RedisBe
 import { goal, type BenchContext, type GoalRow, type Section } from '../kit/report'
 import { runRespBench } from './resp-bench'
 import { SERVER_CPU, ServeProcess, serveDataDir } from './serve-process'
-import { rostoreNodeDir, STORE } from '../kit/rostore'
+import { artifactDir, STORE } from '../kit/rostore'
 import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from '../kit/stats'
 import { duBytes, log, memoryOf, runTimed } from '../kit/system'
 import { ensureWrk, runWrk } from '../load/wrk'
@@ -121,7 +121,7 @@ async function rostoreServing(
   const get = emptyRow(`${name}: GET /keys/<key> (${tool})`)
   const half = emptyRow(`${name}: GET paced at half the peak rate (${PACED_CONNECTIONS} connections)`)
   const multi = emptyRow(`${name}: multi-get of ${BATCH} keys (${tool})`)
-  const nodeDir = rostoreNodeDir(ds, 'rostore-none')
+  const nodeDir = join(artifactDir(ds, 'rostore-served'), 'out', 'node-0')
   const { dataDir, cluster } = await serveDataDir(ds, 'serve')
   let node: ServeProcess | undefined
   try {
