@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the whole benchmark suite, writing bench/RESULTS.md.
  *
- *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,replication,lookup,serve,resp,fetch,swap,push,dump,soak,chaos,objstore,cold,hardening,partitions,memory,hadoop,ray]
+ *   node dist/bench/run.js [--quick] [--scale 10M] [--only build,replication,lookup,serve,resp,fetch,swap,push,dump,soak,chaos,objstore,cold,hardening,partitions,delta,memory,hadoop,ray]
  *                          [--runs N] [--seed N] [--out FILE]
  *   node dist/bench/run.js --render [FILE]   re-render FILE (default bench/RESULTS.md) from the
  *                                             sections the last run saved, e.g. after editing analysis.ts
@@ -21,6 +21,7 @@ import { runBuildBench } from './build/build-bench'
 import { REPLICATION_TITLE, runReplicationBench } from './build/replication-bench'
 import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './kit/data'
 import { EXTERNALS, runExternal } from './kit/external'
+import { COMPRESSION_TITLE, runCompressionBench } from './lookup/compression-bench'
 import { runLookupBench } from './lookup/lookup-bench'
 import { runMemoryBench } from './lookup/memory-bench'
 import { errorText, notRunSection, type BenchContext, type GoalRow, type Section } from './kit/report'
@@ -32,6 +33,7 @@ const ALL = [
   'build',
   'replication',
   'lookup',
+  'compression',
   'serve',
   'resp',
   'fetch',
@@ -44,6 +46,7 @@ const ALL = [
   'cold',
   'hardening',
   'partitions',
+  'delta',
   'memory',
   'hadoop',
   'ray',
@@ -266,6 +269,7 @@ async function main(): Promise<void> {
     else if (id === 'build') plan.push({ id, title: '1. Build', run: () => runBuildBench(ctx) })
     else if (id === 'replication') plan.push({ id, title: REPLICATION_TITLE, run: () => runReplicationBench(ctx) })
     else if (id === 'lookup') plan.push({ id, title: '2. In-process lookups (one thread)', run: () => runLookupBench(ctx) })
+    else if (id === 'compression') plan.push({ id, title: COMPRESSION_TITLE, run: () => runCompressionBench(ctx) })
     else if (id === 'serve') plan.push({ id, title: '3. Serving over loopback', run: () => runServeBench(ctx) })
     else if (id === 'resp') plan.push({ id, title: '3b. Serving over RESP (the Redis protocol)', run: () => runRespServeBench(ctx) })
     else if (id === 'memory') plan.push({ id, title: '5. Memory', run: () => runMemoryBench(ctx) })

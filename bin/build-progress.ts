@@ -46,6 +46,9 @@ export function printBuildSummary(s: BuildSummary): void {
       ` (${Math.round(s.inputRecords / Math.max(s.seconds, 0.001)).toLocaleString('en-US')} records/s)`,
     ...(s.duplicates > 0 ? [`  ${s.duplicates} duplicate keys dropped`] : []),
     `  stages (worker seconds): ${STAGES.map((k) => `${k} ${s.stages[k].toFixed(2)}`).join(', ')}`,
+    ...(s.patches !== undefined
+      ? [`  patches against the base: ${s.patches.partitions} partitions, ${mb(s.patches.bytes)} MiB, ${s.patches.seconds.toFixed(2)} s`]
+      : []),
     ...s.nodes.map((n) => `  node ${n.nodeId}: ${n.records.toLocaleString('en-US')} records, ${mb(n.bytes)} MiB`),
   ]
   process.stdout.write(lines.join('\n') + '\n')

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os'
 import type { Argv } from 'yargs'
 import { PRELOADS } from '../formats/store/read/store-reader-api'
 import { DEFAULT_KEEP_VERSIONS } from '../swapper/store-versions'
+import { HTTP_READ_PATHS } from '../server/node-options'
 import { integerOption } from './integer-option'
 
 /**
@@ -139,6 +140,14 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
     choices: PRELOADS,
     default: 'index',
     describe: 'what a version makes resident before it serves: its index, all its files, or only what the checks read (docs/SERVING.md)',
+  },
+  {
+    name: 'http-read-path',
+    kind: 'string',
+    choices: HTTP_READ_PATHS,
+    default: 'fast',
+    describe:
+      'how HTTP key reads are served: fast (GETs of keys and multi-gets parsed from the bytes, everything else handed to node:http) or node (node:http for every request); docs/SERVING.md',
   },
   { name: 'resp-default-store', kind: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' },
   { name: 'resp-max-clients', kind: 'integer', describe: 'open RESP connections at most (default 10000)' },

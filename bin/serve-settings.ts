@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { errorMessage, StoreError } from '../common/errors'
 import type { Preload } from '../formats/store/read/store-reader-api'
-import type { NodeOptions } from '../server/node-options'
+import type { HttpReadPath, NodeOptions } from '../server/node-options'
 import { loadTlsFiles } from '../server/tls'
 import { readCaFile } from './cluster-options'
 import { mergeServeSettings, readServeConfig, type ServeValue } from './serve-config'
@@ -40,6 +40,7 @@ export interface ServeArgs {
   'peer-check-grace-ms'?: number
   'read-token'?: string
   preload?: Preload
+  'http-read-path'?: HttpReadPath
   'read-token-file'?: string
   'metrics-token'?: string
   'metrics-token-file'?: string
@@ -130,6 +131,7 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
     readToken: await token(argv['read-token'], argv['read-token-file'], 'ROSTORE_READ_TOKEN'),
     metricsToken: await token(argv['metrics-token'], argv['metrics-token-file'], 'ROSTORE_METRICS_TOKEN'),
     preload: argv.preload,
+    httpReadPath: argv['http-read-path'],
     resp: {
       port: argv['resp-port'],
       defaultStore: argv['resp-default-store'],

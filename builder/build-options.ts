@@ -1,4 +1,5 @@
 import { cpus } from 'node:os'
+import { DEFAULT_ZSTD_LEVEL, MAX_ZSTD_LEVEL, MIN_ZSTD_LEVEL } from '../formats/store/chunk/zstd-codec'
 import { tmpdir } from 'node:os'
 import { StoreError } from '../common/errors'
 import type { InputFormat } from '../formats/input/types'
@@ -49,6 +50,10 @@ export interface BuildOptions {
   readonly chunks?: number
   /** Default 'none'. */
   readonly compression?: Compression
+  /** zstd: compression level, -7..22; default 3. */
+  readonly zstdLevel?: number
+  /** zstd: train a dictionary from a sample of the values (builder/dictionary-training.ts); default true. */
+  readonly dictionary?: boolean
   /** Positive integer; default: the current Unix time in seconds. */
   readonly version?: number
   /**
@@ -62,6 +67,18 @@ export interface BuildOptions {
   readonly tmpdir?: string
   /** Default 'error'. */
   readonly onDuplicate?: DuplicatePolicy
+  /**
+   * An earlier format-2 build output of the store (a local directory): the build also writes
+   * one patch per partition against it (docs/FORMAT.md "Partition patches"), and takes its
+   * chunk count unless `chunks` is given. Local engine only.
+   */
+  readonly base?: string
+  /**
+   * With `base`: the full files of partitions that got a patch are not kept, only the
+   * patches and the manifest (a node without the base then cannot take the version).
+   * Default false.
+   */
+  readonly patchOnly?: boolean
   /** Key hash name; only tests set it (see formats/store/layout/key-hash.ts). */
   readonly keyHash?: string
   readonly signal?: AbortSignal
@@ -78,8 +95,10 @@ export interface BuildProgress {
   readonly bucketsTotal: number
 }
 
-export type NormalizedBuildOptions = Required<Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>> &
-  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress'>
+export type NormalizedBuildOptions = Required<
+  Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
+> &
+  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
 
 export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const bad = (msg: string): never => {
@@ -99,8 +118,15 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     bad(`--chunks ${o.chunks} must be 1..65536`)
   const layout = o.layout ?? 'partitions'
   if (!(OUTPUT_LAYOUTS as readonly string[]).includes(layout)) bad(`unknown --layout ${layout} (${OUTPUT_LAYOUTS.join(', ')})`)
+  if (o.base !== undefined && layout !== 'partitions') bad('--base needs --layout partitions')
+  if (o.patchOnly === true && o.base === undefined) bad('--patch-only needs --base')
   const compression = o.compression ?? 'none'
   if (!(COMPRESSIONS as readonly string[]).includes(compression)) bad(`unknown --compression ${compression} (${COMPRESSIONS.join(', ')})`)
+  const zstdLevel = o.zstdLevel ?? DEFAULT_ZSTD_LEVEL
+  if (!Number.isInteger(zstdLevel) || zstdLevel < MIN_ZSTD_LEVEL || zstdLevel > MAX_ZSTD_LEVEL)
+    bad(`--zstd-level ${zstdLevel} must be ${MIN_ZSTD_LEVEL}..${MAX_ZSTD_LEVEL}`)
+  if (compression !== 'zstd' && (o.zstdLevel !== undefined || o.dictionary !== undefined))
+    bad('--zstd-level and --no-dictionary go with --compression zstd')
   const version = o.version ?? Math.floor(Date.now() / 1000)
   if (!Number.isSafeInteger(version) || version < 1) bad(`--version ${version} must be a positive integer`)
   const memoryMb = o.memoryMb ?? 1024
@@ -116,6 +142,8 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
     layout,
     replication,
     compression,
+    zstdLevel,
+    dictionary: o.dictionary ?? true,
     version,
     workers,
     memoryMb,

@@ -20,6 +20,9 @@ export class BatchMapper {
   entryBucket = new Uint32Array(4096)
   /** Values are stored as read (no compression): plan() applies. */
   readonly plain: boolean
+  /** Value bytes before and after the codec, over every batch mapped (0 with no codec). */
+  rawValueBytes = 0
+  storedValueBytes = 0
 
   constructor(private readonly ctx: MapContext) {
     this.plain = ctx.codec.name === 'none'
@@ -83,6 +86,8 @@ export class BatchMapper {
       let ve = valueEnd[i]!
       if (!this.plain) {
         vSrc = ctx.codec.encode(buf.subarray(vs, ve))
+        this.rawValueBytes += ve - vs
+        this.storedValueBytes += vSrc.length
         vs = 0
         ve = vSrc.length
       }

@@ -1,5 +1,12 @@
 import { dataFileName, indexFileName } from '../formats/store/layout/layout'
-import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata, type ValueSerializer } from '../formats/store/layout/metadata'
+import {
+  FORMAT_MAJOR,
+  FORMAT_MINOR,
+  type Compression,
+  type FileEntry,
+  type StoreMetadata,
+  type ValueSerializer,
+} from '../formats/store/layout/metadata'
 import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'
 
 export interface MetadataOptions {
@@ -9,6 +16,12 @@ export interface MetadataOptions {
   readonly replication: number
   readonly keyHash: string
   readonly compression: Compression
+  /** zstd: the level values were compressed at. */
+  readonly zstdLevel?: number
+  /** zstd: the dictionary file written beside the metadata, when one was trained. */
+  readonly dictionaryFile?: FileEntry
+  /** zstd: value bytes before and after compression, over the input (replicas counted once). */
+  readonly valueBytes?: { readonly raw: number; readonly stored: number }
   readonly format: string
   readonly keyField?: string
   readonly valueField?: string
@@ -42,6 +55,7 @@ export function nodeMetadata(
     keySerializer: kinds.keys.bytes > 0 ? 'bytes' : 'string',
     valueSerializer: valueSerializer(kinds),
     compression: o.compression,
+    ...(o.dictionaryFile ? { dictionary: o.dictionaryFile } : {}),
     chunks,
     records: mine.reduce((s, r) => s + r.records, 0),
     chunkRecords: mine.map((r) => r.records),
@@ -61,6 +75,15 @@ export function buildRecord(o: MetadataOptions, chunks: number): Record<string, 
     chunks,
     replication: o.replication,
     compression: o.compression,
+    // Only zstd builds carry these, so the records of the other codecs stay as they were.
+    ...(o.compression === 'zstd'
+      ? {
+          zstdLevel: o.zstdLevel ?? null,
+          zstdDictionary: o.dictionaryFile ? 'trained' : 'none',
+          valueBytes: o.valueBytes?.raw ?? null,
+          storedValueBytes: o.valueBytes?.stored ?? null,
+        }
+      : {}),
   }
 }
 

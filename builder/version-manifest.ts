@@ -52,6 +52,7 @@ export function versionManifest(
     keySerializer: kinds.keys.bytes > 0 ? 'bytes' : 'string',
     valueSerializer: valueSerializer(kinds),
     compression: o.compression,
+    ...(o.dictionaryFile ? { dictionary: o.dictionaryFile } : {}),
     chunks,
     records: partitionFiles.reduce((s, p) => s + p.records, 0),
     checksumAlgorithm: 'xxh64',

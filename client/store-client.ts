@@ -15,11 +15,14 @@ export interface StoreClientOptions {
   /** Keys per multi-get request; default 1000. */
   readonly batchSize?: number
   /**
-   * How keys are read: 'http' (default; multi-get framing) or 'resp' (the nodes' RESP
-   * ports, one pipelined connection per node; every node needs a respPort in
-   * cluster.json). The store's description is read over HTTP either way.
+   * How keys are read: 'auto' (default), 'http' (multi-get framing) or 'resp' (the nodes'
+   * RESP ports with `ROSTORE.GETS`, one pipelined connection per node; every node needs a
+   * respPort in cluster.json). 'auto' is the cheapest the cluster offers: RESP when every
+   * node of the store's live layout has a RESP port (as its nodes describe it), else HTTP;
+   * a node learned later without one is read over HTTP. The store's description is read
+   * over HTTP either way.
    */
-  readonly transport?: 'http' | 'resp'
+  readonly transport?: StoreTransport
   /** The read token, when the nodes require one. */
   readonly readToken?: string
   /**
@@ -29,6 +32,9 @@ export interface StoreClientOptions {
    */
   readonly onFailover?: (event: FailoverEvent) => void
 }
+
+/** How a StoreClient reads keys (StoreClientOptions.transport). */
+export type StoreTransport = 'auto' | 'http' | 'resp'
 
 export interface FailoverEvent {
   readonly nodeId: number
@@ -92,6 +98,8 @@ export class StoreClient {
       readonly timeoutMs: number
       readonly readToken: string | undefined
       readonly transport: 'http' | 'resp'
+      /** 'resp' chosen by 'auto': a node without a RESP port is read over HTTP. */
+      readonly fallBackToHttp: boolean
       readonly batchSize: number
       readonly onFailover: ((e: FailoverEvent) => void) | undefined
       readonly hashers: Map<string, KeyHasher>
@@ -105,6 +113,11 @@ export class StoreClient {
   /** The description of the version the client routes by. */
   get info(): RemoteStoreInfo {
     return this.view.info
+  }
+
+  /** The transport keys are read with ('auto' resolved when the client connected). */
+  get transport(): 'http' | 'resp' {
+    return this.o.transport
   }
 
   /** The version the client routes by (the newest served without a stale mark, when last asked). */
@@ -130,8 +143,8 @@ export class StoreClient {
 
   static async connect(opts: StoreClientOptions): Promise<StoreClient> {
     const timeoutMs = opts.timeoutMs ?? 2000
-    const transport = opts.transport ?? 'http'
-    if (transport === 'resp') {
+    const asked = opts.transport ?? 'auto'
+    if (asked === 'resp') {
       const missing = opts.cluster.nodes.filter((n) => n.respPort === undefined).map((n) => n.id)
       if (missing.length > 0)
         throw new StoreError('RO_BAD_CLUSTER', `the RESP transport needs a respPort in cluster.json for node(s) ${missing.join(', ')}`)
@@ -139,10 +152,12 @@ export class StoreClient {
     const book = new NodeBook(opts.cluster)
     const hashers = new Map<string, KeyHasher>()
     const view = await discoverView(book, { store: opts.store, timeoutMs, readToken: opts.readToken, hashers })
+    const transport = asked === 'auto' ? cheapestTransport(view, book) : asked
     return new StoreClient(opts.store, view, book, {
       timeoutMs,
       readToken: opts.readToken,
       transport,
+      fallBackToHttp: asked === 'auto',
       batchSize: opts.batchSize ?? 1000,
       onFailover: opts.onFailover,
       hashers,
@@ -329,9 +344,10 @@ export class StoreClient {
     if (!node) return undefined
     const have = this.reads.get(id)
     if (have) return have.reads
-    if (this.o.transport === 'resp' && node.respPort === undefined) return undefined
+    const resp = this.o.transport === 'resp' && node.respPort !== undefined
+    if (this.o.transport === 'resp' && !resp && !this.o.fallBackToHttp) return undefined
     const opts = { timeoutMs: this.o.timeoutMs, readToken: this.o.readToken }
-    const reads = this.o.transport === 'resp' ? new RespNodeClient(node, opts) : new NodeClient(node, opts)
+    const reads = resp ? new RespNodeClient(node, opts) : new NodeClient(node, opts)
     this.reads.set(id, { node, reads })
     return reads
   }
@@ -361,6 +377,14 @@ export class StoreClient {
     for (const c of this.reads.values()) c.reads.close()
     this.reads.clear()
   }
+}
+
+/**
+ * RESP when every node of the view's layout has a RESP port: a GET over RESP costs the
+ * node and the client less than one over HTTP (bench/RESULTS.md, sections 3 and 3b).
+ */
+function cheapestTransport(view: StoreView, book: NodeBook): 'http' | 'resp' {
+  return view.info.layout.every((l) => book.get(l.id)?.respPort !== undefined) ? 'resp' : 'http'
 }
 
 /** Answers of a node whose own files are damaged: another replica holds its own copy. */

@@ -121,6 +121,11 @@ export const LOOKUP_NEEDS_ROOM = 3
 /** With `cold`: the record is not known to be in memory, and nothing of it was read. */
 export const LOOKUP_COLD = 4
 
+/** An opaque handle of the addon: a prepared ZSTD dictionary and its contexts. */
+export interface ZstdPrepared {
+  readonly __zstdPrepared: never
+}
+
 /** The addon's functions, as the loader exposes them (errors already StoreErrors). */
 export interface NativeFunctions {
   md5(src: Uint8Array, out: Uint8Array): void
@@ -196,6 +201,25 @@ export interface NativeFunctions {
    * is corrupt. Twin: formats/input/parquet/codecs.ts (fzstd).
    */
   zstdDecompress(src: Uint8Array, dst: Uint8Array): number
+  /**
+   * A ZSTD dictionary of at most dst.length bytes trained from `count` samples laid end to
+   * end in `samples` (sample i is sizes[i] bytes), written into dst: its size, or -1 without
+   * libzstd. Single-threaded training: the same samples give the same bytes. Throws
+   * RO_ZSTD when libzstd cannot train (too few or too small samples).
+   */
+  zstdTrain(samples: Uint8Array, sizes: Uint32Array, count: number, dst: Uint8Array): number
+  /**
+   * A dictionary (or none) prepared once, with its own contexts, for zstdCompress (when
+   * `compress`, at `level`) and zstdDecompressWith; null without libzstd. Freed when
+   * collected. Not to be shared between threads.
+   */
+  zstdPrepare(dict: Uint8Array | null, level: number, compress: boolean): ZstdPrepared | null
+  /** One frame of `src` (its content size in the header) into dst: its length. Throws when dst is too small. */
+  zstdCompress(prepared: ZstdPrepared, src: Uint8Array, dst: Uint8Array): number
+  /** The frame of `src` into dst: the bytes written. Throws RO_ZSTD on a corrupt frame, a wrong dictionary, or too small a dst. */
+  zstdDecompressWith(prepared: ZstdPrepared, src: Uint8Array, dst: Uint8Array): number
+  /** The content size a frame header declares: -1 none declared, -2 not a frame, -3 no libzstd. */
+  zstdFrameSize(src: Uint8Array): number
   /**
    * `bytes` of zero-filled memory in an anonymous mapping that asks for transparent huge
    * pages (far fewer page faults on first touch); unmapped when collected. Throws when the
@@ -355,6 +379,11 @@ function wrap(raw: RawAddon): NativeFunctions {
     warmRecords: raw.warmRecords,
     lockPages: raw.lockPages,
     zstdDecompress: raw.zstdDecompress,
+    zstdTrain: raw.zstdTrain,
+    zstdPrepare: raw.zstdPrepare,
+    zstdCompress: raw.zstdCompress,
+    zstdDecompressWith: raw.zstdDecompressWith,
+    zstdFrameSize: raw.zstdFrameSize,
     anonBuffer: raw.anonBuffer,
     sendNow: raw.sendNow,
     writeFileDurably: raw.writeFileDurably,

@@ -207,12 +207,14 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
     const meta = parseManifest(metaBytes, source.describe(metaName), { nodeId: opts.nodeId, ...opts.expect })
     store = meta.store
     m?.bytes.inc({ store }, metaBytes.length)
-    const filesBytes = meta.files.reduce((a, f) => a + f.size, 0)
+    // A zstd version's dictionary travels with its chunk files.
+    const files = meta.dictionary ? [meta.dictionary, ...meta.files] : meta.files
+    const filesBytes = files.reduce((a, f) => a + f.size, 0)
     const resumed =
       opts.resumeDir !== undefined &&
       (await local(`taking over ${opts.resumeDir}`, () => takeOverKept(opts.resumeDir!, destDir, metaBytes!)))
     created = resumed
-    const kept = resumed ? await local(`reading ${destDir}`, () => keptBytes(destDir, meta.files)) : undefined
+    const kept = resumed ? await local(`reading ${destDir}`, () => keptBytes(destDir, files)) : undefined
     const keptTotal = [...(kept?.bytes.values() ?? [])].reduce((a, n) => a + n, 0)
     await ensureFreeSpace(
       filesBytes + metaBytes.length - keptTotal,
@@ -229,8 +231,8 @@ export async function fetchVersion(opts: FetchOptions): Promise<StoreMetadata> {
       throw new StoreError('RO_IO', `cannot create ${destDir}: ${(err as Error).message}`, { cause: err })
     }
     created = true
-    const order = downloadOrder(meta.files.filter((f) => kept?.complete.has(f.name) !== true))
-    progress = new ProgressTracker(downloadOrder(meta.files), opts.onProgress)
+    const order = downloadOrder(files.filter((f) => kept?.complete.has(f.name) !== true))
+    progress = new ProgressTracker(downloadOrder(files), opts.onProgress)
     for (const name of kept?.complete ?? []) {
       progress.setBytes(name, kept!.bytes.get(name) ?? 0)
       progress.setState(name, 'done')

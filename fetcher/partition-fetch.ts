@@ -1,16 +1,18 @@
-import { link, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { StoreError } from '../common/errors'
 import type { NodeTls } from '../cluster/cluster'
 import { buildRing, heldPartitions } from '../cluster/routing'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
 import { MAX_METADATA_BYTES } from '../formats/store/layout/metadata-io'
-import { MANIFEST_FILE, nodeView, parsePartitionFileName, type VersionManifest } from '../formats/store/layout/partition-files'
+import { MANIFEST_FILE, nodeView, parsePartitionFileName } from '../formats/store/layout/partition-files'
 import { ensureFreeSpace, freeBytesOf } from './transfer/disk-space'
 import { downloadOrder, fetchSettings, fsyncDir, runPool, toStoreError, writeDurably, type FetchOptions } from './fetch-job'
 import { local } from './transfer/local-io'
 import { ProgressTracker } from './transfer/progress'
+import { installByPatches, patchPlans, type PatchResult } from './partition-patch'
 import { readSmall } from './transfer/read-small'
+import { resumableFiles, reusableFiles, tryLink } from './reuse-files'
 import { downloadFromChain, type ChainLink, type ChainPolicy, type FileOrigin } from './source-chain'
 import { openSource } from './sources/open-source'
 import { peerSource, type PartitionPeer } from './sources/peer'
@@ -39,6 +41,8 @@ export interface PartitionFetchOptions
   readonly expect: { readonly store: string; readonly version?: number }
   /** Installed version directories of the store: a file with the same name and checksum there, of the same data version, is hardlinked. */
   readonly reuseDirs?: readonly string[]
+  /** The live one of `reuseDirs`: a patch's base read from it keeps its pages cached. */
+  readonly liveDir?: string
   /**
    * Where a failed fetch leaves the files it verified (destDir renamed there, replacing an
    * older one), and where the next fetch of the same data takes them from (hard links):
@@ -57,60 +61,8 @@ export interface PartitionFetchResult {
   readonly filesFrom: Readonly<Record<FileOrigin, number>>
   /** "Not ready" answers of peers waited out (a peer fetching the same partition). */
   readonly notReadyWaits: number
-}
-
-interface Reusable {
-  readonly path: string
-  readonly checksum: string
-  readonly size: number
-}
-
-/**
- * Files a failed fetch left in `dir` (each at its final name only once verified against
- * the checksum of the manifest beside it), when that manifest is of the same data.
- */
-async function resumableFiles(dir: string | undefined, m: VersionManifest): Promise<Map<string, Reusable>> {
-  const out = new Map<string, Reusable>()
-  if (dir === undefined) return out
-  let left: Partial<VersionManifest>
-  try {
-    left = JSON.parse(await readFile(join(dir, MANIFEST_FILE), 'utf8')) as Partial<VersionManifest>
-  } catch {
-    return out
-  }
-  if (left.store !== m.store || left.dataVersion !== m.dataVersion || left.checksumAlgorithm !== m.checksumAlgorithm) return out
-  for (const e of left.partitionFiles ?? [])
-    for (const f of e.files) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
-  return out
-}
-
-/** Files of installed format-2 versions of the same store and data version, by name. */
-async function reusableFiles(dirs: readonly string[], m: VersionManifest): Promise<Map<string, Reusable>> {
-  const out = new Map<string, Reusable>()
-  for (const dir of dirs) {
-    let meta: Partial<StoreMetadata>
-    try {
-      meta = JSON.parse(await readFile(join(dir, METADATA_FILE), 'utf8')) as Partial<StoreMetadata>
-    } catch {
-      continue
-    }
-    if (meta.store !== m.store || meta.held === undefined || (meta.dataVersion ?? meta.version) !== m.dataVersion) continue
-    for (const f of meta.files ?? []) {
-      if (parsePartitionFileName(f.name) !== undefined) out.set(f.name, { path: join(dir, f.name), checksum: f.checksum, size: f.size })
-    }
-  }
-  return out
-}
-
-async function tryLink(from: Reusable | undefined, f: FileEntry, to: string): Promise<boolean> {
-  if (from === undefined || from.checksum !== f.checksum || from.size !== f.size) return false
-  try {
-    await link(from.path, to)
-    return true
-  } catch {
-    // Another file system, a file deleted meanwhile: download it instead.
-    return false
-  }
+  /** Partitions rebuilt from a base this node holds and their patch (partition-patch.ts). */
+  readonly patches: PatchResult
 }
 
 /**
@@ -173,11 +125,14 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     const sourceLink: ChainLink[] = source && opts.fetchFrom !== 'peers' ? [{ from: 'source', source, dir: '', label: 'build output' }] : []
     const linksOf = (name: string): ChainLink[] => {
       const partition = parsePartitionFileName(name)?.partition
-      return [...peerLinks.filter((l) => l.holds.has(partition as number)).map((l) => l.link), ...sourceLink]
+      // The dictionary is in every node's copy of the version: any peer gives it.
+      const holders = partition === undefined ? peerLinks : peerLinks.filter((l) => l.holds.has(partition))
+      return [...holders.map((l) => l.link), ...sourceLink]
     }
+    const wanted = view.dictionary ? [view.dictionary, ...view.files] : view.files
     const reuse = new Map([...(await resumableFiles(opts.resumeDir, manifest)), ...(await reusableFiles(opts.reuseDirs ?? [], manifest))])
     const reusable = (f: FileEntry): boolean => reuse.get(f.name)?.checksum === f.checksum && reuse.get(f.name)?.size === f.size
-    const toMove = view.files.filter((f) => !reusable(f))
+    const toMove = wanted.filter((f) => !reusable(f))
     const missing = [...new Set(toMove.filter((f) => linksOf(f.name).length === 0).map((f) => parsePartitionFileName(f.name)?.partition))]
     if (missing.length > 0) {
       throw new StoreError(
@@ -204,8 +159,8 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     opts.onStarted?.(view)
     const bytesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
     const filesFrom: Record<FileOrigin, number> = { source: 0, peer: 0, link: 0 }
-    const order: FileEntry[] = []
-    for (const f of downloadOrder(view.files)) {
+    let order: FileEntry[] = []
+    for (const f of downloadOrder(wanted)) {
       if (await tryLink(reuse.get(f.name), f, join(destDir, f.name))) {
         bytesFrom.link += f.size
         filesFrom.link++
@@ -216,11 +171,11 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     // replica), files a peer gives last: the peers are then done with theirs.
     const viaPeer = (f: FileEntry): number => (linksOf(f.name)[0]?.from === 'peer' ? 1 : 0)
     order.sort((a, b) => viaPeer(a) - viaPeer(b))
-    progress = new ProgressTracker(order, opts.onProgress)
+    progress = new ProgressTracker([])
     const buckets: TokenBucket[] = []
     if (opts.maxBytesPerSec !== undefined) buckets.push(new TokenBucket(opts.maxBytesPerSec))
     if (opts.bucket !== undefined) buckets.push(opts.bucket)
-    const base = {
+    let base = {
       destDir,
       algorithm: manifest.checksumAlgorithm,
       buckets,
@@ -248,6 +203,22 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
         m?.fileBytes.inc({ from }, n)
       },
     }
+    // Partitions this node can make from a base it holds come by patch; failed ones, whole.
+    const patches = await installByPatches(
+      {
+        destDir,
+        manifest,
+        download: async (e) =>
+          void (await downloadFromChain({ ...base, progress: new ProgressTracker([e]) }, e, sourceLink, patchPolicy(policy, m, store))),
+        buckets,
+        signal,
+      },
+      sourceLink.length === 0 ? [] : await patchPlans(manifest, unlinkedPartitions(view, order), installedDirs(opts)),
+    )
+    const made = new Set(patches.partitions)
+    order = order.filter((f) => !made.has(parsePartitionFileName(f.name)?.partition as number))
+    progress = new ProgressTracker(order, opts.onProgress)
+    base = { ...base, progress }
     await runPool(order, opts.concurrency ?? 4, stop, async (f) => {
       filesFrom[await downloadFromChain(base, f, linksOf(f.name), policy)]++
     })
@@ -263,7 +234,7 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
     progress.final()
     m?.duration.observe({ result: 'ok' }, (performance.now() - started) / 1000)
     if (opts.resumeDir !== undefined) await rm(opts.resumeDir, { recursive: true, force: true }).catch(() => undefined)
-    return { meta: view, bytesFrom, filesFrom, notReadyWaits }
+    return { meta: view, bytesFrom, filesFrom, notReadyWaits, patches }
   } catch (err) {
     stop.abort()
     const failure = toStoreError(err, opts.signal, shown)
@@ -274,6 +245,21 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
   } finally {
     for (const s of opened) s.close?.()
   }
+}
+
+/** Held partitions none of whose files were linked: all of them are to be moved. */
+function unlinkedPartitions(view: StoreMetadata, order: readonly FileEntry[]): number[] {
+  const moved = new Set(order.map((f) => f.name))
+  return (view.held ?? []).filter((p) => view.files.every((f) => parsePartitionFileName(f.name)?.partition !== p || moved.has(f.name)))
+}
+
+function installedDirs(opts: PartitionFetchOptions): { dir: string; live: boolean }[] {
+  return (opts.reuseDirs ?? []).map((dir) => ({ dir, live: dir === opts.liveDir }))
+}
+
+/** A patch's bytes count as moved, not as a file's: the partition's files are counted by the rebuild. */
+function patchPolicy(policy: ChainPolicy, m: PartitionFetchOptions['metrics'], store: string): ChainPolicy {
+  return { ...policy, onBytes: (_from, n) => m?.bytes.inc({ store }, n) }
 }
 
 /** A failed fetch's directory becomes the resume directory (its verified files), or goes. */

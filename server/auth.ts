@@ -111,11 +111,18 @@ export class ReadAuth {
 
   /** HTTP: throws RO_UNAUTHORIZED unless the request carries the read (or admin) token. */
   check(req: IncomingMessage): void {
-    if (!this.digest) return
-    const given = bearerOf(req)
+    const header = req.headers.authorization
+    if (!this.accepts(typeof header === 'string' ? header : undefined)) {
+      throw new StoreError('RO_UNAUTHORIZED', `missing or wrong ${this.what}`)
+    }
+  }
+
+  /** Whether an Authorization field's value (or none) passes check(). */
+  accepts(authorization: string | undefined): boolean {
+    if (!this.digest) return true
+    const given = bearerIn(authorization)
     const ok = this.matches(given ?? '') && given !== undefined
-    if (ok || (given !== undefined && this.admin?.matches(given))) return
-    throw new StoreError('RO_UNAUTHORIZED', `missing or wrong ${this.what}`)
+    return ok || (given !== undefined && this.admin?.matches(given) === true)
   }
 }
 
@@ -132,7 +139,11 @@ export function checkAdminOrRead(req: IncomingMessage, admin: AdminAuth, read: R
 
 function bearerOf(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization
-  const m = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null
+  return bearerIn(typeof header === 'string' ? header : undefined)
+}
+
+function bearerIn(header: string | undefined): string | undefined {
+  const m = header === undefined ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(header)
   return m?.[1]
 }
 

@@ -25,6 +25,8 @@ export class NodeMetrics {
   readonly jobs: Counter<'kind' | 'state'>
   readonly connectionsDropped: Counter
   readonly busyBodies: Counter
+  /** Requests of the fast HTTP read path (http/fast-host.ts): answered there, or handed to node:http with their connection. */
+  readonly fastReads: Counter<'result'>
 
   constructor(dataDir: () => DataDir<ServingMirror> | undefined, defaults = true) {
     const registers = [this.registry]
@@ -78,6 +80,12 @@ export class NodeMetrics {
     this.connectionsDropped = new Counter({
       name: 'rostore_connections_dropped_total',
       help: 'Connections closed on arrival because --max-connections were open',
+      registers,
+    })
+    this.fastReads = new Counter({
+      name: 'rostore_http_fast_reads_total',
+      help: 'Requests on the fast HTTP read path: answered there, or handed to node:http with their connection',
+      labelNames: ['result'],
       registers,
     })
     this.busyBodies = new Counter({

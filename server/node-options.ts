@@ -102,6 +102,12 @@ export interface NodeOptions {
    * default, 'all' or 'none'); the same in every serving process.
    */
   readonly preload?: Preload
+  /**
+   * How HTTP key reads are served: 'fast' (the default), GETs of keys and multi-gets parsed
+   * from the connection's bytes and everything else handed to node:http
+   * (server/http/fast-host.ts), or 'node', node:http for every request. HTTPS is always 'node'.
+   */
+  readonly httpReadPath?: HttpReadPath
   /** Test seams (single-process nodes only). */
   readonly openReader?: OpenReader
   readonly verify?: VerifyDir
@@ -124,7 +130,12 @@ export interface NodeSetup {
   /** The streaming routes' node-wide limit in bytes per second; 0: unlimited. */
   readonly streamMaxBytesPerSec: number
   readonly preload: Preload
+  readonly httpReadPath: HttpReadPath
 }
+
+/** The HTTP read paths a node can serve with (`--http-read-path`). */
+export const HTTP_READ_PATHS = ['node', 'fast'] as const
+export type HttpReadPath = (typeof HTTP_READ_PATHS)[number]
 
 /** Default of `--stream-max-bytes-per-sec`, Voldemort's `stream.read.byte.per.sec`. */
 export const DEFAULT_STREAM_MAX_BYTES_PER_SEC = 10_000_000
@@ -159,6 +170,10 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   if (!PRELOADS.includes(preload)) {
     throw new StoreError('RO_BAD_OPTION', `--preload must be one of ${PRELOADS.join(', ')}, got ${String(preload)}`)
   }
+  const httpReadPath = opts.httpReadPath ?? 'fast'
+  if (!HTTP_READ_PATHS.includes(httpReadPath)) {
+    throw new StoreError('RO_BAD_OPTION', `--http-read-path must be one of ${HTTP_READ_PATHS.join(', ')}, got ${String(httpReadPath)}`)
+  }
   const limits = readLimits({
     maxResponseBytes: opts.maxResponseBytes,
     sendTimeoutMs: opts.sendTimeoutMs,
@@ -183,5 +198,6 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
     resp,
     streamMaxBytesPerSec,
     preload,
+    httpReadPath,
   }
 }

@@ -51,10 +51,13 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     address: () => bound,
   }
   const handler = createRequestHandler(ctx, { kind: 'local', ctx })
-  const server = createHttpServer(handler, opts.timeouts, opts.tls, {
-    maxConnections: setup.maxConnections,
-    onDrop: () => metrics.connectionsDropped.inc(),
-  })
+  const server = createHttpServer(
+    handler,
+    opts.timeouts,
+    opts.tls,
+    { maxConnections: setup.maxConnections, onDrop: () => metrics.connectionsDropped.inc() },
+    setup.httpReadPath === 'fast' ? ctx : undefined,
+  )
   let addr: AddressInfo
   try {
     addr = (await listen(server, { host: setup.host, port: setup.port })) as AddressInfo

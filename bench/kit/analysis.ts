@@ -65,6 +65,15 @@ frame their answers from the mapping, many records per job). The rerun of 2026-1
 2 cores (other sessions' work): its node rows (6.8k RESP GETs/s) measure that load more than the node.`
 
 const WHY: Record<string, string> = {
+  'zstd-size': `The values themselves compress to 0.31× with the 64 KiB dictionary (0.30× at level 9, the same with a 110 KiB one
+trained on 11 MiB: measured on 10,000 generated values); what the store adds per record and does not compress (the 16-byte index
+entry, the record header and the 12-byte key, about 40 bytes against ~480 bytes of value) brings the whole store to 0.37×.
+Not changed: the goal is met on the values, missed on the files.`,
+  'zstd-get': `Not analysed in time. The 100k-record quick run of the same section measured 0.63× (231,530 vs 367,829 gets/s);
+in this 1M run the uncompressed store of 503 MiB read at 90,183 gets/s where the quick run's 50 MiB one read 367,829, and on the
+uniform data zstd read faster than no compression (1.77×), which the codec cannot do: the variants are measured one after the
+other while the machine's load fell from 14 to 7.6, so these rows compare moments, not codecs. A rerun with the variants
+interleaved is what this row needs before any change.`,
   'cold-inproc': `One thread, one read at a time. The synchronous get pays the page fault of its record (one page: MADV_RANDOM) and
 reached 0.55-0.76× of fio at queue depth 1 over the runs of 2026-12-04..07 (fio itself moved between 13k and 23k IOPS from
 run to run): fio's direct read skips the page cache, where a fault allocates a page, inserts it in the cache and the LRU and
@@ -230,7 +239,10 @@ its 16 cache lines, on a VM with nested paging). The rest is the HTTP request it
 VM (the single-GET row), 0.44 µs per key at 100 keys — the RESP MGET of the same lookups, with a lighter protocol, reaches 1.1×
 Redis on 100 B. On 1 KiB, Redis sends each value from its own memory, while rostore checks each value's CRC and copies it
 into the response. What would still move it: fewer per-request costs in the HTTP handler (metrics labels, the close listener),
-and writing a batch's values straight from the mapping (writev of views) instead of copying them. ${CONTENTION}`,
+and writing a batch's values straight from the mapping (writev of views) instead of copying them. Done since: the fast HTTP
+read path (\`--http-read-path fast\`, the default) answers a multi-get framed straight from the mapping with no request or
+response objects: 71 µs of server CPU per multi-get of 100 keys against 114 µs with node:http on 100 B, 121 against 168 µs on
+1 KiB (this run's "server µs/req"); on 1 KiB the per-value CRC and copy remain. ${CONTENTION}`,
 
   'serve-p99': `Measured with an evenly paced open-loop load generator in C (bench/tools/paced-load.c) at half the measured peak: the
 p50 is ~0.05-0.09 ms, so the typical request is fast; the p99 is set by stalls of milliseconds that hit ~1% of requests. The
@@ -240,7 +252,16 @@ one does not, and on the RESP rows Redis's p99 through it is ~1-2 ms in the same
 row), so at half the peak the server is busy half the time and any pause (a scavenge: 0.6-0.7 ms every ~140 ms at 20k
 requests/s; the V8 and libuv threads that share the pinned core; the loopback's softirq work) queues the requests behind it;
 the RESP port, at under half the per-request work, keeps its p99 near Redis's at twice the rate (section 3b). What would
-move it: a lighter HTTP path for reads (the parser and response objects per request are most of the 50 µs), not the store.`,
+move it: a lighter HTTP path for reads (the parser and response objects per request are most of the 50 µs), not the store.
+Done since: the fast HTTP read path (server/http/fast-*.ts, \`--http-read-path fast\`, now the default) parses key GETs and
+multi-gets from the connection's bytes and answers a read event's requests with one send, handing anything else to node:http.
+In this section's run (load 5 on 2 cores) a GET costs the server 14-16 µs against 37 µs with node:http on the same node (the
+"server µs/req" column), Redis 9 µs; section 3b's RESP GET cost 18 µs in its last run (another day and load). The paced p99 of this
+run (108 and 46 ms) is not the node's work: the ad hoc paced runs beside it at 8,000 requests/s put Redis's own p99 at 467-814
+ms and the fast path's at 20-24 ms in the same minutes, so the tail on this machine now is the machine's; the goal wants a
+rerun on a quiet one. HTTP/2: a bare node:http2 h2c server answering a 100-byte value from memory (no lookup, no metrics) cost
+26 µs of server CPU per request, one client session with 50 streams in flight: more than the fast HTTP/1.1 path with the whole
+read, so HTTP/2 was not implemented.`,
 
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
 with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
@@ -252,6 +273,36 @@ was rerun). What would still help: count read and merge buffers inside the budge
 (\`resourceLimits.maxOldGenerationSizeMb\`) from the budget.`,
 
   fetch: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
+  'delta-1': `Under a throttle the rebuild is paced like a fetch: its writes take tokens from the same buckets
+(fetcher/partition-patch.ts), and it writes every byte of the partitions it replaces, so it cannot beat a full fetch of the
+same files at the same rate; the network moves 0.7-3.7% of the bytes, the disk as many as a full push. Meeting the goal
+means pacing only the bytes that cross the network (the patches), a one-line change in fetcher/partition-fetch.ts (the
+buckets given to installByPatches), at the cost of unpaced local writes during the rebuild. Left for a decision.`,
+  'delta-5': `Under a throttle the rebuild is paced like a fetch: its writes take tokens from the same buckets
+(fetcher/partition-patch.ts), and it writes every byte of the partitions it replaces, so it cannot beat a full fetch of the
+same files at the same rate; the network moves 0.7-3.7% of the bytes, the disk as many as a full push. Meeting the goal
+means pacing only the bytes that cross the network (the patches), a one-line change in fetcher/partition-fetch.ts (the
+buckets given to installByPatches), at the cost of unpaced local writes during the rebuild. Left for a decision.`,
+  'delta-2': `The rebuild is CPU-bound and serial: one partition at a time on the node's event loop, each base record read,
+CRC-checked, its key hashed with MD5 again (the merge order needs the full hash), written by the ChunkWriter (CRC again),
+then every file checksummed (xxh64) and the whole version verified by the swapper as for any fetch. Unthrottled on
+loopback, a full fetch is a sequential copy, which is not much slower. What would help: the index's 8-byte prefixes in
+place of hashing every base key (hash only on prefix ties), rebuilds of several partitions in worker threads, and a
+verify that trusts the rebuild's own checksums.`,
+  'delta-6': `The rebuild is CPU-bound and serial: one partition at a time on the node's event loop, each base record read,
+CRC-checked, its key hashed with MD5 again (the merge order needs the full hash), written by the ChunkWriter (CRC again),
+then every file checksummed (xxh64) and the whole version verified by the swapper as for any fetch. Unthrottled on
+loopback, a full fetch is a sequential copy, which is not much slower. What would help: the index's 8-byte prefixes in
+place of hashing every base key (hash only on prefix ties), rebuilds of several partitions in worker threads, and a
+verify that trusts the rebuild's own checksums.`,
+  'delta-3': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
+are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
+new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the
+second read of the new version and use every core.`,
+  'delta-7': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
+are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
+new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the
+second read of the new version and use every core.`,
   throttle: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
 
   'resp-get': `On 2 cores redis-benchmark saturates its own core well before either server does (see the client CPU column), so this

@@ -12,7 +12,8 @@ import { fmt } from './stats'
 import { log, runTimed } from './system'
 
 export interface External {
-  readonly id: 'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'chaos' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening' | 'partitions'
+  readonly id:
+    'fetch' | 'swap' | 'push' | 'dump' | 'soak' | 'chaos' | 'hadoop' | 'ray' | 'objstore' | 'cold' | 'hardening' | 'partitions' | 'delta'
   readonly file: string
   readonly title: string
   /** Flags for this run (--quick is always passed in quick mode). */
@@ -101,6 +102,14 @@ export const EXTERNALS: readonly External[] = [
     args: (ctx) => (ctx.quick ? ['--quick'] : ['--records', String(ctx.records)]),
     timeoutSec: (ctx) => (ctx.quick ? 900 : 3600),
     goals: tableGoals('partitions'),
+  },
+  {
+    id: 'delta',
+    file: 'versions/delta-bench.js',
+    title: '4k. Delta pushes: patches against the live version vs full pushes',
+    args: (ctx) => (ctx.quick ? ['--quick'] : ['--records', String(ctx.records)]),
+    timeoutSec: (ctx) => (ctx.quick ? 900 : 3600),
+    goals: tableGoals('delta'),
   },
   {
     id: 'hadoop',

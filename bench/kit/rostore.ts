@@ -82,7 +82,12 @@ export async function openRostoreGetter(nodeDir: string, search: SearchStrategy,
 // ---------------------------------------------------------------------------------------
 // artifacts reused across benchmarks
 
-export type ArtifactKind = 'rostore-none' | 'rostore-snappy' | 'lmdb' | 'sqlite'
+/**
+ * 'rostore-served': the plain store in format 1 (`--layout nodes`), whose `node-0` a
+ * serving benchmark links into a data directory as a version (a format-2 build output is
+ * installed by a node, not linked).
+ */
+export type ArtifactKind = 'rostore-none' | 'rostore-snappy' | 'rostore-served' | 'lmdb' | 'sqlite'
 
 export function artifactDir(ds: Dataset, kind: ArtifactKind): string {
   return join(workRoot(), 'stores', datasetId(ds.shape, ds.seed), kind)
@@ -114,7 +119,9 @@ export async function ensureArtifact(
   const tmp = `${dir}.tmp`
   rmSync(tmp, { recursive: true, force: true })
   mkdirSync(tmp, { recursive: true })
-  if (kind === 'rostore-none' || kind === 'rostore-snappy') {
+  if (kind === 'rostore-served') {
+    await rostoreBuild(ds, join(tmp, 'out'), { chunks: 1, compression: 'none', layout: 'nodes' })
+  } else if (kind === 'rostore-none' || kind === 'rostore-snappy') {
     await rostoreBuild(ds, join(tmp, 'out'), { chunks: 1, compression: kind === 'rostore-none' ? 'none' : 'snappy' })
   } else {
     await loadPeer(kind, tmp)

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { cliPath } from '../../common/paths'
 import { ensureDir, workRoot, type Dataset } from '../kit/data'
 import { loadPeerArtifact } from '../lookup/lookup-bench'
-import { ensureArtifact, rostoreNodeDir, STORE, benchCluster } from '../kit/rostore'
+import { ensureArtifact, STORE, benchCluster } from '../kit/rostore'
 import { freePort, pinArgs, treeCpuSeconds } from '../kit/system'
 
 /** The core the server under test is pinned to; load generators take the other. */
@@ -114,8 +114,7 @@ export class ServeProcess {
  * cluster file.
  */
 export async function serveDataDir(ds: Dataset, name: string): Promise<{ dataDir: string; cluster: string }> {
-  const nodeDir = rostoreNodeDir(ds, 'rostore-none')
-  await ensureArtifact(ds, 'rostore-none', loadPeerArtifact(ds))
+  const nodeDir = join(await ensureArtifact(ds, 'rostore-served', loadPeerArtifact(ds)), 'out', 'node-0')
   const root = ensureDir(join(workRoot(), name))
   return { dataDir: linkVersion(nodeDir, join(root, 'data')), cluster: benchCluster(root) }
 }

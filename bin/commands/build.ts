@@ -46,7 +46,20 @@ export const builder = (y: Argv) =>
       ...integerOption('chunks'),
       describe: 'chunks per node, or per partition with --layout partitions (default: grows with the input)',
     })
+    .option('base', {
+      type: 'string',
+      describe: 'an earlier build output of the store: also write a patch per partition against it (local engine, --layout partitions)',
+    })
+    .option('patch-only', {
+      type: 'boolean',
+      describe: 'with --base: keep only the patches (and the full files of partitions without one); nodes need the base',
+    })
     .option('compression', { choices: COMPRESSIONS, default: 'none' as const, describe: 'value compression' })
+    .option('zstd-level', { ...integerOption('zstd-level'), describe: 'zstd: compression level, -7..22 (default 3)' })
+    .option('dictionary', {
+      type: 'boolean',
+      describe: 'zstd: train a dictionary from a sample of the values (default); --no-dictionary: plain zstd',
+    })
     .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
     .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
     .option('memory-mb', { ...integerOption('memory-mb'), default: 1024, describe: 'memory budget of the build' })
@@ -82,6 +95,10 @@ export const builder = (y: Argv) =>
     .option('streaming-jar', { type: 'string', describe: 'hadoop: path of hadoop-streaming*.jar (default: from $HADOOP_HOME)' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
+  if (a.base !== undefined && a.engine !== 'local') throw new StoreError('RO_BAD_OPTION', '--base is for the local engine only')
+  // Their workers compress in their own map code, which does not take a dictionary yet.
+  if (a.engine !== 'local' && a.compression === 'zstd')
+    throw new StoreError('RO_BAD_OPTION', `--compression zstd builds with --engine local only for now, not ${a.engine}`)
   if (a.engine === 'hadoop') return printHadoopJob(a)
   if (a.engine === 'ray') return runRayBuild(a)
   if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: add --engine hadoop')
@@ -92,6 +109,8 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
       workers: a.workers,
       memoryMb: a['memory-mb'],
       tmpdir: a.tmpdir,
+      base: a.base,
+      ...(a['patch-only'] === true ? { patchOnly: true } : {}),
       onProgress: bar?.update,
     })
     bar?.stop()
@@ -157,6 +176,8 @@ async function commonBuildOptions(a: Awaited<ReturnType<typeof builder>['argv']>
     valueField: a['value-field'],
     chunks: a.chunks,
     compression: a.compression as Compression,
+    zstdLevel: a['zstd-level'],
+    dictionary: a.dictionary,
     version: a.version,
     onDuplicate: a['on-duplicate'] as DuplicatePolicy,
   }

@@ -15,9 +15,9 @@ export const builder = (y: Argv) =>
     .option('json', { type: 'boolean', default: false, describe: 'one JSON line per key: {"key", "found", "value"}' })
     .option('timeout', { ...integerOption('timeout'), default: 2000, describe: 'per-request timeout in ms' })
     .option('transport', {
-      choices: ['http', 'resp'] as const,
-      default: 'http' as const,
-      describe: "read over HTTP or the nodes' RESP ports",
+      choices: ['auto', 'http', 'resp'] as const,
+      default: 'auto' as const,
+      describe: "read over HTTP or the nodes' RESP ports; auto: RESP when every node of the store's layout has a RESP port",
     })
 
 /** One key without --json: the raw value on stdout, exit 1 when absent. */

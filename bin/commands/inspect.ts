@@ -1,5 +1,7 @@
 import type { Argv } from 'yargs'
 import { openStore } from '../../formats/store/read/store-reader'
+import { compressionInfo } from '../../formats/store/layout/compression-info'
+import { versionCodec } from '../../formats/store/chunk/dictionary-file'
 import { dumpRecords } from '../../formats/store/scan/dump'
 import { integerOption } from '../integer-option'
 
@@ -19,7 +21,13 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     const { files, ...meta } = reader.metadata
     const bytes = files.reduce((s, f) => s + f.size, 0)
     // accessMode: how this process reads the store ('mmap' through the addon, or 'pread').
-    process.stdout.write(JSON.stringify({ ...meta, files: files.length, bytes, accessMode: reader.accessMode }, null, 2) + '\n')
+    process.stdout.write(
+      JSON.stringify(
+        { ...meta, files: files.length, bytes, accessMode: reader.accessMode, compressionInfo: compressionInfo(meta) },
+        null,
+        2,
+      ) + '\n',
+    )
     for (const key of a.get ?? []) {
       const v = reader.get(key)
       process.stdout.write(JSON.stringify({ key, found: v !== undefined, value: v?.toString('utf8') }) + '\n')
@@ -28,6 +36,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     reader.close()
   }
   if (a.records) {
-    for (const r of dumpRecords(a.dir, reader.metadata, a.limit)) process.stdout.write(JSON.stringify(r) + '\n')
+    const codec = await versionCodec(a.dir, reader.metadata)
+    for (const r of dumpRecords(a.dir, reader.metadata, a.limit, codec)) process.stdout.write(JSON.stringify(r) + '\n')
   }
 }

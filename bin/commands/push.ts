@@ -91,6 +91,12 @@ function printSummary(r: PushResult): void {
     lines.push(
       `  node ${n.nodeId}: ${n.state}${n.previous !== undefined && n.previous !== null ? ` (was ${n.previous})` : ''}${n.fetchedBytes !== undefined ? `, fetched ${n.fetchedBytes} bytes` : ''}${n.error ? `: ${n.error}` : ''}`,
     )
+    const m = n.partitions
+    if (m !== undefined && (m.byPatch.length > 0 || m.fellBack.length > 0))
+      lines.push(
+        `    partitions by patch [${m.byPatch.join(',')}], by full files [${m.byFiles.join(',')}], ${m.bytes} bytes moved` +
+          m.fellBack.map((f) => `\n    partition ${f.partition}: patch failed (${f.reason}), fetched whole`).join(''),
+      )
   }
   process.stdout.write(lines.join('\n') + '\n')
 }

@@ -2,6 +2,7 @@ import { errorMessage, isStoreError } from '../../common/errors'
 import { redactCredentials } from '../../common/redact'
 import { clusterLayout, type Cluster } from '../../cluster/cluster'
 import type { StoreMetadata } from '../../formats/store/layout/metadata'
+import { parsePartitionFileName } from '../../formats/store/layout/partition-files'
 import { ClusterAdmin, onEveryNode } from '../cluster-admin'
 import { normalizeSource, readBuildManifests, type BuildManifests } from './source-manifests'
 import { pushPeerOffers, type FetchFrom } from './partition-sources'
@@ -28,6 +29,12 @@ export interface NodePlan {
   /** Format 2: of fetchBytes, what the node takes from peers rather than the build output (`--fetch-from auto`). */
   readonly peerBytes?: number
   readonly files: number
+  /**
+   * A build with --base: held partitions predicted to come by patch (the node holds the base
+   * version and serves the build's layout, so it holds the base's files of its partitions).
+   * Their patches' bytes, not their files', are in fetchBytes.
+   */
+  readonly byPatch?: readonly number[]
   /** Why the node could not be asked, if it could not. */
   readonly error?: string
 }
@@ -117,9 +124,9 @@ export function buildPlan(
   fetchFrom: FetchFrom = 'auto',
 ): PushPlan {
   const manifests = built.nodes
-  const peerBytes = (id: number): { peerBytes?: number } => {
+  const peerBytes = (id: number, patched: ReadonlySet<number>): { peerBytes?: number } => {
     if (built.manifest === undefined) return {}
-    const offered = new Set(pushPeerOffers(built.manifest, id, fetchFrom).flatMap((o) => o.partitions))
+    const offered = new Set(pushPeerOffers(built.manifest, id, fetchFrom).flatMap((o) => o.partitions.filter((p) => !patched.has(p))))
     const bytes = [...offered].reduce((a, p) => a + built.manifest!.partitionFiles[p]!.files.reduce((s, f) => s + f.size, 0), 0)
     return { peerBytes: bytes }
   }
@@ -132,20 +139,32 @@ export function buildPlan(
     const serving = s.live !== null
     const role: NodeRole = meta ? (serving ? 'stays' : 'joins') : serving ? 'leaves' : 'idle'
     const fetches = meta !== undefined && !s.holds.includes(first.version)
+    const patched = new Set(fetches && fetchFrom !== 'peers' && s.layoutKey === buildKey ? byPatch(built, meta, s) : [])
+    const moved = fetches ? meta.files.filter((f) => !patched.has(parsePartitionFileName(f.name)?.partition as number)) : []
+    const patchBytes = [...patched].reduce((a, p) => a + (built.manifest?.partitionFiles[p]?.patch?.size ?? 0), 0)
     return {
       nodeId: n.id,
       role,
       live: s.live,
       partitionsBefore: s.partitions,
       partitionsAfter: after.get(n.id) ?? [],
-      fetchBytes: fetches ? meta.files.reduce((a, f) => a + f.size, 0) : 0,
-      ...(fetches ? peerBytes(n.id) : {}),
-      files: fetches ? meta.files.length : 0,
+      fetchBytes: moved.reduce((a, f) => a + f.size, 0) + patchBytes,
+      ...(fetches ? peerBytes(n.id, patched) : {}),
+      files: moved.length + patched.size,
+      ...(built.manifest?.base !== undefined && fetches ? { byPatch: [...patched] } : {}),
       ...(s.error === undefined ? {} : { error: s.error }),
     }
   })
   const layoutChange = [...states.values()].some((s) => s.layoutKey !== undefined && s.layoutKey !== buildKey)
   return { store, version: first.version, from, layoutChange, nodes }
+}
+
+/** Held partitions with a patch, when the node holds the base version (by its number or its data's). */
+function byPatch(built: BuildManifests, meta: StoreMetadata, s: NodeState): number[] {
+  const base = built.manifest?.base
+  if (base === undefined || meta.held === undefined) return []
+  if (!s.holds.includes(base.version) && !s.holds.includes(base.dataVersion)) return []
+  return meta.held.filter((p) => built.manifest?.partitionFiles[p]?.patch !== undefined)
 }
 
 function layoutKey(layout: readonly { readonly id: number; readonly partitions: readonly number[] }[]): string {
@@ -163,7 +182,7 @@ export function formatPlan(p: PushPlan): string {
           ? `leaves the layout: fetches nothing, keeps version ${n.live} as a backup after the swap`
           : n.role === 'idle'
             ? 'not in the layout, serves nothing: unchanged'
-            : `${n.role === 'joins' ? 'joins' : 'stays'}: partitions [${n.partitionsBefore.join(',')}] -> [${n.partitionsAfter.join(',')}], fetches ${n.files} files, ${n.fetchBytes} bytes (${mib(n.fetchBytes)} MiB${n.peerBytes === undefined ? '' : `, ${mib(n.peerBytes)} MiB of it from peers`})`
+            : `${n.role === 'joins' ? 'joins' : 'stays'}: partitions [${n.partitionsBefore.join(',')}] -> [${n.partitionsAfter.join(',')}], fetches ${n.files} files${n.byPatch === undefined ? '' : ` (partitions [${n.byPatch.join(',')}] by patch)`}, ${n.fetchBytes} bytes (${mib(n.fetchBytes)} MiB${n.peerBytes === undefined ? '' : `, ${mib(n.peerBytes)} MiB of it from peers`})`
       return `  node ${n.nodeId} (live ${n.live ?? 'none'}): ${what}${n.error ? ` [could not ask: ${n.error}]` : ''}`
     }),
     `  total: ${p.nodes.reduce((a, n) => a + n.fetchBytes, 0)} bytes to fetch, ${p.nodes.reduce((a, n) => a + n.fetchBytes - (n.peerBytes ?? 0), 0)} of them from the build output`,

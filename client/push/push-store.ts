@@ -4,6 +4,8 @@ import { redactCredentials } from '../../common/redact'
 import type { Cluster } from '../../cluster/cluster'
 import { ClusterAdmin, onEveryNode } from '../cluster-admin'
 import { fetchOnNode, holdsVersion } from './fetch-jobs'
+import { partitionsMoved, type NodePartitionsMoved } from './moved'
+import type { RemoteJob } from '../node-client'
 import { PushLease } from './lease'
 import { handAddresses } from './addresses'
 import { nextSeq, writePushRecords } from './records'
@@ -59,6 +61,8 @@ export interface NodeOutcome {
   readonly error?: string
   /** Bytes the node's fetch downloaded (by the node's own count), when it fetched. */
   readonly fetchedBytes?: number
+  /** A format-2 fetch: how each held partition came (docs/SERVING.md, "Delta pushes"). */
+  readonly partitions?: NodePartitionsMoved
 }
 
 export interface PushResult {
@@ -198,7 +202,7 @@ export async function pushVersion(
       const have = statuses.get(id)
       return have?.status === 'fulfilled' && have.value.versions.some((v) => v.version === version)
     }
-    const fetched = await onEveryNode(targets, async (id): Promise<number | undefined> => {
+    const fetched = await onEveryNode(targets, async (id): Promise<RemoteJob | undefined> => {
       try {
         if (hadBefore(id)) return undefined
         const done = await fetchOnNode(admin, id, {
@@ -216,7 +220,7 @@ export async function pushVersion(
           emit,
           signal: giveUp.signal,
         })
-        return done?.progress?.bytesDone
+        return done
       } catch (err) {
         // The node may have got the version meanwhile by itself (self-repair of a node that
         // missed the last push fetches the same version): then it is ready for the swap.
@@ -334,9 +338,12 @@ export async function pushVersion(
     const retired = await onEveryNode(leaving.filter(wasServing), (id) =>
       admin.node(id).setStale(o.store, `not in the layout of version ${version}: kept as a backup`),
     )
-    const fetchedBytes = (id: number): { fetchedBytes?: number } => {
+    const fetchedBytes = (id: number): { fetchedBytes?: number; partitions?: NodePartitionsMoved } => {
       const r = fetched.get(id)
-      return r?.status === 'fulfilled' && r.value !== undefined ? { fetchedBytes: r.value } : {}
+      if (r?.status !== 'fulfilled' || r.value === undefined) return {}
+      const moved = partitionsMoved(r.value)
+      const bytes = r.value.progress?.bytesDone
+      return { ...(bytes === undefined ? {} : { fetchedBytes: bytes }), ...(moved === undefined ? {} : { partitions: moved }) }
     }
     const nodes: NodeOutcome[] = o.cluster.nodes.flatMap((n): NodeOutcome[] => {
       if (fetchFailures.has(n.id)) return [{ nodeId: n.id, state: 'stale', error: fetchFailures.get(n.id) }]

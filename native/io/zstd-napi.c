@@ -1,10 +1,14 @@
 /*
- * ZSTD decompression of Parquet pages into a buffer the caller sized from the page header,
- * through the system's libzstd. It is loaded with dlopen, so building the addon needs
+ * ZSTD through the system's libzstd, loaded with dlopen, so building the addon needs
  * neither its headers nor a link-time dependency (on Debian, dpkg itself depends on
- * libzstd1); without it the call says so and the caller uses its other decoder. The npm
- * binding it replaces on the build's path grew its output while decompressing: copies, and
- * fresh pages touched twice per page.
+ * libzstd1); without it each call says so and the caller uses its other decoder.
+ *
+ * - zstdDecompress: Parquet pages into a buffer the caller sized from the page header.
+ * - zstdTrain: a dictionary from samples (ZDICT_trainFromBuffer, single-threaded, so the
+ *   same samples give the same bytes).
+ * - zstdPrepare / zstdCompress / zstdDecompressWith: store values, one frame each, with a
+ *   prepared dictionary (or none). A prepared handle owns its dictionary and its contexts,
+ *   so no state is shared between threads; each thread prepares its own.
  *
  * The function pointers are set once (pthread_once) and only read afterwards, so the
  * module stays safe to load in any number of threads.
@@ -13,17 +17,49 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "napi-util.h"
 
 typedef size_t (*zstd_decompress_fn)(void *dst, size_t capacity, const void *src, size_t size);
 typedef unsigned (*zstd_is_error_fn)(size_t code);
 typedef const char *(*zstd_error_name_fn)(size_t code);
+typedef size_t (*zdict_train_fn)(void *dict, size_t capacity, const void *samples, const size_t *sizes, unsigned count);
+typedef void *(*create_cdict_fn)(const void *dict, size_t size, int level);
+typedef void *(*create_ddict_fn)(const void *dict, size_t size);
+typedef size_t (*free_fn)(void *p);
+typedef void *(*create_ctx_fn)(void);
+typedef size_t (*compress_cdict_fn)(void *cctx, void *dst, size_t cap, const void *src, size_t size, const void *cdict);
+typedef size_t (*compress_cctx_fn)(void *cctx, void *dst, size_t cap, const void *src, size_t size, int level);
+typedef size_t (*decompress_ddict_fn)(void *dctx, void *dst, size_t cap, const void *src, size_t size, const void *ddict);
+typedef size_t (*decompress_dctx_fn)(void *dctx, void *dst, size_t cap, const void *src, size_t size);
+typedef unsigned long long (*frame_size_fn)(const void *src, size_t size);
 
 static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
 static zstd_decompress_fn zstd_decompress;
 static zstd_is_error_fn zstd_is_error;
 static zstd_error_name_fn zstd_error_name;
+/* The dictionary functions: all set, or all NULL. */
+static struct {
+  zdict_train_fn train;
+  zstd_is_error_fn dict_is_error;
+  zstd_error_name_fn dict_error_name;
+  create_cdict_fn create_cdict;
+  create_ddict_fn create_ddict;
+  free_fn free_cdict, free_ddict, free_cctx, free_dctx;
+  create_ctx_fn create_cctx, create_dctx;
+  compress_cdict_fn compress_cdict;
+  compress_cctx_fn compress_cctx;
+  decompress_ddict_fn decompress_ddict;
+  decompress_dctx_fn decompress_dctx;
+  frame_size_fn frame_size;
+} z;
+
+#define SYM(field, type, name)                          \
+  do {                                                   \
+    t.field = (type)dlsym(lib, name);                    \
+    if (t.field == NULL) return;                         \
+  } while (0)
 
 static void zstd_load(void) {
   void *lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -35,6 +71,35 @@ static void zstd_load(void) {
   zstd_is_error = e;
   zstd_error_name = n;
   zstd_decompress = d;
+  __typeof__(z) t;
+  SYM(train, zdict_train_fn, "ZDICT_trainFromBuffer");
+  SYM(dict_is_error, zstd_is_error_fn, "ZDICT_isError");
+  SYM(dict_error_name, zstd_error_name_fn, "ZDICT_getErrorName");
+  SYM(create_cdict, create_cdict_fn, "ZSTD_createCDict");
+  SYM(create_ddict, create_ddict_fn, "ZSTD_createDDict");
+  SYM(free_cdict, free_fn, "ZSTD_freeCDict");
+  SYM(free_ddict, free_fn, "ZSTD_freeDDict");
+  SYM(free_cctx, free_fn, "ZSTD_freeCCtx");
+  SYM(free_dctx, free_fn, "ZSTD_freeDCtx");
+  SYM(create_cctx, create_ctx_fn, "ZSTD_createCCtx");
+  SYM(create_dctx, create_ctx_fn, "ZSTD_createDCtx");
+  SYM(compress_cdict, compress_cdict_fn, "ZSTD_compress_usingCDict");
+  SYM(compress_cctx, compress_cctx_fn, "ZSTD_compressCCtx");
+  SYM(decompress_ddict, decompress_ddict_fn, "ZSTD_decompress_usingDDict");
+  SYM(decompress_dctx, decompress_dctx_fn, "ZSTD_decompressDCtx");
+  SYM(frame_size, frame_size_fn, "ZSTD_getFrameContentSize");
+  z = t;
+}
+
+static napi_value number(napi_env env, double v) {
+  napi_value result;
+  if (napi_create_double(env, v, &result) != napi_ok) return NULL;
+  return result;
+}
+
+static napi_value zstd_fail(napi_env env, const char *reason) {
+  napi_throw_error(env, "RO_ZSTD", reason);
+  return NULL;
 }
 
 /* zstdDecompress(src: Uint8Array, dst: Uint8Array): number -- the bytes written into dst
@@ -45,24 +110,168 @@ static napi_value zstd_decompress_fn_napi(napi_env env, napi_callback_info info)
   napi_value argv[2];
   uint8_t *src, *dst;
   size_t src_len, dst_len;
-  napi_value result;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2) return ro_throw_type(env, "zstdDecompress(src, dst)");
   if (ro_get_bytes(env, argv[0], &src, &src_len) != 0) return ro_throw_type(env, "zstdDecompress: src must be a Uint8Array");
   if (ro_get_bytes(env, argv[1], &dst, &dst_len) != 0) return ro_throw_type(env, "zstdDecompress: dst must be a Uint8Array");
   pthread_once(&zstd_once, zstd_load);
-  double written = -1;
-  if (zstd_decompress != NULL) {
-    size_t n = zstd_decompress(dst, dst_len, src, src_len);
-    if (zstd_is_error(n)) {
-      napi_throw_error(env, "RO_ZSTD", zstd_error_name(n));
-      return NULL;
-    }
-    written = (double)n;
+  if (zstd_decompress == NULL) return number(env, -1);
+  size_t n = zstd_decompress(dst, dst_len, src, src_len);
+  if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
+  return number(env, (double)n);
+}
+
+/* zstdTrain(samples: Uint8Array, sizes: Uint32Array, count: number, dst: Uint8Array): number
+ * -- the dictionary's size in dst (at most dst's length), or -1 without libzstd. Throws
+ * with ZDICT's reason (too few or too small samples). */
+static napi_value zstd_train_napi(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  uint8_t *samples, *dst;
+  uint32_t *sizes;
+  size_t samples_len, sizes_len, dst_len;
+  uint32_t count;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4) return ro_throw_type(env, "zstdTrain(samples, sizes, count, dst)");
+  if (ro_get_bytes(env, argv[0], &samples, &samples_len) != 0 || ro_get_u32_array(env, argv[1], &sizes, &sizes_len) != 0 ||
+      napi_get_value_uint32(env, argv[2], &count) != napi_ok || ro_get_bytes(env, argv[3], &dst, &dst_len) != 0 || count > sizes_len)
+    return ro_throw_type(env, "zstdTrain: bad arguments");
+  size_t total = 0;
+  for (uint32_t i = 0; i < count; i++) total += sizes[i];
+  if (total > samples_len) return ro_throw_type(env, "zstdTrain: sizes exceed the samples");
+  pthread_once(&zstd_once, zstd_load);
+  if (z.train == NULL) return number(env, -1);
+  size_t *widths = malloc((count > 0 ? count : 1) * sizeof(size_t));
+  if (widths == NULL) return zstd_fail(env, "out of memory");
+  for (uint32_t i = 0; i < count; i++) widths[i] = sizes[i];
+  size_t n = z.train(dst, dst_len, samples, widths, count);
+  free(widths);
+  if (z.dict_is_error(n)) return zstd_fail(env, z.dict_error_name(n));
+  return number(env, (double)n);
+}
+
+/* A prepared dictionary (or none) and the contexts that use it. */
+typedef struct {
+  void *cdict, *ddict, *cctx, *dctx;
+  int level;
+} prepared_t;
+
+static void prepared_free(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  prepared_t *p = data;
+  if (p->cdict != NULL) z.free_cdict(p->cdict);
+  if (p->ddict != NULL) z.free_ddict(p->ddict);
+  if (p->cctx != NULL) z.free_cctx(p->cctx);
+  if (p->dctx != NULL) z.free_dctx(p->dctx);
+  free(p);
+}
+
+/* zstdPrepare(dict: Uint8Array | null, level: number, compress: boolean): object | null --
+ * a handle for zstdCompress (when `compress`) and zstdDecompressWith; null without
+ * libzstd. Throws when libzstd refuses the dictionary. */
+static napi_value zstd_prepare_napi(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], result;
+  uint8_t *dict = NULL;
+  size_t dict_len = 0;
+  int32_t level;
+  bool compress;
+  napi_valuetype type;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return ro_throw_type(env, "zstdPrepare(dict, level, compress)");
+  if (napi_typeof(env, argv[0], &type) != napi_ok) return NULL;
+  if (type != napi_null && ro_get_bytes(env, argv[0], &dict, &dict_len) != 0) return ro_throw_type(env, "zstdPrepare: dict must be a Uint8Array or null");
+  if (napi_get_value_int32(env, argv[1], &level) != napi_ok || napi_get_value_bool(env, argv[2], &compress) != napi_ok)
+    return ro_throw_type(env, "zstdPrepare: bad level or compress flag");
+  pthread_once(&zstd_once, zstd_load);
+  if (z.create_dctx == NULL) {
+    napi_get_null(env, &result);
+    return result;
   }
-  if (napi_create_double(env, written, &result) != napi_ok) return NULL;
+  prepared_t *p = calloc(1, sizeof *p);
+  if (p == NULL) return zstd_fail(env, "out of memory");
+  p->level = level;
+  p->dctx = z.create_dctx();
+  if (compress) p->cctx = z.create_cctx();
+  if (dict != NULL) {
+    p->ddict = z.create_ddict(dict, dict_len);
+    if (compress) p->cdict = z.create_cdict(dict, dict_len, level);
+  }
+  if (p->dctx == NULL || (compress && p->cctx == NULL) || (dict != NULL && (p->ddict == NULL || (compress && p->cdict == NULL)))) {
+    prepared_free(env, p, NULL);
+    return zstd_fail(env, "libzstd refused the dictionary");
+  }
+  if (napi_create_external(env, p, prepared_free, NULL, &result) != napi_ok) {
+    prepared_free(env, p, NULL);
+    return NULL;
+  }
   return result;
 }
 
+static prepared_t *get_prepared(napi_env env, napi_value v) {
+  void *p = NULL;
+  napi_valuetype type;
+  if (napi_typeof(env, v, &type) != napi_ok || type != napi_external) return NULL;
+  if (napi_get_value_external(env, v, &p) != napi_ok) return NULL;
+  return p;
+}
+
+/* zstdCompress(prepared, src, dst): number -- one frame (with its content size) in dst,
+ * its length. Throws when dst is too small (size it with the compress bound). */
+static napi_value zstd_compress_napi(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  uint8_t *src, *dst;
+  size_t src_len, dst_len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return ro_throw_type(env, "zstdCompress(prepared, src, dst)");
+  prepared_t *p = get_prepared(env, argv[0]);
+  if (p == NULL || p->cctx == NULL) return ro_throw_type(env, "zstdCompress: not a handle prepared for compression");
+  if (ro_get_bytes(env, argv[1], &src, &src_len) != 0 || ro_get_bytes(env, argv[2], &dst, &dst_len) != 0)
+    return ro_throw_type(env, "zstdCompress: src and dst must be Uint8Arrays");
+  size_t n = p->cdict != NULL ? z.compress_cdict(p->cctx, dst, dst_len, src, src_len, p->cdict)
+                              : z.compress_cctx(p->cctx, dst, dst_len, src, src_len, p->level);
+  if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
+  return number(env, (double)n);
+}
+
+/* zstdDecompressWith(prepared, src, dst): number -- the frame of src into dst, the bytes
+ * written. Throws with zstd's reason (corrupt frame, wrong dictionary, dst too small). */
+static napi_value zstd_decompress_with_napi(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  uint8_t *src, *dst;
+  size_t src_len, dst_len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return ro_throw_type(env, "zstdDecompressWith(prepared, src, dst)");
+  prepared_t *p = get_prepared(env, argv[0]);
+  if (p == NULL) return ro_throw_type(env, "zstdDecompressWith: not a prepared handle");
+  if (ro_get_bytes(env, argv[1], &src, &src_len) != 0 || ro_get_bytes(env, argv[2], &dst, &dst_len) != 0)
+    return ro_throw_type(env, "zstdDecompressWith: src and dst must be Uint8Arrays");
+  size_t n = p->ddict != NULL ? z.decompress_ddict(p->dctx, dst, dst_len, src, src_len, p->ddict)
+                              : z.decompress_dctx(p->dctx, dst, dst_len, src, src_len);
+  if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
+  return number(env, (double)n);
+}
+
+/* zstdFrameSize(src): number -- the content size a frame's header declares; -1 when it
+ * declares none, -2 when src is not a frame header, -3 without libzstd. */
+static napi_value zstd_frame_size_napi(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  uint8_t *src;
+  size_t src_len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || ro_get_bytes(env, argv[0], &src, &src_len) != 0)
+    return ro_throw_type(env, "zstdFrameSize(src)");
+  pthread_once(&zstd_once, zstd_load);
+  if (z.frame_size == NULL) return number(env, -3);
+  unsigned long long n = z.frame_size(src, src_len);
+  if (n == 0ULL - 1) return number(env, -1);
+  if (n == 0ULL - 2) return number(env, -2);
+  return number(env, (double)n);
+}
+
 int ro_register_zstd(napi_env env, napi_value exports) {
-  return ro_set_function(env, exports, "zstdDecompress", zstd_decompress_fn_napi);
+  if (ro_set_function(env, exports, "zstdDecompress", zstd_decompress_fn_napi) != 0) return -1;
+  if (ro_set_function(env, exports, "zstdTrain", zstd_train_napi) != 0) return -1;
+  if (ro_set_function(env, exports, "zstdPrepare", zstd_prepare_napi) != 0) return -1;
+  if (ro_set_function(env, exports, "zstdCompress", zstd_compress_napi) != 0) return -1;
+  if (ro_set_function(env, exports, "zstdDecompressWith", zstd_decompress_with_napi) != 0) return -1;
+  return ro_set_function(env, exports, "zstdFrameSize", zstd_frame_size_napi);
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { errorMessage, StoreError } from '../../common/errors'
 import { MAX_URL_BYTES } from './http-util'
@@ -6,6 +6,8 @@ import type { NodeTimeouts } from '../node-options'
 import type { RequestHandler } from './request-handler'
 import { createNodeServer, type NodeServer, type NodeTlsOptions } from '../tls'
 import type { DrainOptions } from './drain-options'
+import type { ReadContext } from '../context'
+import { fastHostOf, installFastReads } from './fast-host'
 
 /**
  * The node's HTTP (or, with `tls`, HTTPS) server with its bounds: header size, slow-loris,
@@ -16,6 +18,8 @@ export function createHttpServer(
   t: NodeTimeouts = {},
   tls?: NodeTlsOptions,
   bounds: { maxConnections?: number; onDrop?: () => void } = {},
+  /** Serve key reads on the fast path (fast-host.ts) from this context; plain HTTP only. */
+  fastReads?: ReadContext,
 ): NodeServer {
   const server = createNodeServer(
     {
@@ -36,6 +40,14 @@ export function createHttpServer(
   if (bounds.onDrop) server.on('drop', bounds.onDrop)
   answerClientErrors(server)
   server.on('request', handler)
+  if (fastReads && tls === undefined) {
+    installFastReads(server as HttpServer, fastReads, {
+      headersMs: t.headersMs ?? 10_000,
+      requestMs: t.requestMs ?? 30_000,
+      keepAliveMs: t.keepAliveMs ?? 5_000,
+      checkIntervalMs: t.checkIntervalMs ?? 1_000,
+    })
+  }
   return server
 }
 
@@ -131,8 +143,13 @@ export async function drainHttpServer(
   } else {
     drained = new Promise<void>((resolve) => server.close(() => resolve()))
   }
-  server.closeIdleConnections()
-  const sweep = setInterval(() => server.closeIdleConnections(), 50)
+  const fast = fastHostOf(server)
+  const closeIdle = (): void => {
+    server.closeIdleConnections()
+    fast?.closeIdle()
+  }
+  closeIdle()
+  const sweep = setInterval(closeIdle, 50)
   let timer: NodeJS.Timeout | undefined
   const timedOut = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), timeoutMs)
@@ -140,7 +157,10 @@ export async function drainHttpServer(
   const inTime = await Promise.race([drained.then(() => true), timedOut])
   clearInterval(sweep)
   clearTimeout(timer)
-  if (!inTime) server.closeAllConnections()
+  if (!inTime) {
+    server.closeAllConnections()
+    fast?.destroyAll()
+  }
   return inTime
 }
 

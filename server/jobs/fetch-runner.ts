@@ -43,6 +43,10 @@ export type FetchOutcome = InstallResult & {
   readonly bytesFrom?: PartitionFetchResult['bytesFrom']
   readonly filesFrom?: PartitionFetchResult['filesFrom']
   readonly notReadyWaits?: number
+  /** Partitions made by patch, bytes of the patches, and patches that failed (their partitions came whole). */
+  readonly patches?: PartitionFetchResult['patches']
+  /** The partitions the node holds in the version. */
+  readonly held?: readonly number[]
 }
 
 export type FetchRunner = (r: FetchRequest) => Promise<FetchOutcome>
@@ -214,6 +218,7 @@ async function fetchByPartition(
       ...(opts.peerTls === undefined ? {} : { peerTls: opts.peerTls }),
       ...(opts.notReadyWaits === undefined ? {} : { notReadyWaits: opts.notReadyWaits }),
       reuseDirs: r.sv.versions().map((v) => r.sv.versionDir(v)),
+      ...(r.sv.liveVersion === undefined ? {} : { liveDir: r.sv.versionDir(r.sv.liveVersion) }),
       // As in format 1, a store's first fetch keeps nothing: a failed one leaves no store behind.
       ...(r.sv.versions().length > 0 ? { resumeDir: join(dirname(staging), PARTITION_RESUME_DIR) } : {}),
       nodeId: opts.nodeId,
@@ -233,7 +238,14 @@ async function fetchByPartition(
       onProgress: (p: FetchProgress) => r.onProgress(progressJson(p)),
     })
     const meta = await r.sv.adopt(staging, { signal: r.signal, expectVersion: fetched.meta.version })
-    return { ...installResult(meta, t0), bytesFrom: fetched.bytesFrom, filesFrom: fetched.filesFrom, notReadyWaits: fetched.notReadyWaits }
+    return {
+      ...installResult(meta, t0),
+      bytesFrom: fetched.bytesFrom,
+      filesFrom: fetched.filesFrom,
+      notReadyWaits: fetched.notReadyWaits,
+      patches: fetched.patches,
+      held: meta.held ?? [],
+    }
   } finally {
     unregister?.()
     await rm(staging, { recursive: true, force: true }).catch(() => undefined)

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import { compressionInfo } from '../../formats/store/layout/compression-info'
 import type { ResidencyStats } from '../../formats/store/read/store-reader-api'
 import type { StoreVersions } from '../../swapper/store-versions'
 import { sizeOf } from '../../swapper/store-versions'
@@ -47,6 +48,7 @@ async function storeStatus(sv: StoreVersions<ServingMirror>, admin: boolean): Pr
     stale: sv.stale ?? false,
     draining: await sv.serving.draining(),
     accessMode: (await sv.serving.accessMode()) ?? null,
+    compression: meta ? compressionInfo(meta) : null,
     coldReads: residencyStatus(await sv.serving.residency()),
     // The load error names files of the data directory: its text is for admins only.
     ...(sv.loadError ? { error: admin ? sv.loadError : 'the live version could not be opened', pointer: live ?? null } : {}),

@@ -5,6 +5,7 @@ import type { AppContext, ReadContext } from '../context'
 import { badRequest, decodeNameSegment } from '../http/http-util'
 import { isJobId } from '../jobs/jobs'
 import { isPushId } from '../../swapper/disk/push-decision'
+import { DICTIONARY_FILE } from '../../formats/store/chunk/dictionary-file'
 import { MANIFEST_FILE, parsePartitionFileName } from '../../formats/store/layout/partition-files'
 
 /**
@@ -89,9 +90,9 @@ export function controlRoute<P extends string>(spec: RouteSpec<AppContext, P>): 
   return { ...spec, scope: 'control' } as ControlRoute
 }
 
-/** The names the peer file route serves: never a path, only the manifest and partition files. */
+/** The names the peer file route serves: never a path, only the manifest, the zstd dictionary and partition files. */
 export function isPeerFileName(name: string): boolean {
-  return name === MANIFEST_FILE || parsePartitionFileName(name) !== undefined
+  return name === MANIFEST_FILE || name === DICTIONARY_FILE || parsePartitionFileName(name) !== undefined
 }
 
 /** Parses one `:name` segment; throws RO_BAD_REQUEST when it is not a valid value. */
@@ -111,7 +112,7 @@ function parseParam(name: string, segment: string): string | number {
     }
     case 'file': {
       const name = decodeNameSegment(segment)
-      if (!isPeerFileName(name)) throw badRequest('invalid file name: manifest.json or p<partition>-c<chunk>.index|data')
+      if (!isPeerFileName(name)) throw badRequest('invalid file name: manifest.json, zstd.dict or p<partition>-c<chunk>.index|data')
       return name
     }
     case 'version': {

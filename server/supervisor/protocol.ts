@@ -2,7 +2,7 @@ import type { NodeAddress } from '../../cluster/address-book'
 import type { Cluster } from '../../cluster/cluster'
 import type { Preload } from '../../formats/store/read/store-reader-api'
 import type { StaleMark } from '../../swapper/disk/stale-mark'
-import type { NodeTimeouts } from '../node-options'
+import type { HttpReadPath, NodeTimeouts } from '../node-options'
 import type { ReadLimits } from '../http/read-limits'
 import type { RespServerOptions } from '../resp/resp-context'
 
@@ -54,6 +54,8 @@ export interface WorkerConfig {
   readonly resp?: Omit<RespServerOptions, 'tls'>
   /** How the worker's readers warm up (`--preload`). */
   readonly preload: Preload
+  /** `--http-read-path`. */
+  readonly httpReadPath: HttpReadPath
 }
 
 /** What the supervisor asks of every worker; each call is answered by one reply. */

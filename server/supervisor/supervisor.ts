@@ -103,6 +103,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
         defaultMetrics: opts.defaultMetrics ?? true,
         readLimits: setup.readLimits,
         preload: setup.preload,
+        httpReadPath: setup.httpReadPath,
         maxConnections: setup.maxConnections,
         controlSocket,
         ...(opts.readToken ? { readToken: opts.readToken, adminToken: opts.adminToken } : {}),

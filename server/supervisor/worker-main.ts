@@ -107,10 +107,13 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
   }
   m.watchRequestBudget(budget)
   handler = createRequestHandler(ctx, { kind: 'forward', forward: createControlProxy(cfg.controlSocket, log) })
-  server = createHttpServer(handler, cfg.timeouts, cfg.tls, {
-    maxConnections: cfg.maxConnections,
-    onDrop: () => m.connectionsDropped.inc(),
-  })
+  server = createHttpServer(
+    handler,
+    cfg.timeouts,
+    cfg.tls,
+    { maxConnections: cfg.maxConnections, onDrop: () => m.connectionsDropped.inc() },
+    cfg.httpReadPath === 'fast' ? ctx : undefined,
+  )
   const addr = (await listen(server, { host: cfg.host, port: cfg.port })) as AddressInfo
   // node:cluster shares the RESP port between the workers as it does the HTTP port (a
   // plain net or tls server listening in a worker is handed out round-robin by the primary).

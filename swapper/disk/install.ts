@@ -97,7 +97,9 @@ export async function stageNodeDir(given: string, dest: string, opts: StageOptio
     throw ioError(`cannot read ${given}`, err)
   }
   const { meta, fromBuild } = await readInstallMetadata(src, nodeId)
-  const bytesTotal = meta.files.reduce((n, f) => n + f.size, 0)
+  // A zstd version's dictionary goes with its chunk files.
+  const files = meta.dictionary ? [meta.dictionary, ...meta.files] : meta.files
+  const bytesTotal = files.reduce((n, f) => n + f.size, 0)
   let bytesDone = 0
   try {
     await mkdir(dest)
@@ -105,7 +107,7 @@ export async function stageNodeDir(given: string, dest: string, opts: StageOptio
     throw ioError(`cannot create ${dest}`, err)
   }
   // Format 2: the version manifest goes with the node view (verify checks one against the other).
-  const names = [...meta.files.map((f) => f.name), ...(meta.held !== undefined ? [MANIFEST_FILE] : []), METADATA_FILE]
+  const names = [...files.map((f) => f.name), ...(meta.held !== undefined ? [MANIFEST_FILE] : []), METADATA_FILE]
   for (const name of names) {
     throwIfAborted(opts.signal)
     if (fromBuild && name === METADATA_FILE) {
@@ -125,7 +127,7 @@ export async function stageNodeDir(given: string, dest: string, opts: StageOptio
       throw ioError(`cannot read ${from}`, err)
     }
     if (!st.isFile()) throw new StoreError('RO_BAD_FORMAT', `${from} is not a regular file`)
-    const entry = meta.files.find((f) => f.name === name)
+    const entry = files.find((f) => f.name === name)
     if (entry && entry.size !== st.size) {
       throw new StoreError('RO_CORRUPT', `${from} has ${st.size} bytes, the metadata says ${entry.size}`)
     }

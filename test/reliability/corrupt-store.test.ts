@@ -20,7 +20,7 @@ import { checksumFile } from '../../formats/store/chunk/checksum'
 import type { Compression } from '../../formats/store/layout/metadata'
 import { openStore } from '../../formats/store/read/store-reader'
 import { verifyStore } from '../../formats/store/scan/verify'
-import { makeNodeDir } from '../../testkit/stores/make-store'
+import { makeNodeDir, writableCompressions } from '../../testkit/stores/make-store'
 import { json, startSingleNode, type NodeProcess } from '../../testkit/cluster/node-process'
 import {
   faultSeed,
@@ -56,7 +56,7 @@ jest.setTimeout(120_000)
 const tmp = makeTmp('rostore-corrupt-')
 const SEED = faultSeed(20240611)
 const MUTATIONS_PER_STORE = 110
-const COMPRESSIONS: readonly Compression[] = ['none', 'snappy', 'gzip']
+const COMPRESSIONS = (['none', 'snappy', 'gzip', 'zstd'] as const).filter((c: Compression) => writableCompressions().includes(c))
 const KEYS = 240
 
 const keyOf = (i: number): Buffer => (i % 60 === 59 ? Buffer.from([0, 0xff, i & 0xff, 0x0a]) : Buffer.from(`key-${i}`))

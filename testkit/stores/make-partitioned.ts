@@ -4,7 +4,7 @@ import type { ClusterLayoutNode } from '../../cluster/layout'
 import { buildRing, masterPartition } from '../../cluster/routing'
 import { checksumFile } from '../../formats/store/chunk/checksum'
 import { ChunkWriter } from '../../formats/store/chunk/chunk-writer'
-import { codecByName } from '../../formats/store/chunk/codec'
+import { createCodec } from '../../formats/store/chunk/codec'
 import { createKeyHasher } from '../../formats/store/layout/key-hash'
 import { chunkOf } from '../../formats/store/layout/layout'
 import { METADATA_FILE, type Compression, type FileEntry, type StoreMetadata } from '../../formats/store/layout/metadata'
@@ -57,7 +57,7 @@ export async function makeBuildOutput(
   const layout = opts.layout ?? DEFAULT_PARTITIONED_LAYOUT
   const chunks = opts.chunks ?? 2
   const compression = opts.compression ?? 'none'
-  const codec = codecByName(compression)
+  const codec = createCodec(compression, { forEncode: true })
   const hasher = await createKeyHasher(opts.keyHash ?? 'md5')
   const P = buildRing(layout).partitionCount
   const lists = Array.from({ length: P * chunks }, () => [] as { hash: Buffer; key: Buffer; value: Buffer }[])

@@ -1,11 +1,12 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { nativeFunctions } from '../../common/native'
 import { checksumFile } from '../../formats/store/chunk/checksum'
 import { ChunkWriter } from '../../formats/store/chunk/chunk-writer'
-import { codecByName } from '../../formats/store/chunk/codec'
+import { createCodec } from '../../formats/store/chunk/codec'
 import { createKeyHasher } from '../../formats/store/layout/key-hash'
 import { dataFileName, indexFileName } from '../../formats/store/layout/layout'
-import { FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata } from '../../formats/store/layout/metadata'
+import { COMPRESSIONS, FORMAT_MAJOR, FORMAT_MINOR, type Compression, type StoreMetadata } from '../../formats/store/layout/metadata'
 import { writeMetadata } from '../../formats/store/layout/metadata-io'
 import { chunkOf } from '../../formats/store/layout/layout'
 
@@ -33,7 +34,7 @@ export async function makeNodeDir(
   const nodeId = opts.nodeId ?? 0
   const chunks = opts.chunks ?? 2
   const compression = opts.compression ?? 'none'
-  const codec = codecByName(compression)
+  const codec = createCodec(compression, { forEncode: true })
   const hasher = await createKeyHasher(opts.keyHash ?? 'md5')
   const perChunk: { hash: Buffer; key: Buffer; value: Buffer }[][] = Array.from({ length: chunks }, () => [])
   for (const [k, v] of records) {
@@ -76,4 +77,9 @@ export async function makeNodeDir(
   }
   await writeMetadata(dir, meta)
   return meta
+}
+
+/** The codecs this process can write: zstd needs the native addon (ROSTORE_NATIVE=0 runs skip it). */
+export function writableCompressions(): Compression[] {
+  return COMPRESSIONS.filter((c) => c !== 'zstd' || nativeFunctions() !== undefined)
 }

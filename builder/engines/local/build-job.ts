@@ -7,6 +7,9 @@ import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { nodeDirName } from '../../../formats/store/layout/layout'
 import { writeMetadata } from '../../../formats/store/layout/metadata-io'
+import { writeDictionary } from '../../../formats/store/chunk/dictionary-file'
+import type { FileEntry } from '../../../formats/store/layout/metadata'
+import { trainBuildDictionary } from '../../dictionary-training'
 import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { nodeMetadata } from '../../node-metadata'
 import { clusterLayout } from '../../../cluster/cluster'
@@ -14,7 +17,8 @@ import { buildRing } from '../../../cluster/routing'
 import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
-import { writeManifest } from '../../../formats/store/layout/manifest-io'
+import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
+import { checkBaseFits, writePartitionPatches, type BaseBuild } from '../../partition-patches'
 import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
@@ -43,6 +47,8 @@ export interface BuildSummary {
   readonly stages: StageTimes
   /** What each node holds: its own directory (format 1) or its view of the partitions (format 2). */
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
+  /** With --base: partitions that got a patch, and the patches' bytes. */
+  readonly patches?: { readonly partitions: number; readonly bytes: number; readonly seconds: number }
   /** For an s3:// output: what the upload took. */
   readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
 }
@@ -87,7 +93,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const inputBytes = await totalSize(files)
   const layout = clusterLayout(o.cluster)
   const partitions = buildRing(layout).partitionCount
-  const chunks = o.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
+  const base = o.base === undefined ? undefined : await readBase(o.base)
+  const chunks =
+    o.chunks ?? base?.manifest.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
   const plan = bucketPlan(o.layout, layout, chunks)
 
   await mkdir(dirname(output), { recursive: true })
@@ -102,6 +110,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
     const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
+    // Trained before any worker starts: every value is compressed with it in the map step.
+    const dictionary =
+      o.compression === 'zstd' && o.dictionary
+        ? await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
+        : undefined
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
     for (let i = 0; i < o.workers; i++) {
       const setup: WorkerSetup = {
@@ -114,6 +127,8 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         chunks,
         keyHash: o.keyHash,
         compression: o.compression,
+        zstdLevel: o.zstdLevel,
+        ...(dictionary ? { zstdDictionary: dictionary } : {}),
         onDuplicate: o.onDuplicate,
         files,
         runDir,
@@ -128,10 +143,13 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const splits = await planSplits(files, o.format, Math.max(8 << 20, Math.ceil(inputBytes / (o.workers * 4))))
     const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
     let inputRecords = 0
+    const valueBytes = { raw: 0, stored: 0 }
     await drain(workers, splits, o.signal, async (w, split) => {
       const r = await w.request({ type: 'map', split }, 'mapped')
       times[workers.indexOf(w)] = r.times
       inputRecords += r.records
+      valueBytes.raw += r.valueBytes.raw
+      valueBytes.stored += r.valueBytes.stored
       for (const k of ['string', 'bytes'] as const) kinds.keys[k] += r.kinds.keys[k]
       for (const k of ['string', 'json', 'bytes'] as const) kinds.values[k] += r.kinds.values[k]
       progress.splitDone(split.end !== undefined && split.start !== undefined ? split.end - split.start : 0)
@@ -175,10 +193,24 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       progress.bucketDone()
     })
 
-    const metaOptions = { ...o, clusterName: o.cluster.name }
+    const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry; valueBytes: typeof valueBytes } = {
+      ...o,
+      clusterName: o.cluster.name,
+      valueBytes,
+    }
     const nodes = []
+    let patches: BuildSummary['patches']
     if (o.layout === 'partitions') {
-      const manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
+      if (dictionary) metaOptions.dictionaryFile = await writeDictionary(tmpOut, dictionary)
+      let manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
+      if (base !== undefined) {
+        const t0 = Date.now()
+        checkBaseFits(base.manifest, manifest)
+        manifest = await writePartitionPatches(base, tmpOut, manifest)
+        const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
+        if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
+        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (Date.now() - t0) / 1000 }
+      }
       await writeManifest(tmpOut, manifest)
       for (const n of layout) {
         const view = nodeView(manifest, n.id)
@@ -187,8 +219,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     } else {
       for (const n of layout) {
         const mine = reduced.filter((r) => r.nodeId === n.id).sort((a, b) => a.chunk - b.chunk)
-        const meta = nodeMetadata(metaOptions, chunks, n.id, layout, mine, kinds)
         const dir = join(tmpOut, nodeDirName(n.id))
+        const dictionaryFile = dictionary ? await writeDictionary(dir, dictionary) : undefined
+        const meta = nodeMetadata({ ...metaOptions, dictionaryFile }, chunks, n.id, layout, mine, kinds)
         await writeMetadata(dir, meta)
         await fsyncDir(dir)
         nodes.push({ nodeId: n.id, records: meta.records, bytes: mine.reduce((s, r) => s + r.indexSize + r.dataSize, 0) })
@@ -213,6 +246,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       seconds: (Date.now() - started) / 1000,
       stages,
       nodes,
+      ...(patches !== undefined ? { patches } : {}),
     }
   } catch (err) {
     await rm(tmpOut, { recursive: true, force: true })
@@ -253,6 +287,12 @@ async function drain<T>(
     }),
   )
   if (first !== undefined) throw first.err
+}
+
+/** A local format-2 build output to patch against; object storage is not read here. */
+async function readBase(dir: string): Promise<BaseBuild> {
+  if (isS3Url(dir)) throw new StoreError('RO_BAD_OPTION', '--base must be a local build output directory')
+  return { dir: resolve(dir), manifest: await readManifest(resolve(dir)) }
 }
 
 async function exists(p: string): Promise<boolean> {

@@ -5,7 +5,7 @@ import { readRecordBatches } from '../../../formats/input/record-batch'
 import type { InputSplit } from '../../../formats/input/splits'
 import { createFileChecksummer } from '../../../formats/store/chunk/checksum'
 import { ChunkWriter, chunkFileNames } from '../../../formats/store/chunk/chunk-writer'
-import { codecByName } from '../../../formats/store/chunk/codec'
+import { createCodec } from '../../../formats/store/chunk/codec'
 import { createKeyHasher } from '../../../formats/store/layout/key-hash'
 import { targetIdentity } from '../../bucket-plan'
 import { MAPPED_HEADER_SIZE } from '../../mapped-record'
@@ -41,7 +41,7 @@ async function context(): Promise<MapContext> {
     setup.replication,
     setup.chunks,
     await createKeyHasher(setup.keyHash),
-    codecByName(setup.compression),
+    createCodec(setup.compression, { dictionary: setup.zstdDictionary, level: setup.zstdLevel, forEncode: true }),
     setup.output,
   )
   return ctx
@@ -59,6 +59,8 @@ async function mapSplit(split: InputSplit): Promise<void> {
   const c = await context()
   buffer ??= new SortBuffer(setup.sortBufferBytes, times)
   mapper ??= new BatchMapper(c)
+  const rawBefore = mapper.rawValueBytes
+  const storedBefore = mapper.storedValueBytes
   const buf = buffer
   const kinds: KindCounts = { keys: { string: 0, bytes: 0 }, values: { string: 0, json: 0, bytes: 0 } }
   let records = 0
@@ -134,12 +136,13 @@ async function mapSplit(split: InputSplit): Promise<void> {
   }
   times.parse += Number(process.hrtime.bigint() - t) / 1e9
   if (sinceProgress > 0) post({ type: 'progress', records: sinceProgress, bytes: 0 })
-  post({ type: 'mapped', records, kinds, times: { ...times } })
+  const valueBytes = { raw: mapper.rawValueBytes - rawBefore, stored: mapper.storedValueBytes - storedBefore }
+  post({ type: 'mapped', records, kinds, times: { ...times }, valueBytes })
 }
 
 async function reduce(task: ReduceTask): Promise<void> {
   const identity = targetIdentity(task.target, task.store, task.version)
-  const writer = new ChunkWriter(task.dir, identity, codecByName(setup.compression).id)
+  const writer = new ChunkWriter(task.dir, identity, (await context()).codec.id)
   let result
   const t0 = process.hrtime.bigint()
   try {

@@ -19,6 +19,9 @@ export interface WorkerSetup {
   readonly chunks: number
   readonly keyHash: string
   readonly compression: Compression
+  readonly zstdLevel: number
+  /** zstd: the version's dictionary (the same bytes in every worker). */
+  readonly zstdDictionary?: Uint8Array
   readonly onDuplicate: DuplicatePolicy
   readonly files: readonly string[]
   readonly runDir: string
@@ -61,7 +64,14 @@ export interface ReducedChunk {
 /** Replies carry the worker's cumulative stage times (stage-times.ts). */
 export type FromWorker =
   | { readonly type: 'progress'; readonly records: number; readonly bytes: number }
-  | { readonly type: 'mapped'; readonly records: number; readonly kinds: KindCounts; readonly times: StageTimes }
+  | {
+      readonly type: 'mapped'
+      readonly records: number
+      readonly kinds: KindCounts
+      readonly times: StageTimes
+      /** Value bytes of the split before and after the codec (0 and 0 without one). */
+      readonly valueBytes: { readonly raw: number; readonly stored: number }
+    }
   | { readonly type: 'flushed'; readonly runs: readonly SortedRun[]; readonly times: StageTimes }
   | { readonly type: 'reduced'; readonly chunk: ReducedChunk; readonly times: StageTimes }
   | { readonly type: 'error'; readonly code?: string; readonly message: string }

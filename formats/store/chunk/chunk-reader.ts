@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { StoreError } from '../../../common/errors'
 import { createFileHasher } from './checksum'
-import { codecById, type ValueCodec } from './codec'
+import { type ValueCodec } from './codec'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from './header'
 import type { StoreMetadata } from '../layout/metadata'
 import { slotFileId, slotFileNames, slotHeaderChunk } from '../layout/partition-files'
@@ -74,7 +74,7 @@ export async function openChunk(dir: string, meta: StoreMetadata, slot: number, 
     if (!header.fileId.equals(expectedId) || header.chunk !== chunk)
       corrupt(dataFile, `belongs to another store, version, node, partition or chunk`)
     if (header.recordCount !== keys.hi.length) corrupt(dataFile, `${header.recordCount} records, the index has ${keys.hi.length}`)
-    if (codecById(header.codec) !== codec) corrupt(dataFile, `codec ${header.codec} differs from the metadata's ${codec.name}`)
+    if (header.codec !== codec.id) corrupt(dataFile, `codec ${header.codec} differs from the metadata's ${codec.name}`)
     return { ...keys, dataFd, dataSize: size, dataFile, readAhead: readAheadFor(keys.hi.length, size) }
   } catch (err) {
     closeSync(dataFd)

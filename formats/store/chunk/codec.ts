@@ -1,11 +1,13 @@
 import { gunzipSync, gzipSync, constants } from 'node:zlib'
 import { compressSync, uncompressSync } from 'snappy'
 import type { Compression } from '../layout/metadata'
+import { DEFAULT_ZSTD_LEVEL, ZSTD_CODEC_ID, zstdParts } from './zstd-codec'
 
 /**
  * Value codecs, applied per value so a lookup decompresses only what it returns.
- * gzip (node:zlib) compresses better; snappy is the fast codec. Codec ids are written in
- * every data file header and never renumbered.
+ * gzip (node:zlib) compresses better; snappy is the fast codec; zstd (zstd-codec.ts) with
+ * the version's trained dictionary compresses short, alike values best. Codec ids are
+ * written in every data file header and never renumbered.
  */
 export interface ValueCodec {
   readonly name: Compression
@@ -34,12 +36,27 @@ const snappy: ValueCodec = {
 
 const CODECS: readonly ValueCodec[] = [none, gzip, snappy]
 
+/** What a zstd codec needs besides its name; ignored by the others. */
+export interface CodecOptions {
+  /** The version's dictionary; absent: plain zstd. */
+  readonly dictionary?: Uint8Array
+  /** Compression level (default 3). */
+  readonly level?: number
+  /** Prepare compression state too (a build); false: decode only (readers). */
+  readonly forEncode?: boolean
+}
+
+/** A codec by name; zstd is made for `opts` (each call prepares its own dictionary). */
+export function createCodec(name: Compression, opts: CodecOptions = {}): ValueCodec {
+  if (name !== 'zstd') return codecByName(name)
+  const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false)
+  return { name: 'zstd', id: ZSTD_CODEC_ID, encode: parts.encode, decode: parts.decode }
+}
+
+/** A codec without options: none, gzip, snappy, or zstd without a dictionary (decode only). */
 export function codecByName(name: Compression): ValueCodec {
+  if (name === 'zstd') return createCodec('zstd')
   const c = CODECS.find((x) => x.name === name)
   if (!c) throw new RangeError(`unknown compression ${String(name)}`)
   return c
-}
-
-export function codecById(id: number): ValueCodec | undefined {
-  return CODECS.find((x) => x.id === id)
 }

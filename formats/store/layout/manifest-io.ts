@@ -1,9 +1,11 @@
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
+import { checkDictionaryField } from '../chunk/dictionary-file'
 import { isKnownKeyHash } from './key-hash'
 import { isSafeName } from './layout'
 import { CHECKSUM_ALGORITHMS, COMPRESSIONS, METADATA_FILE, type StoreMetadata } from './metadata'
 import { parseJsonText, readJsonText, validateMetadata, writeJsonDurably } from './metadata-io'
+import { PATCH_HEADER_SIZE, patchFileName } from '../patch/patch-file'
 import { PARTITIONED_FORMAT_MAJOR, parsePartitionFileName, type PartitionEntry, type VersionManifest } from './partition-files'
 
 /**
@@ -60,6 +62,7 @@ export function validateManifest(json: unknown, file: string): VersionManifest {
   if (!['string', 'bytes'].includes(m['keySerializer'] as string)) bad('"keySerializer" must be string or bytes')
   if (!['string', 'json', 'bytes', 'mixed'].includes(m['valueSerializer'] as string)) bad('unknown "valueSerializer"')
   if (!(COMPRESSIONS as readonly unknown[]).includes(m['compression'])) bad(`unknown compression ${JSON.stringify(m['compression'])}`)
+  checkDictionaryField(m, bad)
   if (!(CHECKSUM_ALGORITHMS as readonly unknown[]).includes(m['checksumAlgorithm']))
     bad(`unknown checksum algorithm ${JSON.stringify(m['checksumAlgorithm'])}`)
   const build = m['build']
@@ -68,6 +71,7 @@ export function validateManifest(json: unknown, file: string): VersionManifest {
   if (replication > nodes) bad(`"replication" ${replication} exceeds the ${nodes} nodes of "layout"`)
   if (m['partitions'] !== partitions) bad(`"partitions" must be ${partitions}, the partition count of "layout"`)
 
+  if (m['base'] !== undefined) checkBase(m['base'], version, bad)
   const list = m['partitionFiles']
   if (!Array.isArray(list) || list.length !== partitions) bad(`"partitionFiles" must list the ${partitions} partitions`)
   let sum = 0
@@ -86,6 +90,7 @@ export function validateManifest(json: unknown, file: string): VersionManifest {
       bad(`${where}: "chunkRecords" must list one record count per chunk (${chunks})`)
     if ((chunkRecords as number[]).reduce((a, b) => a + b, 0) !== n) bad(`${where}: "records" is not the sum of "chunkRecords"`)
     checkPartitionFiles(e['files'], i, chunks, where, bad)
+    if (e['patch'] !== undefined) checkPatchEntry(e['patch'], i, m['base'] !== undefined, where, bad)
     sum += n
   })
   if (sum !== records) bad(`"records" ${records} is not the sum of the partitions' records (${sum})`)
@@ -137,6 +142,28 @@ function checkPartitionFiles(files: unknown, partition: number, chunks: number, 
   if (files.length !== 2 * chunks) bad(`${where}: "files" must list ${2 * chunks} chunk files, lists ${files.length}`)
 }
 
+/** The base a build's patches apply to: an older version. */
+function checkBase(base: unknown, version: number, bad: (msg: string) => never): void {
+  const b = base as Record<string, unknown>
+  if (typeof base !== 'object' || base === null || Array.isArray(base)) bad('"base" must be an object')
+  const v = b['version']
+  const d = b['dataVersion']
+  if (!Number.isSafeInteger(v) || (v as number) < 1 || (v as number) >= version)
+    bad(`"base"."version" must be an older version than ${version}`)
+  if (!Number.isSafeInteger(d) || (d as number) < 1 || (d as number) > (v as number)) bad('"base"."dataVersion" must be 1..its version')
+}
+
+/** A partition's patch: named for the partition, sized, checksummed; only with a base. */
+function checkPatchEntry(patch: unknown, partition: number, hasBase: boolean, where: string, bad: (msg: string) => never): void {
+  const e = patch as Record<string, unknown>
+  if (!hasBase) bad(`${where}: a "patch" needs the manifest's "base"`)
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) bad(`${where}: "patch" must be an object`)
+  if (e['name'] !== patchFileName(partition)) bad(`${where}: "patch" must be named ${patchFileName(partition)}`)
+  if (!Number.isSafeInteger(e['size']) || (e['size'] as number) < PATCH_HEADER_SIZE) bad(`${where}: bad patch size`)
+  if (!Number.isSafeInteger(e['ops']) || (e['ops'] as number) < 0) bad(`${where}: bad patch "ops"`)
+  if (typeof e['checksum'] !== 'string' || !/^[0-9a-f]{8,128}$/.test(e['checksum'])) bad(`${where}: bad patch checksum`)
+}
+
 /** Writes a manifest durably: temp file, fsync, rename. */
 export async function writeManifest(dir: string, manifest: VersionManifest, name: string = METADATA_FILE): Promise<void> {
   await writeJsonDurably(join(dir, name), manifest)
@@ -185,6 +212,7 @@ export function wholeVersionView(m: VersionManifest): StoreMetadata {
     keySerializer: m.keySerializer,
     valueSerializer: m.valueSerializer,
     compression: m.compression,
+    ...(m.dictionary ? { dictionary: m.dictionary } : {}),
     chunks: m.chunks,
     records: m.records,
     chunkRecords: entries.flatMap((e) => e.chunkRecords),

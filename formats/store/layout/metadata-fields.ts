@@ -1,3 +1,4 @@
+import { checkDictionaryField } from '../chunk/dictionary-file'
 import { CHECKSUM_ALGORITHMS, COMPRESSIONS } from './metadata'
 
 /** Throws RO_CORRUPT naming the file being validated. */
@@ -35,6 +36,7 @@ export function checkStoreFields(
   if (!['string', 'bytes'].includes(m['keySerializer'] as string)) bad('"keySerializer" must be string or bytes')
   if (!['string', 'json', 'bytes', 'mixed'].includes(m['valueSerializer'] as string)) bad('unknown "valueSerializer"')
   if (!(COMPRESSIONS as readonly unknown[]).includes(m['compression'])) bad(`unknown compression ${JSON.stringify(m['compression'])}`)
+  checkDictionaryField(m, bad)
   if (!(CHECKSUM_ALGORITHMS as readonly unknown[]).includes(m['checksumAlgorithm']))
     bad(`unknown checksum algorithm ${JSON.stringify(m['checksumAlgorithm'])}`)
   const layout = m['layout']

@@ -12,7 +12,7 @@ export const METADATA_FILE = 'metadata.json'
 export const FORMAT_MAJOR = 1
 export const FORMAT_MINOR = 0
 
-export const COMPRESSIONS = ['none', 'gzip', 'snappy'] as const
+export const COMPRESSIONS = ['none', 'gzip', 'snappy', 'zstd'] as const
 export type Compression = (typeof COMPRESSIONS)[number]
 
 export const CHECKSUM_ALGORITHMS = ['xxh64'] as const
@@ -56,6 +56,8 @@ export interface StoreMetadata {
   readonly keySerializer: KeySerializer
   readonly valueSerializer: ValueSerializer
   readonly compression: Compression
+  /** zstd: the version's dictionary file (dictionary-file.ts); absent: plain zstd or another codec. */
+  readonly dictionary?: FileEntry
   /** Format 1: chunks of the node; format 2: chunks per partition. */
   readonly chunks: number
   readonly records: number

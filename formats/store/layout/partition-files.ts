@@ -53,6 +53,25 @@ export interface PartitionEntry {
   readonly records: number
   readonly chunkRecords: readonly number[]
   readonly files: readonly FileEntry[]
+  /** The partition's patch against the manifest's `base` (patch-file.ts); absent: fetch the files. */
+  readonly patch?: PatchEntry
+}
+
+/** A partition patch file of a build output, beside the full files. */
+export interface PatchEntry {
+  /** `p<P>.patch`. */
+  readonly name: string
+  readonly size: number
+  readonly checksum: string
+  /** Operations in the patch (records put or deleted). */
+  readonly ops: number
+}
+
+/** The earlier version a build's patches apply to. */
+export interface BaseVersion {
+  readonly version: number
+  /** The base's dataVersion: what its partition files were written as, and what a node must hold. */
+  readonly dataVersion: number
 }
 
 /**
@@ -76,6 +95,8 @@ export interface VersionManifest {
   readonly keySerializer: KeySerializer
   readonly valueSerializer: ValueSerializer
   readonly compression: Compression
+  /** zstd: the version's dictionary file, which every node directory holds a copy of. */
+  readonly dictionary?: FileEntry
   /** Chunks per partition, the same for every partition. */
   readonly chunks: number
   /** Records of the version, each counted once. */
@@ -83,6 +104,8 @@ export interface VersionManifest {
   readonly checksumAlgorithm: ChecksumAlgorithm
   /** Every partition 0..P-1, ascending. */
   readonly partitionFiles: readonly PartitionEntry[]
+  /** Set by a build with --base: partitions listing a `patch` can be made from this version's. */
+  readonly base?: BaseVersion
   readonly build: Readonly<Record<string, string | number | boolean | null>>
 }
 
@@ -112,6 +135,7 @@ export function nodeView(manifest: VersionManifest, nodeId: number): StoreMetada
     keySerializer: manifest.keySerializer,
     valueSerializer: manifest.valueSerializer,
     compression: manifest.compression,
+    ...(manifest.dictionary ? { dictionary: manifest.dictionary } : {}),
     chunks: manifest.chunks,
     records: chunkRecords.reduce((a, b) => a + b, 0),
     chunkRecords,

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { SCAN_OK, SCAN_ORDER, type LookupChunkSpec, type MappedFile } from '../../../common/native'
-import { codecById, type ValueCodec } from '../chunk/codec'
+import { type ValueCodec } from '../chunk/codec'
 import { HEADER_SIZE, INDEX_BLOCK_BYTES, INDEX_ENTRY_SIZE, corrupt, decodeDataHeader, decodeIndexHeader } from '../chunk/header'
 import type { StoreMetadata } from '../layout/metadata'
 import { chunkSlot, slotFileId, slotFileNames, slotHeaderChunk, type ChunkGeometry } from '../layout/partition-files'
@@ -81,7 +81,7 @@ export async function openMappedChunk(
   const dh = decodeDataHeader(headerOf(data, dataFile), dataFile)
   if (!dh.fileId.equals(expectedId) || dh.chunk !== chunk) corrupt(dataFile, `belongs to another store, version, node, partition or chunk`)
   if (dh.recordCount !== ih.entryCount) corrupt(dataFile, `${dh.recordCount} records, the index has ${ih.entryCount}`)
-  if (codecById(dh.codec) !== codec) corrupt(dataFile, `codec ${dh.codec} differs from the metadata's ${codec.name}`)
+  if (dh.codec !== codec.id) corrupt(dataFile, `codec ${dh.codec} differs from the metadata's ${codec.name}`)
 
   const count = ih.entryCount
   let radixBits = 0

@@ -2,7 +2,8 @@ import { closeSync, read, readSync } from 'node:fs'
 import { readU32BE } from '../../../common/bytes'
 import { StoreError } from '../../../common/errors'
 import { openChunk, readFully, warmFile, type OpenChunk } from '../chunk/chunk-reader'
-import { codecByName, type ValueCodec } from '../chunk/codec'
+import type { ValueCodec } from '../chunk/codec'
+import { versionCodec } from '../chunk/dictionary-file'
 import { corrupt } from '../chunk/header'
 import { createKeyHasher, keyBytes, type KeyHasher } from '../layout/key-hash'
 import type { StoreMetadata } from '../layout/metadata'
@@ -22,7 +23,7 @@ const MAX_READ_AHEAD = 4096
  */
 export async function openPreadStore(dir: string, metadata: StoreMetadata, o: PreadOptions): Promise<ServingReader> {
   const hasher = await createKeyHasher(metadata.keyHash)
-  const codec = codecByName(metadata.compression)
+  const codec = await versionCodec(dir, metadata)
   const geometry = chunkGeometry(metadata)
   const chunks: OpenChunk[] = []
   try {

@@ -8,7 +8,18 @@ import { nativeFunctions, type NativeFunctions } from '../../../common/native'
  */
 export type StoreOps = Omit<
   NativeFunctions,
-  'zstdDecompress' | 'anonBuffer' | 'packMapped' | 'sendNow' | 'writeFileDurably' | 'writeBehind' | 'dropRange'
+  | 'zstdDecompress'
+  | 'zstdTrain'
+  | 'zstdPrepare'
+  | 'zstdCompress'
+  | 'zstdDecompressWith'
+  | 'zstdFrameSize'
+  | 'anonBuffer'
+  | 'packMapped'
+  | 'sendNow'
+  | 'writeFileDurably'
+  | 'writeBehind'
+  | 'dropRange'
 >
 
 /** The addon's functions, or undefined when it is not available (see common/native.ts). */

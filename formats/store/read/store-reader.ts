@@ -1,6 +1,6 @@
 import { StoreError } from '../../../common/errors'
 import { announceAccessMode, logLine, nativeUnavailableReason } from '../../../common/native'
-import { codecByName } from '../chunk/codec'
+import { versionCodec } from '../chunk/dictionary-file'
 import { collideBitsOf } from '../layout/key-hash'
 import { openMappedChunk, type MappedChunk } from './mapped-chunk'
 import { MappedStoreReader } from './mapped-reader'
@@ -60,7 +60,7 @@ function isMapRefusal(err: unknown): boolean {
 
 /** The 'mmap' reader over `ops` (the addon's functions, or in tests their JS twins). */
 export async function openMappedStore(ops: StoreOps, dir: string, metadata: StoreMetadata, o: NormalizedOptions): Promise<ServingReader> {
-  const codec = codecByName(metadata.compression)
+  const codec = await versionCodec(dir, metadata)
   const collideBits = collideBitsOf(metadata.keyHash)
   const keyHash = (key: Uint8Array, out: Uint8Array): void => {
     ops.md5(key, out)

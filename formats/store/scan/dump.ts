@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { closeSync, openSync, fstatSync } from 'node:fs'
 import { join } from 'node:path'
-import { codecByName } from '../chunk/codec'
+import { codecByName, type ValueCodec } from '../chunk/codec'
 import { HEADER_SIZE } from '../chunk/header'
 import type { StoreMetadata } from '../layout/metadata'
 import { slotFileNames } from '../layout/partition-files'
@@ -18,8 +18,12 @@ export interface DumpedRecord {
 }
 
 /** Every record of a node directory (either format), chunk slot by chunk slot, in index order. */
-export function* dumpRecords(dir: string, meta: StoreMetadata, limit = Infinity): Generator<DumpedRecord> {
-  const codec = codecByName(meta.compression)
+export function* dumpRecords(
+  dir: string,
+  meta: StoreMetadata,
+  limit = Infinity,
+  codec: ValueCodec = codecByName(meta.compression),
+): Generator<DumpedRecord> {
   let n = 0
   for (let c = 0; c < slotCount(meta) && n < limit; c++) {
     const file = join(dir, slotFileNames(meta, c).data)

@@ -1,7 +1,7 @@
 import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
-import { codecByName } from '../chunk/codec'
+import { versionCodec } from '../chunk/dictionary-file'
 import { HEADER_SIZE } from '../chunk/header'
 import type { StoreMetadata } from '../layout/metadata'
 import { slotFileNames } from '../layout/partition-files'
@@ -168,7 +168,7 @@ const MAX_BATCH_BYTES = 64 << 10
  * walk with RO_CORRUPT.
  */
 export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGenerator<WalkBatch> {
-  const codec = codecByName(v.meta.compression)
+  const codec = await versionCodec(v.dir, v.meta)
   const decode = opts.values !== false && codec.name !== 'none'
   const P = opts.partitionCount
   const block = opts.blockBytes ?? BLOCK

@@ -5,7 +5,8 @@ import { StoreError } from '../../../common/errors'
 import { buildRing, replicaNodes, masterPartition } from '../../../cluster/routing'
 import { checksumFile } from '../chunk/checksum'
 import { openChunk, type OpenChunk } from '../chunk/chunk-reader'
-import { codecByName, type ValueCodec } from '../chunk/codec'
+import type { ValueCodec } from '../chunk/codec'
+import { versionCodec } from '../chunk/dictionary-file'
 import { HEADER_SIZE, corrupt } from '../chunk/header'
 import { createKeyHasher, type KeyHasher } from '../layout/key-hash'
 import { readNodeOrBuild, readManifest, wholeVersionView } from '../layout/manifest-io'
@@ -38,6 +39,7 @@ export async function verifyStore(dir: string, opts: { readonly dropBehind?: boo
   const found = await readNodeOrBuild(dir)
   const meta = found.kind === 'build' ? wholeVersionView(found.manifest) : found.meta
   const extra = [METADATA_FILE]
+  if (meta.dictionary) extra.push(meta.dictionary.name)
   if (found.kind === 'node' && meta.held !== undefined) {
     await checkNodeManifest(dir, meta)
     extra.push(MANIFEST_FILE)
@@ -58,7 +60,7 @@ export async function verifyStore(dir: string, opts: { readonly dropBehind?: boo
     bytes += size
   }
   const hasher = await createKeyHasher(meta.keyHash)
-  const codec = codecByName(meta.compression)
+  const codec = await versionCodec(dir, meta)
   const ring = buildRing(meta.layout)
   const geometry = chunkGeometry(meta)
   // Format 2: a record in its partition's slot is on a node that holds it (held is the layout's).

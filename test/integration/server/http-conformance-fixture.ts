@@ -17,12 +17,14 @@ export interface ReadPath {
 }
 
 /**
- * Ways of starting a node whose HTTP reads must behave the same: today node:http, in one
- * process and in workers sharing the port; another read path is added as one more entry.
+ * Ways of starting a node whose HTTP reads must behave the same: node:http and the fast
+ * read path (server/http/fast-host.ts), each in one process and in workers sharing the port.
  */
 export const READ_PATHS: readonly ReadPath[] = [
-  { name: 'node:http', workers: 1, extraArgs: [] },
-  { name: 'node:http, 2 workers', workers: 2, extraArgs: [] },
+  { name: 'node:http', workers: 1, extraArgs: ['--http-read-path', 'node'] },
+  { name: 'node:http, 2 workers', workers: 2, extraArgs: ['--http-read-path', 'node'] },
+  { name: 'fast', workers: 1, extraArgs: ['--http-read-path', 'fast'] },
+  { name: 'fast, 2 workers', workers: 2, extraArgs: ['--http-read-path', 'fast'] },
 ]
 
 export const STORE = 'conf'

@@ -140,6 +140,7 @@ test('every setting of the file reaches the node options', async () => {
     'metrics-token-file': (o) => o.metricsToken,
     'resp-port': (o) => o.resp?.port,
     preload: (o) => o.preload,
+    'http-read-path': (o) => o.httpReadPath,
     'resp-default-store': (o) => o.resp?.defaultStore,
     'resp-max-clients': (o) => o.resp?.maxClients,
     'resp-idle-timeout-ms': (o) => o.resp?.idleTimeoutMs,

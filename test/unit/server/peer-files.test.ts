@@ -4,9 +4,20 @@ import { parseRange } from '../../../server/routes/peer-files'
 import { isPeerFileName } from '../../../server/routes/route'
 
 describe('peer file route pieces', () => {
-  test('names: the manifest and partition files only', () => {
-    for (const ok of ['manifest.json', 'p0-c0.data', 'p12-c3.index']) expect(isPeerFileName(ok)).toBe(true)
-    for (const bad of ['metadata.json', 'LIVE', '0.data', 'p0-c0.data.part', '../p0-c0.data', 'p01-c0.data', 'p0-c0.dat', ''])
+  test('names: the manifest, the zstd dictionary and partition files only', () => {
+    for (const ok of ['manifest.json', 'zstd.dict', 'p0-c0.data', 'p12-c3.index']) expect(isPeerFileName(ok)).toBe(true)
+    for (const bad of [
+      'metadata.json',
+      'LIVE',
+      '0.data',
+      'p0-c0.data.part',
+      '../p0-c0.data',
+      'p01-c0.data',
+      'p0-c0.dat',
+      'zstd.dict.part',
+      '../zstd.dict',
+      '',
+    ])
       expect(isPeerFileName(bad)).toBe(false)
   })
 

@@ -161,6 +161,37 @@ test('the routing client over RESP reads every key from its replicas directly', 
   })
 })
 
+test('by default the routing client reads over RESP (every node has a RESP port); transport http still forces HTTP', async () => {
+  /** HTTP reads of keys the nodes have answered (description reads not counted). */
+  const httpKeyReads = async (): Promise<number> => {
+    let sum = 0
+    for (const n of nodes.nodes) {
+      const text = (await n.request('/metrics')).body.toString()
+      for (const m of text.matchAll(/^rostore_requests_total\{[^}]*op="(?:get|multi_get)"[^}]*\} (\d+)/gm)) sum += Number(m[1])
+    }
+    return sum
+  }
+  const keys = Array.from({ length: KEYS }, (_, i) => keyOf(i))
+  const before = await httpKeyReads()
+  const auto = await StoreClient.connect({ cluster, store: 'st', readToken: READ })
+  try {
+    expect(auto.transport).toBe('resp')
+    expect((await auto.getMany(keys)).map((v) => v?.toString())).toEqual(keys.map((_, i) => valueOf(i)))
+    expect((await auto.get(keyOf(remote[0]!)))?.toString()).toBe(valueOf(remote[0]!))
+  } finally {
+    auto.close()
+  }
+  expect(await httpKeyReads()).toBe(before)
+  const http = await StoreClient.connect({ cluster, store: 'st', transport: 'http', readToken: READ })
+  try {
+    expect(http.transport).toBe('http')
+    expect((await http.get(keyOf(remote[0]!)))?.toString()).toBe(valueOf(remote[0]!))
+  } finally {
+    http.close()
+  }
+  expect(await httpKeyReads()).toBeGreaterThan(before)
+})
+
 test('rostore get --transport resp reads through the routing client with the read token from the environment', async () => {
   const keys = [keyOf(remote[0]!), keyOf(1), 'absent']
   const r = await runCli(['get', '--cluster', nodes.clusterFile, '--store', 'st', '--transport', 'resp', '--json', ...keys], {

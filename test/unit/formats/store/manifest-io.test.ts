@@ -107,6 +107,36 @@ test.each([
   expect(err.message).toMatch(message)
 })
 
+/** The manifest of a build with --base: version 9 patched against version 7. */
+function patched(): M {
+  const m = JSON.parse(JSON.stringify(manifest())) as M
+  m.base = { version: 7, dataVersion: 5 }
+  m.partitionFiles[1]!.patch = { name: 'p1.patch', size: 90, checksum: '0123456789abcdef', ops: 3 }
+  return m
+}
+
+test('a manifest naming a base and patches is accepted; its node views are unchanged', () => {
+  const m = patched()
+  expect(validateManifest(JSON.parse(JSON.stringify(m)), 'm')).toEqual(m)
+  expect(nodeView(m, 1).files).toEqual(nodeView(manifest(), 1).files)
+})
+
+test.each([
+  ['a patch without a base', (m: M) => Reflect.deleteProperty(m, 'base'), /a "patch" needs the manifest's "base"/],
+  ['a base not older', (m: M) => (m.base = { version: 9, dataVersion: 9 }), /"base"."version" must be an older version than 9/],
+  ['a base data version past its version', (m: M) => (m.base = { version: 7, dataVersion: 8 }), /"base"."dataVersion"/],
+  ['a patch named for another partition', (m: M) => (m.partitionFiles[1]!.patch!.name = 'p2.patch'), /must be named p1.patch/],
+  ['a patch with a path', (m: M) => (m.partitionFiles[1]!.patch!.name = '../p1.patch'), /must be named p1.patch/],
+  ['a patch smaller than its header', (m: M) => (m.partitionFiles[1]!.patch!.size = 10), /bad patch size/],
+  ['a patch without a checksum', (m: M) => Reflect.deleteProperty(m.partitionFiles[1]!.patch!, 'checksum'), /bad patch checksum/],
+])('%s is refused', (_what, change, message) => {
+  const m = patched()
+  change(m)
+  const err = errorOf(m)
+  expect(err.code).toBe('RO_CORRUPT')
+  expect(err.message).toMatch(message)
+})
+
 test('read and write: a written manifest reads back equal; bad JSON is RO_CORRUPT naming the file', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rostore-manifest-'))
   try {

@@ -1,0 +1,191 @@
+import { createWriteStream, existsSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { once } from 'node:events'
+import { buildStore } from '../../builder/engines/local/build-job'
+import { parseCluster } from '../../cluster/cluster'
+import { nativeFunctions } from '../../common/native'
+import { mulberry32 } from '../../common/prng'
+import { readManifest } from '../../formats/store/layout/manifest-io'
+import type { Compression } from '../../formats/store/layout/metadata'
+import { openStore } from '../../formats/store/read/store-reader'
+import { realisticValues } from '../../testkit/stores/realistic-values'
+import { ensureDir, keyOf, label, valueOf, workRoot } from '../kit/data'
+import { goal, notRunSection, type BenchContext, type Section } from '../kit/report'
+import { fmt, fmtRatio, mdTable, median } from '../kit/stats'
+
+/**
+ * Value compression: store size, build time and in-process gets of each codec, on values
+ * shaped like a recommendation store's (testkit/stores/realistic-values.ts) and on the suite's
+ * uniform random 100-byte values, built and read in this process, one after the other.
+ */
+export const COMPRESSION_TITLE = '2c. Value compression (zstd with a trained dictionary)'
+
+interface Variant {
+  readonly id: string
+  readonly label: string
+  readonly compression: Compression
+  readonly dictionary?: boolean
+}
+
+const VARIANTS: readonly Variant[] = [
+  { id: 'none', label: 'uncompressed', compression: 'none' },
+  { id: 'zstd-dict', label: 'zstd + dictionary', compression: 'zstd', dictionary: true },
+  { id: 'zstd', label: 'zstd, no dictionary', compression: 'zstd', dictionary: false },
+  { id: 'gzip', label: 'gzip', compression: 'gzip' },
+  { id: 'snappy', label: 'snappy', compression: 'snappy' },
+]
+
+interface Measured {
+  readonly bytes: number
+  readonly buildSeconds: number
+  readonly getsPerSec: number
+}
+
+async function writeTsv(path: string, n: number, value: (i: number) => Buffer): Promise<void> {
+  if (existsSync(path)) return
+  const out = createWriteStream(`${path}.tmp`)
+  for (let i = 0; i < n; i++) {
+    if (!out.write(Buffer.concat([Buffer.from(`${keyOf(i)}\t`), value(i), Buffer.from('\n')]))) await once(out, 'drain')
+  }
+  out.end()
+  await once(out, 'finish')
+  const { renameSync } = await import('node:fs')
+  renameSync(`${path}.tmp`, path)
+}
+
+async function measure(ctx: BenchContext, input: string, dir: string, v: Variant, check: (i: number) => Buffer): Promise<Measured> {
+  const cluster = parseCluster({ name: 'bench', nodes: [{ id: 0, host: '127.0.0.1', port: 6999, partitions: [0] }] })
+  const builds: number[] = []
+  const rates: number[] = []
+  let bytes = 0
+  for (let run = 0; run < ctx.runs; run++) {
+    const out = join(dir, `out-${v.id}`)
+    rmSync(out, { recursive: true, force: true })
+    const t0 = performance.now()
+    await buildStore({
+      inputs: [input],
+      format: 'tsv',
+      cluster,
+      store: 'bench',
+      output: out,
+      version: 1,
+      workers: 2,
+      memoryMb: 1024,
+      tmpdir: ensureDir(join(workRoot(), 'tmp')),
+      compression: v.compression,
+      ...(v.dictionary === undefined ? {} : { dictionary: v.dictionary }),
+    })
+    builds.push((performance.now() - t0) / 1000)
+    const m = await readManifest(out)
+    bytes = m.partitionFiles.flatMap((p) => p.files).reduce((s, f) => s + f.size, 0) + (m.dictionary?.size ?? 0)
+    const reader = await openStore(out, { access: 'mmap', preload: 'all' })
+    try {
+      for (let i = 0; i < 1000 && i < ctx.records; i++) {
+        if (!reader.get(keyOf(i))?.equals(check(i))) throw new Error(`${v.id}: wrong value for ${keyOf(i)}`)
+      }
+      const count = Math.min(ctx.records, 500_000)
+      const rand = mulberry32(ctx.seed + run)
+      const keys = Array.from({ length: count }, () => keyOf(rand() % ctx.records))
+      let found = 0
+      const t1 = performance.now()
+      for (const k of keys) if (reader.get(k) !== undefined) found++
+      rates.push(count / ((performance.now() - t1) / 1000))
+      if (found !== count) throw new Error(`${v.id}: ${count - found} keys not found`)
+    } finally {
+      reader.close()
+    }
+    rmSync(out, { recursive: true, force: true })
+  }
+  return { bytes, buildSeconds: median(builds), getsPerSec: median(rates) }
+}
+
+export async function runCompressionBench(ctx: BenchContext): Promise<Section> {
+  if (!nativeFunctions()) return notRunSection(COMPRESSION_TITLE, 'zstd needs the native addon, which is not loaded')
+  const dir = ensureDir(join(workRoot(), 'compression'))
+  const realisticSeed = ctx.seed
+  const realistic = (): ((i: number) => Buffer) => {
+    const gen = realisticValues(realisticSeed)
+    const firsts: Buffer[] = []
+    return (i) => {
+      while (firsts.length <= i) firsts.push(gen.next())
+      return firsts[i] as Buffer
+    }
+  }
+  const data = [
+    {
+      name: `realistic JSON values (100 B - 2 KiB), ${label(ctx.records)} records`,
+      file: `realistic-${ctx.records}-${ctx.seed}.tsv`,
+      value: realistic,
+    },
+    {
+      name: `uniform random 100-byte values, ${label(ctx.records)} records`,
+      file: `uniform-${ctx.records}-${ctx.seed}.tsv`,
+      value: () => (i: number) => valueOf(i, 100, ctx.seed),
+    },
+  ]
+  const parts: string[] = []
+  const byData: Map<string, Measured>[] = []
+  for (const d of data) {
+    const input = join(dir, d.file)
+    // The realistic generator is sequential: the input is written in record order, once.
+    const gen = realisticValues(realisticSeed)
+    await writeTsv(input, ctx.records, d.file.startsWith('realistic') ? () => gen.next() : d.value())
+    const results = new Map<string, Measured>()
+    for (const v of VARIANTS) results.set(v.id, await measure(ctx, input, dir, v, d.value()))
+    byData.push(results)
+    const base = results.get('none') as Measured
+    const rows = VARIANTS.map((v) => {
+      const r = results.get(v.id) as Measured
+      return [
+        v.label,
+        fmt(r.bytes / 2 ** 20),
+        fmtRatio(r.bytes, base.bytes),
+        fmt(r.buildSeconds),
+        fmtRatio(r.buildSeconds, base.buildSeconds),
+        Math.round(r.getsPerSec).toLocaleString('en-US'),
+        fmtRatio(r.getsPerSec, base.getsPerSec),
+      ]
+    })
+    parts.push(
+      `### ${d.name}`,
+      '',
+      mdTable(['codec', 'store MiB', 'size ÷ none', 'build s', 'build ÷ none', 'gets/s (mmap, one thread)', 'gets ÷ none'], rows),
+      '',
+    )
+  }
+  parts.push(
+    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s). lmdb-js's own compression, RESP GET server CPU and cold reads on a store 3× the page cache were not measured in this section.`,
+    '',
+  )
+  const real = byData[0] as Map<string, Measured>
+  const none = real.get('none') as Measured
+  const zd = real.get('zstd-dict') as Measured
+  return {
+    title: COMPRESSION_TITLE,
+    markdown: parts.join('\n'),
+    goals: [
+      goal(
+        'zstd-size',
+        'Store size, zstd + dictionary, realistic values',
+        '≤ 0.35× uncompressed',
+        fmtRatio(zd.bytes, none.bytes),
+        zd.bytes <= 0.35 * none.bytes,
+      ),
+      goal(
+        'zstd-get',
+        'In-process get, zstd + dictionary, realistic values',
+        '≥ 0.5× uncompressed',
+        fmtRatio(zd.getsPerSec, none.getsPerSec),
+        zd.getsPerSec >= 0.5 * none.getsPerSec,
+      ),
+      goal(
+        'zstd-build',
+        'Build time, zstd + dictionary, realistic values',
+        '≤ 1.3× uncompressed',
+        fmtRatio(zd.buildSeconds, none.buildSeconds),
+        zd.buildSeconds <= 1.3 * none.buildSeconds,
+      ),
+      goal('zstd-resp-cpu', 'RESP GET server CPU, zstd + dictionary', '≤ 1.3× uncompressed', 'not measured', undefined),
+    ],
+  }
+}

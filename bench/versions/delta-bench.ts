@@ -1,0 +1,230 @@
+/**
+ * Delta pushes, run by bench/run.ts (`--only delta`) as its own process:
+ *   node dist/bench/versions/delta-bench.js [--quick] [--records 1M] [--throttle-mb 50]
+ *
+ * 3 nodes at replication 2, 12 partitions, N × 1 KiB: for 1% and 5% of the records
+ * changed, a full build and a build with `--base` of the same records (their times), a
+ * push of each at the same per-push throttle and unthrottled (bytes moved by the nodes'
+ * own counts, push times), and the p99 of single-key reads during the unthrottled delta
+ * push against the same reads before it. Real `rostore serve` processes and nginx on
+ * loopback.
+ */
+import { randomBytes } from 'node:crypto'
+import { createWriteStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { buildStore } from '../../builder/engines/local/build-job'
+import { loadCluster, type Cluster } from '../../cluster/cluster'
+import { pushStore, type PushResult } from '../../client/push/push-store'
+import { StoreClient } from '../../client/store-client'
+import { Nginx } from '../../testkit/peers/nginx'
+import { startClusterFromFile, type TestCluster } from '../../testkit/cluster/node-process'
+import { nodePorts, writeLayoutFile } from '../../testkit/cluster/layout-files'
+import { parseCount } from '../kit/data'
+import { percentile } from '../kit/stats'
+
+const TOKEN = 'delta-bench-token-0123456789abcd'
+const STORE = 'bench'
+const PARTITIONS = 12
+const VALUE_BYTES = 1024
+const log = (m: string): void => void process.stderr.write(`delta-bench: ${m}\n`)
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+
+const keyOf = (i: number): string => String(i).padStart(12, '0')
+
+/** Values are windows of a 16 MiB random text at a position per (key, generation): they compress as real ones do. */
+const TEXT = Buffer.from(randomBytes(12 << 20).toString('base64'))
+
+function valueAt(i: number, gen: number): Buffer {
+  const x = (Math.imul(i + 1, 2654435761) ^ Math.imul(gen + 1, 40503)) >>> 0
+  const at = x % (TEXT.length - VALUE_BYTES)
+  return TEXT.subarray(at, at + VALUE_BYTES)
+}
+
+/** Generation of key i in version `v`: changed (a new generation) in every version for `share` of the keys. */
+function generationOf(i: number, v: number, share: number): number {
+  const step = Math.round(1 / share)
+  if (v <= 1) return 0
+  return i % step === v % step ? v : generationOf(i, v - 1, share)
+}
+
+async function writeVersion(path: string, records: number, v: number, share: number): Promise<void> {
+  const out = createWriteStream(path)
+  for (let i = 0; i < records; i++) {
+    const line = Buffer.concat([Buffer.from(`${keyOf(i)}\t`), valueAt(i, generationOf(i, v, share)), Buffer.from('\n')])
+    if (!out.write(line)) await new Promise<void>((r) => out.once('drain', () => r()))
+  }
+  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
+}
+
+async function readLoop(client: StoreClient, records: number, stop: { done: boolean }): Promise<number[]> {
+  const lat: number[] = []
+  let x = 777
+  for (let n = 0; n < 5_000_000 && !stop.done; n++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0
+    const t0 = performance.now()
+    await client.get(keyOf(x % records))
+    lat.push(performance.now() - t0)
+  }
+  return lat
+}
+
+interface PushRun {
+  readonly bytes: number
+  readonly seconds: number
+  readonly byPatch: number
+}
+
+function pushRun(r: PushResult): PushRun {
+  if (r.status !== 'live') throw new Error(`push: ${r.status} ${JSON.stringify(r.nodes)}`)
+  return {
+    bytes: r.nodes.reduce((a, n) => a + (n.partitions?.bytes ?? n.fetchedBytes ?? 0), 0),
+    seconds: r.fetchSeconds + r.swapSeconds,
+    byPatch: r.nodes.reduce((a, n) => a + (n.partitions?.byPatch.length ?? 0), 0),
+  }
+}
+
+interface ShareResult {
+  readonly share: number
+  readonly buildFull: number
+  readonly buildBase: number
+  readonly full: { readonly throttled: PushRun; readonly unthrottled: PushRun }
+  readonly delta: { readonly throttled: PushRun; readonly unthrottled: PushRun }
+  readonly p99Before: number
+  readonly p99During: number
+}
+
+async function runShare(root: string, records: number, share: number, throttle: number): Promise<ShareResult> {
+  const dir = await mkdtemp(join(root, 'share-'))
+  const addrs = await nodePorts(3)
+  const cluster: Cluster = await loadCluster(await writeLayoutFile(dir, 'cluster.json', addrs, { owners: 3, partitions: PARTITIONS }))
+  const www = join(dir, 'www')
+  const build = async (v: number, base?: number): Promise<number> => {
+    const input = join(dir, `in-${v}.tsv`)
+    await writeVersion(input, records, v, share)
+    const t0 = performance.now()
+    await buildStore({
+      inputs: [input],
+      format: 'tsv',
+      cluster,
+      store: STORE,
+      output: join(www, `v${v}`),
+      version: v,
+      replication: 2,
+      ...(base === undefined ? {} : { base: join(www, `v${base}`) }),
+    })
+    await rm(input, { force: true })
+    return (performance.now() - t0) / 1000
+  }
+  const nginx = await Nginx.launch({ root: www })
+  let nodes: TestCluster | undefined
+  const label = `${share * 100}%`
+  try {
+    nodes = await startClusterFromFile(join(dir, 'cluster.json'), {
+      dataDir: (id) => join(dir, `data-${id}`),
+      token: TOKEN,
+      keepVersions: 1,
+    })
+    const push = async (v: number, t?: number): Promise<PushRun> => {
+      const r = pushRun(
+        await pushStore({ cluster, store: STORE, from: `${nginx.url}/v${v}`, adminToken: TOKEN, ...(t ? { throttle: t } : {}) }),
+      )
+      log(`${label}: push v${v}${t ? ' throttled' : ''}: ${r.bytes} bytes, ${r.seconds.toFixed(2)} s, ${r.byPatch} partitions by patch`)
+      await rm(join(www, `v${v - 2}`), { recursive: true, force: true })
+      return r
+    }
+    log(`${label}: v1`)
+    await build(1)
+    const fullUnthrottled = await push(1)
+    // v2: the same change share, full build (no base): a full push at the throttle.
+    const buildFull = await build(2)
+    const fullThrottled = await push(2, throttle)
+    // v3, v4: builds with --base (the live version), pushed by patch.
+    const buildBase = await build(3, 2)
+    const deltaThrottled = await push(3, throttle)
+    await build(4, 3)
+    const client = await StoreClient.connect({ cluster, store: STORE, timeoutMs: 10_000 })
+    try {
+      const before = { done: false }
+      const baseline = readLoop(client, records, before)
+      await new Promise((r) => setTimeout(r, 3000))
+      before.done = true
+      const p99Before = percentile(await baseline, 99)
+      const during = { done: false }
+      const reads = readLoop(client, records, during)
+      const deltaUnthrottled = await push(4)
+      during.done = true
+      const p99During = percentile(await reads, 99)
+      return {
+        share,
+        buildFull,
+        buildBase,
+        full: { throttled: fullThrottled, unthrottled: fullUnthrottled },
+        delta: { throttled: deltaThrottled, unthrottled: deltaUnthrottled },
+        p99Before,
+        p99During,
+      }
+    } finally {
+      client.close()
+    }
+  } finally {
+    await nodes?.killAll()
+    await nginx.dispose()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+async function main(): Promise<void> {
+  const quick = process.argv.includes('--quick')
+  const records = arg('--records') === undefined ? (quick ? 100_000 : 1_000_000) : parseCount(arg('--records')!)
+  const throttle = Number(arg('--throttle-mb') ?? 50) * 1e6
+  const root = await mkdtemp(join(arg('--dir') ?? tmpdir(), 'rostore-delta-bench-'))
+  const results: ShareResult[] = []
+  try {
+    for (const share of [0.01, 0.05]) results.push(await runShare(root, records, share, throttle))
+  } finally {
+    await rm(root, { recursive: true, force: true })
+  }
+  const n = records >= 1_000_000 ? `${records / 1_000_000}M` : `${records / 1000}k`
+  const mb = (b: number): string => (b / 1e6).toFixed(1)
+  const x = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(3) : 'n/a')
+  const lines = [
+    `3 nodes at replication 2, 12 partitions, ${n} × 1 KiB pushed from nginx; a share of the records changed per version. Full: a build without --base; delta: with --base of the version live on the nodes. Bytes moved are the nodes' own counts (patches and files); throttled pushes at ${mb(throttle)} MB/s per node (the push's --throttle).`,
+    '',
+    '| changed | build s: full / --base (×) | bytes moved MB: full / delta (×) | push s throttled: full / delta (×) | push s unthrottled: full / delta (×) | read p99 ms before / during the delta push |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (r) =>
+        `| ${r.share * 100}% | ${r.buildFull.toFixed(1)} / ${r.buildBase.toFixed(1)} (${x(r.buildBase, r.buildFull)}) | ${mb(r.full.unthrottled.bytes)} / ${mb(r.delta.unthrottled.bytes)} (${x(r.delta.unthrottled.bytes, r.full.unthrottled.bytes)}) | ${r.full.throttled.seconds.toFixed(2)} / ${r.delta.throttled.seconds.toFixed(2)} (${x(r.delta.throttled.seconds, r.full.throttled.seconds)}) | ${r.full.unthrottled.seconds.toFixed(2)} / ${r.delta.unthrottled.seconds.toFixed(2)} (${x(r.delta.unthrottled.seconds, r.full.unthrottled.seconds)}) | ${r.p99Before.toFixed(2)} / ${r.p99During.toFixed(2)} |`,
+    ),
+    '',
+    '| goal | target | measured | status |',
+    '|---|---|---|---|',
+    ...results.flatMap((r) => {
+      const bytes = r.delta.unthrottled.bytes / r.full.unthrottled.bytes
+      const thr = r.delta.throttled.seconds / r.full.throttled.seconds
+      const unthr = r.delta.unthrottled.seconds / r.full.unthrottled.seconds
+      const bld = r.buildBase / r.buildFull
+      const met = (ok: boolean): string => (ok ? 'met' : 'missed')
+      return [
+        `| delta push, ${r.share * 100}% changed: bytes moved | ≤ ${(2 * r.share).toFixed(2)}× a full push | ${bytes.toFixed(3)}× | ${met(bytes <= 2 * r.share)} |`,
+        `| delta push, ${r.share * 100}% changed: time, throttled | ≤ 0.3× a full push | ${thr.toFixed(3)}× | ${met(thr <= 0.3)} |`,
+        `| delta push, ${r.share * 100}% changed: time, unthrottled | ≤ 0.3× a full push | ${unthr.toFixed(3)}× | ${met(unthr <= 0.3)} |`,
+        `| build --base, ${r.share * 100}% changed | ≤ 1.2× the full build | ${bld.toFixed(3)}× | ${met(bld <= 1.2)} |`,
+      ]
+    }),
+    '',
+  ]
+  process.stdout.write(lines.join('\n'))
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`delta-bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+  process.exit(1)
+})

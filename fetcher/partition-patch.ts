@@ -1,0 +1,129 @@
+import { mkdir, readFile, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { isStoreError } from '../common/errors'
+import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
+import { applyPatch } from '../formats/store/patch/patch-apply'
+import type { PatchEntry, VersionManifest } from '../formats/store/layout/partition-files'
+import { failureReason } from './transfer/failure-reason'
+import type { TokenBucket } from './transfer/token-bucket'
+
+/**
+ * Installing a partition by patch (docs/SERVING.md, "Delta pushes"): when the manifest names
+ * a base whose files this node holds (live or kept version), the partition's patch is
+ * fetched and the partition rebuilt from the base's files (formats/store/patch/patch-apply.ts)
+ * in a hidden work directory of the staging directory; only files that match the build's
+ * checksums are moved to their names. Any failure leaves nothing behind and the caller
+ * fetches the partition's full files.
+ */
+export interface PatchPlan {
+  readonly partition: number
+  readonly patch: PatchEntry
+  /** The installed version directory holding the base's files of the partition. */
+  readonly baseDir: string
+  /** The base is the live version: its pages are left in the page cache. */
+  readonly live: boolean
+}
+
+/** Local failures end the fetch: another source would not cure them. */
+const FATAL = new Set(['RO_IO', 'RO_NO_SPACE', 'RO_ABORTED'])
+
+/**
+ * Held partitions that have a patch against a base this node holds, with the directory to
+ * rebuild from. `installed`: the store's version directories, the live one flagged.
+ */
+export async function patchPlans(
+  manifest: VersionManifest,
+  held: readonly number[],
+  installed: readonly { readonly dir: string; readonly live: boolean }[],
+): Promise<PatchPlan[]> {
+  const base = manifest.base
+  if (base === undefined) return []
+  // The live version first: its pages are warm, so the rebuild reads less from disk.
+  const holders: { dir: string; live: boolean; held: ReadonlySet<number> }[] = []
+  for (const v of [...installed].sort((a, b) => Number(b.live) - Number(a.live))) {
+    let meta: Partial<StoreMetadata>
+    try {
+      meta = JSON.parse(await readFile(join(v.dir, METADATA_FILE), 'utf8')) as Partial<StoreMetadata>
+    } catch {
+      continue
+    }
+    const same = meta.store === manifest.store && meta.held !== undefined && meta.chunks === manifest.chunks
+    if (same && (meta.dataVersion ?? meta.version) === base.dataVersion) holders.push({ ...v, held: new Set(meta.held) })
+  }
+  const plans: PatchPlan[] = []
+  for (const p of held) {
+    const patch = manifest.partitionFiles[p]?.patch
+    const from = holders.find((h) => h.held.has(p))
+    if (patch !== undefined && from !== undefined) plans.push({ partition: p, patch, baseDir: from.dir, live: from.live })
+  }
+  return plans
+}
+
+export interface PatchRebuild {
+  readonly destDir: string
+  readonly manifest: VersionManifest
+  /** Downloads a file of the build output into destDir at its name, checksummed, throttled. */
+  readonly download: (entry: FileEntry) => Promise<void>
+  /** The fetch's throttle (its own limit, then the node-wide one): the rebuild's writes take their tokens from it too. */
+  readonly buckets: readonly TokenBucket[]
+  readonly signal: AbortSignal
+}
+
+export type PatchOutcome = { readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly reason: string }
+
+/** One partition by patch: fetch the patch, rebuild, check, move into place; or a reason to fetch it whole. */
+export async function rebuildByPatch(r: PatchRebuild, plan: PatchPlan): Promise<PatchOutcome> {
+  const work = join(r.destDir, `.rebuild-p${plan.partition}`)
+  const patchFile = join(r.destDir, plan.patch.name)
+  try {
+    await r.download({ name: plan.patch.name, size: plan.patch.size, checksum: plan.patch.checksum })
+    await mkdir(work)
+    const applied = await applyPatch({
+      baseDir: plan.baseDir,
+      patchFile,
+      outDir: work,
+      manifest: r.manifest,
+      partition: plan.partition,
+      dropBehind: !plan.live,
+      pace: async (n) => {
+        for (const b of r.buckets) await b.take(n, r.signal)
+      },
+      signal: r.signal,
+    })
+    // Verified: each file takes its name, where peers and the swapper look.
+    for (const f of applied.files) await rename(join(work, f.name), join(r.destDir, f.name))
+    return { ok: true, bytes: plan.patch.size }
+  } catch (err) {
+    if (r.signal.aborted || (isStoreError(err) && FATAL.has(err.code))) throw err
+    return { ok: false, reason: failureReason(err) }
+  } finally {
+    await rm(work, { recursive: true, force: true })
+    await rm(patchFile, { force: true })
+    await rm(`${patchFile}.part`, { force: true })
+  }
+}
+
+export interface PatchResult {
+  /** Partitions made by patch. */
+  readonly partitions: readonly number[]
+  /** Bytes of the patches moved. */
+  readonly bytes: number
+  /** Partitions whose patch failed, fetched whole instead. */
+  readonly fellBack: readonly { readonly partition: number; readonly reason: string }[]
+}
+
+/** Every plan in turn (one rebuild at a time: it is disk work, as the downloads beside it). */
+export async function installByPatches(r: PatchRebuild, plans: readonly PatchPlan[]): Promise<PatchResult> {
+  const partitions: number[] = []
+  const fellBack: { partition: number; reason: string }[] = []
+  let bytes = 0
+  for (const plan of plans) {
+    r.signal.throwIfAborted()
+    const out = await rebuildByPatch(r, plan)
+    if (out.ok) {
+      partitions.push(plan.partition)
+      bytes += out.bytes
+    } else fellBack.push({ partition: plan.partition, reason: out.reason })
+  }
+  return { partitions, bytes, fellBack }
+}
