@@ -1,4 +1,5 @@
 import net from 'node:net'
+import { connectUpstream } from './upstream'
 
 /**
  * A TCP proxy in front of a node that can lose answers: a request whose request line
@@ -35,14 +36,7 @@ export class AnswerDroppingProxy {
   }
 
   private handle(client: net.Socket): void {
-    const upstream = net.connect(this.targetPort, '127.0.0.1')
-    for (const s of [client, upstream]) {
-      this.sockets.add(s)
-      s.on('close', () => this.sockets.delete(s))
-      s.on('error', () => undefined)
-    }
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    const upstream = connectUpstream(client, this.targetPort, this.sockets)
     let dropping = false
     client.on('data', (d: Buffer) => {
       const line = /^[A-Z]+ \S+ HTTP\/1\.[01]/.exec(d.toString('latin1'))?.[0]

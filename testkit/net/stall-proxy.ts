@@ -1,4 +1,5 @@
 import net from 'node:net'
+import { connectUpstream } from './upstream'
 
 export interface StallProxyOptions {
   /** Bytes of answer let through once a connection is armed, before it goes silent. */
@@ -45,14 +46,7 @@ export class StallProxy {
 
   private handle(client: net.Socket): void {
     this.connections++
-    const upstream = net.connect(this.targetPort, '127.0.0.1')
-    for (const s of [client, upstream]) {
-      this.sockets.add(s)
-      s.on('close', () => this.sockets.delete(s))
-      s.on('error', () => undefined)
-    }
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    const upstream = connectUpstream(client, this.targetPort, this.sockets)
     let armed = false
     let sent = 0
     client.on('data', (d: Buffer) => {
