@@ -2,7 +2,7 @@ import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isStoreError } from '../common/errors'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
-import { applyPatch } from '../formats/store/patch/patch-apply'
+import { applyPatchOffThread } from '../formats/store/patch/patch-worker'
 import type { PatchEntry, VersionManifest } from '../formats/store/layout/partition-files'
 import { failureReason } from './transfer/failure-reason'
 import type { TokenBucket } from './transfer/token-bucket'
@@ -78,7 +78,7 @@ export async function rebuildByPatch(r: PatchRebuild, plan: PatchPlan): Promise<
   try {
     await r.download({ name: plan.patch.name, size: plan.patch.size, checksum: plan.patch.checksum })
     await mkdir(work)
-    const applied = await applyPatch({
+    const applied = await applyPatchOffThread({
       baseDir: plan.baseDir,
       patchFile,
       outDir: work,
