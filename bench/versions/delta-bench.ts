@@ -24,6 +24,7 @@ import { startClusterFromFile, type TestCluster } from '../../testkit/cluster/no
 import { nodePorts, writeLayoutFile } from '../../testkit/cluster/layout-files'
 import { parseCount } from '../kit/data'
 import { percentile } from '../kit/stats'
+import { clientReadLoop } from '../load/client-read-loop'
 
 const TOKEN = 'delta-bench-token-0123456789abcd'
 const STORE = 'bench'
@@ -61,18 +62,6 @@ async function writeVersion(path: string, records: number, v: number, share: num
     if (!out.write(line)) await new Promise<void>((r) => out.once('drain', () => r()))
   }
   await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
-}
-
-async function readLoop(client: StoreClient, records: number, stop: { done: boolean }): Promise<number[]> {
-  const lat: number[] = []
-  let x = 777
-  for (let n = 0; n < 5_000_000 && !stop.done; n++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0
-    const t0 = performance.now()
-    await client.get(keyOf(x % records))
-    lat.push(performance.now() - t0)
-  }
-  return lat
 }
 
 interface PushRun {
@@ -152,12 +141,12 @@ async function runShare(root: string, records: number, share: number, throttle: 
     const client = await StoreClient.connect({ cluster, store: STORE, timeoutMs: 10_000 })
     try {
       const before = { done: false }
-      const baseline = readLoop(client, records, before)
+      const baseline = clientReadLoop(client, records, keyOf, before)
       await new Promise((r) => setTimeout(r, 3000))
       before.done = true
       const p99Before = percentile(await baseline, 99)
       const during = { done: false }
-      const reads = readLoop(client, records, during)
+      const reads = clientReadLoop(client, records, keyOf, during)
       const deltaUnthrottled = await push(4)
       during.done = true
       const p99During = percentile(await reads, 99)

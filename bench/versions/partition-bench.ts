@@ -25,6 +25,7 @@ import { startClusterFromFile, type TestCluster } from '../../testkit/cluster/no
 import { nodePorts, writeLayoutFile } from '../../testkit/cluster/layout-files'
 import { parseCount, writeSyntheticTsv } from '../kit/data'
 import { percentile } from '../kit/stats'
+import { clientReadLoop } from '../load/client-read-loop'
 
 const TOKEN = 'partition-bench-token-0123456789'
 const STORE = 'bench'
@@ -42,19 +43,6 @@ async function dirBytes(dir: string): Promise<number> {
   let total = 0
   for (const name of await readdir(dir)) total += (await stat(join(dir, name))).size
   return total
-}
-
-/** Single-key gets in a loop until `stop` (bounded in count): each latency in ms. */
-async function readLoop(client: StoreClient, records: number, stop: { done: boolean }): Promise<number[]> {
-  const lat: number[] = []
-  let x = 777
-  for (let n = 0; n < 5_000_000 && !stop.done; n++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0
-    const t0 = performance.now()
-    await client.get(keyOf(x % records))
-    lat.push(performance.now() - t0)
-  }
-  return lat
 }
 
 interface ShapeResult {
@@ -121,13 +109,13 @@ async function runShape(root: string, records: number, valueBytes: number, shape
     const client = await StoreClient.connect({ cluster: three, store: STORE, timeoutMs: 10_000 })
     try {
       const before = { done: false }
-      const baseline = readLoop(client, records, before)
+      const baseline = clientReadLoop(client, records, keyOf, before)
       await new Promise((r) => setTimeout(r, 5000))
       before.done = true
       const p99Before = percentile(await baseline, 99)
       const { plan } = await planRebalance({ cluster: five, store: STORE, adminToken: TOKEN })
       const during = { done: false }
-      const reads = readLoop(client, records, during)
+      const reads = clientReadLoop(client, records, keyOf, during)
       const t0 = performance.now()
       const r = await rebalanceStore({ cluster: five, store: STORE, adminToken: TOKEN })
       const seconds = (performance.now() - t0) / 1000
