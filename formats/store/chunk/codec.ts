@@ -2,6 +2,7 @@ import { gunzipSync, gzipSync, constants } from 'node:zlib'
 import { compressSync, uncompressSync } from 'snappy'
 import type { Compression } from '../layout/metadata'
 import { DEFAULT_ZSTD_LEVEL, ZSTD_CODEC_ID, zstdParts } from './zstd-codec'
+import type { ZstdJs } from './zstd-js'
 
 /**
  * Value codecs, applied per value so a lookup decompresses only what it returns.
@@ -44,12 +45,14 @@ export interface CodecOptions {
   readonly level?: number
   /** Prepare compression state too (a build); false: decode only (readers). */
   readonly forEncode?: boolean
+  /** The JavaScript decoder, loaded by the caller, for a dictionary where the addon is missing. */
+  readonly js?: ZstdJs
 }
 
 /** A codec by name; zstd is made for `opts` (each call prepares its own dictionary). */
 export function createCodec(name: Compression, opts: CodecOptions = {}): ValueCodec {
   if (name !== 'zstd') return codecByName(name)
-  const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false)
+  const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false, opts.js)
   return { name: 'zstd', id: ZSTD_CODEC_ID, encode: parts.encode, decode: parts.decode }
 }
 

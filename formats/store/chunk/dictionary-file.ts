@@ -4,6 +4,8 @@ import { StoreError } from '../../../common/errors'
 import { createFileHasher } from './checksum'
 import { createCodec, type ValueCodec } from './codec'
 import type { Compression, FileEntry } from '../layout/metadata'
+import { loadZstdJs } from './zstd-js'
+import { nativeFunctions } from '../../../common/native'
 
 /**
  * A version's zstd dictionary: one file, `zstd.dict`, in libzstd's dictionary format as
@@ -56,7 +58,9 @@ export async function readDictionary(dir: string, entry: FileEntry): Promise<Buf
 export async function versionCodec(dir: string, meta: CodecFields): Promise<ValueCodec> {
   if (meta.compression !== 'zstd') return createCodec(meta.compression)
   const dictionary = meta.dictionary ? await readDictionary(dir, meta.dictionary) : undefined
-  return createCodec('zstd', { dictionary })
+  // Without the addon, a dictionary's frames need the JavaScript build of libzstd, which starts asynchronously.
+  const js = dictionary !== undefined && nativeFunctions() === undefined ? await loadZstdJs() : undefined
+  return createCodec('zstd', { dictionary, ...(js ? { js } : {}) })
 }
 
 /** Checks a metadata's "dictionary" field: only with zstd, named zstd.dict, bounded. */

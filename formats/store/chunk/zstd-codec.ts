@@ -1,12 +1,14 @@
 import { StoreError } from '../../../common/errors'
 import { logLine, nativeFunctions, nativeUnavailableReason, type NativeFunctions, type ZstdPrepared } from '../../../common/native'
 import type * as Fzstd from 'fzstd'
+import type { ZstdJs } from './zstd-js'
 
 /**
  * The zstd value codec: one frame per value (its content size in the header), with the
  * version's dictionary prepared once per codec, through the addon's libzstd. Without the
- * addon, frames without a dictionary are read by fzstd (pure JavaScript, slower); fzstd
- * cannot use a dictionary, so a version with one is refused there rather than misread.
+ * addon, frames without a dictionary are read by fzstd (pure JavaScript, slower), and
+ * frames with one by libzstd compiled to JavaScript (zstd-js.ts), which the caller loads
+ * first; without it such a version is refused rather than misread.
  */
 export const ZSTD_CODEC_ID = 3
 export const DEFAULT_ZSTD_LEVEL = 3
@@ -30,18 +32,22 @@ export function zstdBound(size: number): number {
  * Encoder and decoder for one dictionary (or none). `encode` needs the addon; a codec
  * made only to read (`forEncode` false) prepares no compression state.
  */
-export function zstdParts(dictionary: Uint8Array | undefined, level: number, forEncode: boolean): ZstdCodecParts {
+export function zstdParts(dictionary: Uint8Array | undefined, level: number, forEncode: boolean, js?: ZstdJs): ZstdCodecParts {
   const native = nativeFunctions()
   const prepared = native?.zstdPrepare(dictionary ?? null, level, forEncode) ?? null
   if (native && prepared) return nativeParts(native, prepared, forEncode)
   const reason = native ? 'libzstd.so.1 is not loadable' : nativeUnavailableReason()
   if (forEncode) throw new StoreError('RO_BAD_OPTION', `--compression zstd needs the native addon and libzstd: ${reason}`)
-  if (dictionary !== undefined)
-    throw new StoreError(
-      'RO_BAD_FORMAT',
-      `this version's values are compressed with a zstd dictionary, which needs the native addon: ${reason}`,
-    )
-  announceFallback(reason)
+  if (dictionary !== undefined) {
+    if (js === undefined)
+      throw new StoreError(
+        'RO_BAD_FORMAT',
+        `this version's values are compressed with a zstd dictionary, which needs the native addon or the JavaScript decoder: ${reason}`,
+      )
+    announceFallback(reason, 'zstd-codec')
+    return readOnly(js.decoderFor(dictionary))
+  }
+  announceFallback(reason, 'fzstd')
   return fallbackParts()
 }
 
@@ -98,10 +104,19 @@ function corruptFrame(why: string, cause?: unknown): StoreError {
 
 let announced = false
 
-function announceFallback(reason: string): void {
+function announceFallback(reason: string, decoder: string): void {
   if (announced) return
   announced = true
-  logLine('warn', 'zstd_fallback', { decoder: 'fzstd', reason })
+  logLine('warn', 'zstd_fallback', { decoder, reason })
+}
+
+function readOnly(decode: (stored: Uint8Array) => Buffer): ZstdCodecParts {
+  return {
+    encode: () => {
+      throw new TypeError('zstd codec prepared for reading only')
+    },
+    decode,
+  }
 }
 
 /**

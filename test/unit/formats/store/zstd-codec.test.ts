@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { nativeFunctions } from '../../../../common/native'
 import { createCodec } from '../../../../formats/store/chunk/codec'
 import { trainZstdDictionary, zstdBound } from '../../../../formats/store/chunk/zstd-codec'
+import { frameContentSize, loadZstdJs } from '../../../../formats/store/chunk/zstd-js'
 import { realisticValues } from '../../../../testkit/stores/realistic-values'
 
 const native = nativeFunctions()
@@ -55,6 +56,21 @@ maybe('zstd with a trained dictionary (addon)', () => {
     const a = fresh.reduce((s, v) => s + withDict.encode(v).length, 0)
     const b = fresh.reduce((s, v) => s + plain.encode(v).length, 0)
     expect(a / raw).toBeLessThan(0.6 * (b / raw))
+  })
+
+  test('the JavaScript build of libzstd (the fallback without the addon) reads the same frames and refuses damaged ones', async () => {
+    const js = await loadZstdJs()
+    const writer = createCodec('zstd', { dictionary: dict, forEncode: true })
+    const decode = js.decoderFor(dict)
+    for (const v of [Buffer.alloc(0), Buffer.from([7]), randomBytes(3000), Buffer.alloc(64 << 10, 'ab'), values[5] as Buffer]) {
+      const frame = writer.encode(v)
+      expect(frameContentSize(frame)).toBe(v.length)
+      expect(decode(frame).equals(v)).toBe(true)
+    }
+    const frame = writer.encode(values[3] as Buffer)
+    expect(() => decode(frame.subarray(0, frame.length - 2))).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
+    const other = trainZstdDictionary(samples(9, 4000), 16 << 10) as Buffer
+    expect(() => js.decoderFor(other)(frame)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
   })
 
   test('a frame damaged, or read with another dictionary, is RO_CORRUPT, never a wrong value', () => {
