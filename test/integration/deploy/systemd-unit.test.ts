@@ -130,8 +130,9 @@ test('the system call filter allows every system call the native addon makes', (
   expect(filters.some((f) => f.startsWith('~'))).toBe(false)
   const allowed = allowedSyscalls(filters)
   expect(allowed.has('read')).toBe(true)
-  const source = readdirSync(join(packageRoot(__dirname), 'native'))
-    .filter((f) => f.endsWith('.c'))
+  // Every C source of the addon, in its folders (hash/, lookup/, memory/, io/).
+  const source = readdirSync(join(packageRoot(__dirname), 'native'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.c') || f.endsWith('.cc'))
     .map((f) => readFileSync(join(packageRoot(__dirname), 'native', f), 'utf8'))
     .join('\n')
   // libc name -> the kernel's (x86-64).
