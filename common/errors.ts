@@ -50,3 +50,16 @@ export function isStoreError(err: unknown, code?: ErrorCode): err is StoreError 
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
+
+/** Whether `code` is one of rostore's error codes (as a thread, a process or a peer sent it). */
+export function isErrorCode(code: string | undefined): code is ErrorCode {
+  return code !== undefined && (ERROR_CODES as readonly string[]).includes(code)
+}
+
+/**
+ * The error a code and message sent across a thread or process stand for: a StoreError
+ * with that code when it is one of ours, else a plain Error.
+ */
+export function errorFromCode(code: string | undefined, message: string): Error {
+  return isErrorCode(code) ? new StoreError(code, message) : new Error(message)
+}

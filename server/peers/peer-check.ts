@@ -1,5 +1,5 @@
 import type { Cluster, NodeTls } from '../../cluster/cluster'
-import { ERROR_CODES, errorMessage, isStoreError, StoreError, type ErrorCode } from '../../common/errors'
+import { errorMessage, isErrorCode, isStoreError, StoreError } from '../../common/errors'
 import { isRedacted } from '../../common/redact'
 import type { DataDir } from '../../swapper/data-dir'
 import type { ServingMirror } from '../../swapper/serving-mirror'
@@ -254,10 +254,6 @@ export class PeerCheck {
       this.repairTimers.set(store, setTimeout(() => void this.round(), delay).unref())
     }
   }
-}
-
-function isErrorCode(code: string | undefined): code is ErrorCode {
-  return code !== undefined && (ERROR_CODES as readonly string[]).includes(code)
 }
 
 function failures(settled: readonly PromiseSettledResult<unknown>[]): string[] {

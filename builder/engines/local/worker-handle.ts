@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads'
-import { StoreError, ERROR_CODES, type ErrorCode } from '../../../common/errors'
+import { errorFromCode } from '../../../common/errors'
 import type { FromWorker, ToWorker } from './worker-protocol'
 
 /**
@@ -19,7 +19,7 @@ export class WorkerHandle {
       const p = this.pending
       if (!p) return
       this.pending = undefined
-      if (m.type === 'error') p.reject(toStoreError(m.code, m.message))
+      if (m.type === 'error') p.reject(errorFromCode(m.code, m.message))
       else if (m.type === p.until) p.resolve(m)
       else p.reject(new Error(`build worker answered ${m.type}, expected ${p.until}`))
     })
@@ -46,9 +46,4 @@ export class WorkerHandle {
     this.worker.removeAllListeners('exit')
     await this.worker.terminate()
   }
-}
-
-function toStoreError(code: string | undefined, message: string): Error {
-  if (code && (ERROR_CODES as readonly string[]).includes(code)) return new StoreError(code as ErrorCode, message)
-  return new Error(message)
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import { ERROR_CODES, StoreError, errorMessage, type ErrorCode } from '../../../common/errors'
+import { StoreError, errorFromCode, errorMessage } from '../../../common/errors'
 import type { AppliedPatch, ApplyPatchOptions } from './patch-apply'
 
 /** What the thread says (patch-thread.ts): a request for throttle tokens, or its one answer. */
@@ -42,7 +42,7 @@ export function applyPatchOffThread(o: ApplyPatchOptions): Promise<AppliedPatch>
           (err: unknown) => settle(() => reject(err)),
         )
       } else if (m.type === 'done') settle(() => resolve(m.applied))
-      else settle(() => reject(toError(m.code, m.message)))
+      else settle(() => reject(errorFromCode(m.code, m.message)))
     })
     // A thread that dies (out of memory, a bug) says nothing about the patch: a plain Error.
     worker.once('error', (err) =>
@@ -52,9 +52,4 @@ export function applyPatchOffThread(o: ApplyPatchOptions): Promise<AppliedPatch>
       settle(() => reject(new Error(`rebuild of partition ${o.partition}: the worker exited with code ${code}`))),
     )
   })
-}
-
-function toError(code: string | undefined, message: string): Error {
-  if (code !== undefined && (ERROR_CODES as readonly string[]).includes(code)) return new StoreError(code as ErrorCode, message)
-  return new Error(message)
 }

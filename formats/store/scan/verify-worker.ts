@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import { ERROR_CODES, StoreError, type ErrorCode } from '../../../common/errors'
+import { StoreError, errorFromCode } from '../../../common/errors'
 import type { VerifyReport } from './verify'
 
 type Answer = { ok: true; report: VerifyReport } | { ok: false; code?: string; message: string }
@@ -34,16 +34,11 @@ export function verifyStoreOffThread(
     worker.once('message', (m: Answer) =>
       settle(() => {
         if (m.ok) resolve(m.report)
-        else reject(toError(m.code, m.message))
+        else reject(errorFromCode(m.code, m.message))
       }),
     )
     // A thread that dies (out of memory, a bug) is no verdict on the files: a plain Error.
     worker.once('error', (err) => settle(() => reject(new Error(`verify of ${dir} failed: ${err.message}`, { cause: err }))))
     worker.once('exit', (code) => settle(() => reject(new Error(`verify of ${dir}: the worker exited with code ${code}`))))
   })
-}
-
-function toError(code: string | undefined, message: string): Error {
-  if (code !== undefined && (ERROR_CODES as readonly string[]).includes(code)) return new StoreError(code as ErrorCode, message)
-  return new Error(message)
 }
