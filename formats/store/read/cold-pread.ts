@@ -1,4 +1,4 @@
-import { closeSync, openSync, read } from 'node:fs'
+import { closeSync, openSync, read, readSync } from 'node:fs'
 import type { ValueCodec } from '../chunk/codec'
 import { RECORD_HEADER_SIZE } from '../chunk/record'
 import type { ResidencyMap } from './residency'
@@ -48,35 +48,71 @@ export class ColdPreads {
     try {
       rec = await this.read(chunk, offset, length)
     } finally {
-      this.o.map?.readDone(chunk, offset, rec === 'unusable' ? 0 : RECORD_HEADER_SIZE + rec.key.length + rec.stored.length)
+      this.readDone(chunk, offset, rec)
     }
-    if (rec === 'unusable' || !rec.key.equals(key)) return 'unusable'
-    const crc32 = this.o.crc32
-    if (crc32 && crc32(rec.stored, crc32(rec.key, 0)) !== rec.crc) return 'unusable'
-    return this.o.codec.name === 'none' ? rec.stored : this.o.codec.decode(rec.stored)
+    return this.answer(key, rec)
+  }
+
+  /** value() on the caller's thread: the synchronous get's cold read (one pread, one device request). */
+  valueSync(key: Buffer, chunk: number, offset: number, length: number): Buffer | 'unusable' {
+    this.o.map?.readStarted()
+    let rec: ColdRecord = 'unusable'
+    try {
+      const first = this.firstRead(chunk, offset, length)
+      if (first > 0) {
+        const buf = this.preadSync(chunk, first, offset)
+        const total = recordLength(buf, this.room(chunk, offset))
+        rec =
+          total <= buf.length ? recordParts(buf, total) : total === Infinity ? 'unusable' : this.longRecordSync(buf, chunk, offset, total)
+      }
+    } finally {
+      this.readDone(chunk, offset, rec)
+    }
+    return this.answer(key, rec)
   }
 
   /** The record at `offset` of chunk `chunk`; 'unusable' when the bytes read are not a whole record. */
   private async read(chunk: number, offset: number, length: number): Promise<ColdRecord> {
-    const file = this.files[chunk]
-    if (!file || this.closed || offset + RECORD_HEADER_SIZE > file.size) return 'unusable'
-    const first = length > 0 ? length : Math.min(MAX_FIRST_READ, Math.max(RECORD_HEADER_SIZE, file.expect))
-    let buf = await this.pread(chunk, Math.min(first, file.size - offset), offset)
-    if (buf.length < RECORD_HEADER_SIZE) return 'unusable'
-    const keyLength = buf.readUInt32LE(0)
-    const total = RECORD_HEADER_SIZE + keyLength + buf.readUInt32LE(4)
-    if (total > file.size - offset) return 'unusable'
+    const first = this.firstRead(chunk, offset, length)
+    if (first === 0) return 'unusable'
+    let buf = await this.pread(chunk, first, offset)
+    const total = recordLength(buf, this.room(chunk, offset))
+    if (total === Infinity) return 'unusable'
     if (buf.length < total) {
       // Longer than expected: the rest with a second read.
       const rest = await this.pread(chunk, total - buf.length, offset + buf.length)
       if (rest.length < total - buf.length) return 'unusable'
       buf = Buffer.concat([buf, rest])
     }
-    return {
-      key: buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLength),
-      stored: buf.subarray(RECORD_HEADER_SIZE + keyLength, total),
-      crc: buf.readUInt32LE(8),
-    }
+    return recordParts(buf, total)
+  }
+
+  private longRecordSync(buf: Buffer, chunk: number, offset: number, total: number): ColdRecord {
+    const rest = this.preadSync(chunk, total - buf.length, offset + buf.length)
+    return rest.length < total - buf.length ? 'unusable' : recordParts(Buffer.concat([buf, rest]), total)
+  }
+
+  /** Bytes to read first at `offset`: the record's length when known, else the average record's; 0 when nothing can be read. */
+  private firstRead(chunk: number, offset: number, length: number): number {
+    const file = this.files[chunk]
+    if (!file || this.closed || offset + RECORD_HEADER_SIZE > file.size) return 0
+    const first = length > 0 ? length : Math.min(MAX_FIRST_READ, Math.max(RECORD_HEADER_SIZE, file.expect))
+    return Math.min(first, file.size - offset)
+  }
+
+  private room(chunk: number, offset: number): number {
+    return (this.files[chunk] as { size: number }).size - offset
+  }
+
+  private readDone(chunk: number, offset: number, rec: ColdRecord): void {
+    this.o.map?.readDone(chunk, offset, rec === 'unusable' ? 0 : RECORD_HEADER_SIZE + rec.key.length + rec.stored.length)
+  }
+
+  private answer(key: Buffer, rec: ColdRecord): Buffer | 'unusable' {
+    if (rec === 'unusable' || !rec.key.equals(key)) return 'unusable'
+    const crc32 = this.o.crc32
+    if (crc32 && crc32(rec.stored, crc32(rec.key, 0)) !== rec.crc) return 'unusable'
+    return this.o.codec.name === 'none' ? rec.stored : this.o.codec.decode(rec.stored)
   }
 
   close(): void {
@@ -84,9 +120,19 @@ export class ColdPreads {
     this.closeIfIdle()
   }
 
-  private pread(chunk: number, length: number, position: number): Promise<Buffer> {
+  private fd(chunk: number): number {
     let fd = this.fds[chunk]
     if (fd === undefined) fd = this.fds[chunk] = openSync((this.files[chunk] as { path: string }).path, 'r')
+    return fd
+  }
+
+  private preadSync(chunk: number, length: number, position: number): Buffer {
+    const buf = Buffer.allocUnsafe(length)
+    return buf.subarray(0, readSync(this.fd(chunk), buf, 0, length, position))
+  }
+
+  private pread(chunk: number, length: number, position: number): Promise<Buffer> {
+    const fd = this.fd(chunk)
     this.inFlight++
     const buf = Buffer.allocUnsafe(length)
     return new Promise<Buffer>((resolve, reject) => {
@@ -103,5 +149,22 @@ export class ColdPreads {
     if (!this.closed || this.inFlight > 0) return
     for (const fd of this.fds) if (fd !== undefined) closeSync(fd)
     this.fds.length = 0
+  }
+}
+
+/** The length of the record at the start of `buf` (its header read), or Infinity when it cannot be one (short, past `room`). */
+function recordLength(buf: Buffer, room: number): number {
+  if (buf.length < RECORD_HEADER_SIZE) return Infinity
+  const total = RECORD_HEADER_SIZE + buf.readUInt32LE(0) + buf.readUInt32LE(4)
+  return total > room ? Infinity : total
+}
+
+/** The parts of the whole record of `total` bytes at the start of `buf`. */
+function recordParts(buf: Buffer, total: number): ColdRecord {
+  const keyLength = buf.readUInt32LE(0)
+  return {
+    key: buf.subarray(RECORD_HEADER_SIZE, RECORD_HEADER_SIZE + keyLength),
+    stored: buf.subarray(RECORD_HEADER_SIZE + keyLength, total),
+    crc: buf.readUInt32LE(8),
   }
 }

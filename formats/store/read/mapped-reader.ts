@@ -71,12 +71,39 @@ export class MappedStoreReader implements ServingReader {
   }
 
   get(key: Uint8Array | string): Buffer | undefined {
+    return this.getOne(key, true)
+  }
+
+  /** get(); `counted`: the lookup counts as a read in the map's hit ratio (getAsync's retry has been counted). */
+  private getOne(key: Uint8Array | string, counted: boolean): Buffer | undefined {
     const lookup = this.open()
     const len = this.writeKey(key)
     if (len < 0) return this.getMany([key])[0]
-    const status = lookup.get(len)
+    const map = this.map
+    if (map && counted) map.reads++
+    const status = lookup.get(len, map !== undefined)
     if (status === LOOKUP_MISS) return undefined
     const out = this.out
+    if (status === LOOKUP_HIT) return this.value(out[0] as number, out[1] as number, out[2] as number)
+    if (status === LOOKUP_COLD) return this.coldGet(len)
+    this.fail(status, out[0] as number, out[4] as number)
+  }
+
+  /**
+   * A cold record for the synchronous get: its bytes with one pread on the caller's thread,
+   * one device request for the whole record, where faulting it in through the mapping
+   * (MADV_RANDOM) takes one request per page, one after the other, for a record that
+   * crosses a page boundary.
+   */
+  private coldGet(len: number): Buffer | undefined {
+    const out = this.out
+    const key = Buffer.from(this.key.subarray(0, len))
+    const value = this.preads.valueSync(key, out[0] as number, out[4] as number, out[2] as number)
+    if (value !== 'unusable') return value
+    // Another key under the same hash prefix, or a damaged record: the mapped path decides.
+    this.key.set(key)
+    const status = this.open().get(len)
+    if (status === LOOKUP_MISS) return undefined
     if (status !== LOOKUP_HIT) this.fail(status, out[0] as number, out[4] as number)
     return this.value(out[0] as number, out[1] as number, out[2] as number)
   }
@@ -86,7 +113,7 @@ export class MappedStoreReader implements ServingReader {
     const len = map ? this.writeKey(key) : -1
     if (!map || len < 0) {
       await this.warmRounds([key])
-      return this.get(key)
+      return this.getOne(key, false)
     }
     map.reads++
     const status = this.open().get(len, true)
@@ -98,7 +125,7 @@ export class MappedStoreReader implements ServingReader {
     if (value !== 'unusable') return value
     // Another key under the same hash prefix, or a damaged record: the mapped path decides.
     await this.warmRounds([key])
-    return this.get(key)
+    return this.getOne(key, false)
   }
 
   async getManyAsync(keys: readonly (Uint8Array | string)[]): Promise<(Buffer | undefined)[]> {
@@ -190,7 +217,7 @@ export class MappedStoreReader implements ServingReader {
     const len = this.writeKey(key)
     if (len < 0 || !this.plain) {
       if (cold && this.coldRecords([key]) !== undefined) return undefined
-      return writeValueInto(sink, framing, len < 0 ? this.getMany([key])[0] : this.get(key))
+      return writeValueInto(sink, framing, len < 0 ? this.getMany([key])[0] : this.getOne(key, cold))
     }
 
     const prefix = framing.prefix

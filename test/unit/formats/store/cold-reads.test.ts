@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, nativeFunctions, type LookupChunkSpec } from '../../../../common/native'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../../formats/store/chunk/header'
@@ -167,11 +167,27 @@ describeNative('a store read cold (the addon, its files evicted from the page ca
     }
   })
 
-  test('the synchronous get of a cold record reads it where it is called, and is right', async () => {
+  test('the synchronous get of a cold record reads it where it is called with one pread, and is right', async () => {
     const r = await coldReader()
     try {
+      const before = r.residency()!.pagesRead
       expect(r.get(keyOf(42))?.toString()).toBe(valueOf(42))
-      expect(r.residency()!.coldReads).toBe(0)
+      const s = r.residency()!
+      expect(s.coldReads).toBe(1)
+      expect(s.coldInFlight).toBe(0)
+      expect(s.pagesRead - before).toBeGreaterThanOrEqual(1)
+      expect(s.pagesRead - before).toBeLessThanOrEqual(2)
+      // Its pages are marked: read again, it is hot.
+      expect(r.get(keyOf(42))?.toString()).toBe(valueOf(42))
+      expect(r.residency()!.coldReads).toBe(1)
+      for (let n = 0; n < 300; n++) {
+        const i = (n * 104_729 + 3) % 20_000
+        expect(r.get(keyOf(i))?.toString()).toBe(valueOf(i))
+      }
+      expect(r.get('absent')).toBeUndefined()
+      const after = r.residency()!
+      expect(after.reads).toBe(303)
+      expect(after.pagesRead - before).toBeLessThanOrEqual(2 * after.coldReads)
     } finally {
       r.close()
     }
@@ -219,6 +235,9 @@ describeNative("getAsync's cold reads where the bytes read do not answer alone (
       Array.from({ length: 3000 }, (_, i): [string, string] => [keyOf(i), valueOf(i)]),
       { chunks: 2, compression: 'snappy', keyHash: 'md5-collide-8' },
     )
+    // A copy for the synchronous reads: a mapping still held keeps its pages in the cache.
+    const copy = tmp.fresh()
+    cpSync(dir, copy, { recursive: true })
     evictTree(dir)
     const r = await openStore(dir, { residencyRefreshMs: 0 })
     try {
@@ -232,18 +251,34 @@ describeNative("getAsync's cold reads where the bytes read do not answer alone (
     } finally {
       r.close()
     }
+    // The synchronous get's cold reads.
+    evictTree(copy)
+    const s = await openStore(copy, { residencyRefreshMs: 0 })
+    try {
+      for (let n = 0; n < 300; n++) {
+        const i = (n * 6661 + 1) % 3000
+        expect(s.get(keyOf(i))?.toString()).toBe(valueOf(i))
+      }
+      expect(s.get('absent-key')).toBeUndefined()
+      expect(s.residency()!.coldReads).toBeGreaterThan(0)
+    } finally {
+      s.close()
+    }
   })
 
   test('a damaged record read cold is refused as get() refuses it (RO_CORRUPT), not answered', async () => {
     const dir = await store(2000)
     const file = join(dir, '0.data')
     const data = readFileSync(file)
-    // The second record (after the 64-byte header and the first): a byte of its value flipped.
-    const at = HEADER_SIZE + 12 + data.readUInt32LE(HEADER_SIZE) + data.readUInt32LE(HEADER_SIZE + 4)
+    // The first record past the file's first two pages (read at open): a byte of its value flipped.
+    let at = HEADER_SIZE
+    while (at < 8192) at += 12 + data.readUInt32LE(at) + data.readUInt32LE(at + 4)
     const key = keyAt(data, at)
     const flip = at + 12 + key.length + 100
     data[flip] = (data[flip] as number) ^ 0x55
     writeFileSync(file, data)
+    const copy = tmp.fresh()
+    cpSync(dir, copy, { recursive: true })
     evictTree(dir)
     const r = await openStore(dir, { residencyRefreshMs: 0 })
     try {
@@ -251,6 +286,15 @@ describeNative("getAsync's cold reads where the bytes read do not answer alone (
       expect(() => r.get(key)).toThrow(/fails its checksum/)
     } finally {
       r.close()
+    }
+    evictTree(copy)
+    const s = await openStore(copy, { residencyRefreshMs: 0 })
+    try {
+      // Read cold by the synchronous get first: refused the same way.
+      expect(() => s.get(key)).toThrow(/fails its checksum/)
+      expect(s.residency()!.coldReads).toBe(1)
+    } finally {
+      s.close()
     }
   })
 })
