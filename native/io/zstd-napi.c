@@ -29,7 +29,11 @@ typedef void *(*create_cdict_fn)(const void *dict, size_t size, int level);
 typedef void *(*create_ddict_fn)(const void *dict, size_t size);
 typedef size_t (*free_fn)(void *p);
 typedef void *(*create_ctx_fn)(void);
-typedef size_t (*compress_cdict_fn)(void *cctx, void *dst, size_t cap, const void *src, size_t size, const void *cdict);
+/* ZSTD_frameParameters, as zstd.h lays it out (stable since v1.0). */
+typedef struct {
+  int content_size_flag, checksum_flag, no_dict_id_flag;
+} frame_params_t;
+typedef size_t (*compress_cdict_fn)(void *cctx, void *dst, size_t cap, const void *src, size_t size, const void *cdict, frame_params_t f);
 typedef size_t (*compress_cctx_fn)(void *cctx, void *dst, size_t cap, const void *src, size_t size, int level);
 typedef size_t (*decompress_ddict_fn)(void *dctx, void *dst, size_t cap, const void *src, size_t size, const void *ddict);
 typedef size_t (*decompress_dctx_fn)(void *dctx, void *dst, size_t cap, const void *src, size_t size);
@@ -83,7 +87,7 @@ static void zstd_load(void) {
   SYM(free_dctx, free_fn, "ZSTD_freeDCtx");
   SYM(create_cctx, create_ctx_fn, "ZSTD_createCCtx");
   SYM(create_dctx, create_ctx_fn, "ZSTD_createDCtx");
-  SYM(compress_cdict, compress_cdict_fn, "ZSTD_compress_usingCDict");
+  SYM(compress_cdict, compress_cdict_fn, "ZSTD_compress_usingCDict_advanced");
   SYM(compress_cctx, compress_cctx_fn, "ZSTD_compressCCtx");
   SYM(decompress_ddict, decompress_ddict_fn, "ZSTD_decompress_usingDDict");
   SYM(decompress_dctx, decompress_dctx_fn, "ZSTD_decompressDCtx");
@@ -226,7 +230,10 @@ static napi_value zstd_compress_napi(napi_env env, napi_callback_info info) {
   if (p == NULL || p->cctx == NULL) return ro_throw_type(env, "zstdCompress: not a handle prepared for compression");
   if (ro_get_bytes(env, argv[1], &src, &src_len) != 0 || ro_get_bytes(env, argv[2], &dst, &dst_len) != 0)
     return ro_throw_type(env, "zstdCompress: src and dst must be Uint8Arrays");
-  size_t n = p->cdict != NULL ? z.compress_cdict(p->cctx, dst, dst_len, src, src_len, p->cdict)
+  /* No dictionary id in the frames: every value of a version has the same dictionary, which
+   * the metadata names and checksums, so the id would repeat four bytes per value. */
+  static const frame_params_t frame = {.content_size_flag = 1, .checksum_flag = 0, .no_dict_id_flag = 1};
+  size_t n = p->cdict != NULL ? z.compress_cdict(p->cctx, dst, dst_len, src, src_len, p->cdict, frame)
                               : z.compress_cctx(p->cctx, dst, dst_len, src, src_len, p->level);
   if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
   return number(env, (double)n);

@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { nativeFunctions } from '../../../../common/native'
 import { createCodec } from '../../../../formats/store/chunk/codec'
 import { trainZstdDictionary, zstdBound } from '../../../../formats/store/chunk/zstd-codec'
 import { frameContentSize, loadZstdJs } from '../../../../formats/store/chunk/zstd-js'
+import { readDictionary, writeDictionary } from '../../../../formats/store/chunk/dictionary-file'
+import { makeTmp } from '../../../../testkit/stores/tmp'
 import { realisticValues } from '../../../../testkit/stores/realistic-values'
 
 const native = nativeFunctions()
+const tmp = makeTmp()
+afterAll(tmp.cleanup)
 const maybe = native ? describe : describe.skip
 
 function samples(seed: number, count: number): Buffer[] {
@@ -73,11 +79,25 @@ maybe('zstd with a trained dictionary (addon)', () => {
     expect(() => js.decoderFor(other)(frame)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
   })
 
-  test('a frame damaged, or read with another dictionary, is RO_CORRUPT, never a wrong value', () => {
+  test('frames carry no dictionary id; the dictionary is the one the metadata checksums', async () => {
+    const writer = createCodec('zstd', { dictionary: dict, forEncode: true })
+    for (const v of values.slice(0, 50)) {
+      const frame = writer.encode(v)
+      expect(frame.readUInt32LE(0)).toBe(0xfd2fb528)
+      // Frame_Header_Descriptor: Dictionary_ID_Flag (bits 0-1) is 0, Single_Segment set.
+      expect((frame[4] as number) & 3).toBe(0)
+      expect(createCodec('zstd', { dictionary: dict }).decode(frame).equals(v)).toBe(true)
+    }
+    // So another dictionary in its place is refused by its checksum, before any value is read.
+    const dir = tmp.fresh()
+    const entry = await writeDictionary(dir, dict)
+    writeFileSync(join(dir, entry.name), trainZstdDictionary(samples(9, 4000), 16 << 10) as Buffer)
+    await expect(readDictionary(dir, entry)).rejects.toMatchObject({ code: 'RO_CHECKSUM_MISMATCH' })
+  })
+
+  test('a damaged frame, or one read without its dictionary, is RO_CORRUPT, never a wrong value', () => {
     const writer = createCodec('zstd', { dictionary: dict, forEncode: true })
     const frame = writer.encode(values[3] as Buffer)
-    const other = trainZstdDictionary(samples(9, 4000), 16 << 10) as Buffer
-    expect(() => createCodec('zstd', { dictionary: other }).decode(frame)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
     expect(() => createCodec('zstd').decode(frame)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
     const reader = createCodec('zstd', { dictionary: dict })
     let wrong = 0
