@@ -9,6 +9,7 @@
         "native/hash/crc32.c",
         "native/io/drop-behind.c",
         "native/io/durable-file.c",
+        "native/io/job-priority.c",
         "native/lookup/index-scan.c",
         "native/lookup/lookup.c",
         "native/lookup/lookup-napi.c",

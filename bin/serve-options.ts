@@ -1,3 +1,4 @@
+import { JOB_PRIORITIES } from '../common/job-priority'
 import { availableParallelism } from 'node:os'
 import type { Argv } from 'yargs'
 import { PRELOADS } from '../formats/store/read/store-reader-api'
@@ -148,6 +149,14 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
     default: 'fast',
     describe:
       'how HTTP key reads are served: fast (GETs of keys and multi-gets parsed from the bytes, everything else handed to node:http) or node (node:http for every request); docs/SERVING.md',
+  },
+  {
+    name: 'job-priority',
+    kind: 'string',
+    choices: JOB_PRIORITIES,
+    default: 'low',
+    describe:
+      "the priority of the node's jobs (fetch, verify, install, patch rebuilds) beside its reads: low (nice 10 and the idle I/O class for their threads) or normal; docs/SERVING.md",
   },
   { name: 'resp-default-store', kind: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' },
   { name: 'resp-max-clients', kind: 'integer', describe: 'open RESP connections at most (default 10000)' },

@@ -1,3 +1,4 @@
+import type { JobPriority } from '../common/job-priority'
 import { readFile } from 'node:fs/promises'
 import { errorMessage, StoreError } from '../common/errors'
 import type { Preload } from '../formats/store/read/store-reader-api'
@@ -41,6 +42,7 @@ export interface ServeArgs {
   'read-token'?: string
   preload?: Preload
   'http-read-path'?: HttpReadPath
+  'job-priority'?: JobPriority
   'read-token-file'?: string
   'metrics-token'?: string
   'metrics-token-file'?: string
@@ -132,6 +134,7 @@ export async function nodeOptionsOf(argv: ServeArgs): Promise<Omit<NodeOptions, 
     metricsToken: await token(argv['metrics-token'], argv['metrics-token-file'], 'ROSTORE_METRICS_TOKEN'),
     preload: argv.preload,
     httpReadPath: argv['http-read-path'],
+    jobPriority: argv['job-priority'],
     resp: {
       port: argv['resp-port'],
       defaultStore: argv['resp-default-store'],

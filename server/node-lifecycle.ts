@@ -1,3 +1,4 @@
+import { JOB_PRIORITY_ENV, lowerThreadPriorities } from '../common/job-priority'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import { AdminAuth, ReadAuth, warnAboutAuth } from './auth'
@@ -28,6 +29,20 @@ export function nodeBasics(opts: NodeOptions): NodeBasics {
   const readAuth = new ReadAuth(opts.readToken, auth)
   warnAboutAuth(auth, opts.adminToken, log)
   return { events, log, auth, readAuth }
+}
+
+/**
+ * Runs the node's jobs at its `--job-priority` (common/job-priority.ts). A supervisor serves
+ * no reads, so every thread of it but the main one (which forks the serving workers, who
+ * would inherit its priority for good) is lowered; in a single-process node the pool's
+ * threads also serve cold reads, so only the job worker threads lower themselves.
+ */
+export function applyJobPriority(setup: NodeSetup, log: Logger, kind: 'supervisor' | 'single'): void {
+  if (setup.jobPriority !== 'low') return
+  process.env[JOB_PRIORITY_ENV] = 'low'
+  const change = kind === 'supervisor' ? lowerThreadPriorities('others') : undefined
+  if (change?.error !== undefined) log.warn('job-priority-unchanged', { reason: change.error })
+  else log.info('job-priority', { priority: 'low', threads: change?.threads ?? 0, ioClass: change?.io === true ? 'idle' : 'unchanged' })
 }
 
 /**

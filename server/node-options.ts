@@ -1,3 +1,4 @@
+import { JOB_PRIORITIES, type JobPriority } from '../common/job-priority'
 import { StoreError } from '../common/errors'
 import { loadCluster, type Cluster, type NodeTls } from '../cluster/cluster'
 import type { AddressBook } from '../cluster/address-book'
@@ -108,6 +109,11 @@ export interface NodeOptions {
    * (server/http/fast-host.ts), or 'node', node:http for every request. HTTPS is always 'node'.
    */
   readonly httpReadPath?: HttpReadPath
+  /**
+   * The priority of the node's jobs beside its reads (common/job-priority.ts): 'low' (the
+   * default) or 'normal'.
+   */
+  readonly jobPriority?: JobPriority
   /** Test seams (single-process nodes only). */
   readonly openReader?: OpenReader
   readonly verify?: VerifyDir
@@ -131,6 +137,7 @@ export interface NodeSetup {
   readonly streamMaxBytesPerSec: number
   readonly preload: Preload
   readonly httpReadPath: HttpReadPath
+  readonly jobPriority: JobPriority
 }
 
 /** The HTTP read paths a node can serve with (`--http-read-path`). */
@@ -174,6 +181,10 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
   if (!HTTP_READ_PATHS.includes(httpReadPath)) {
     throw new StoreError('RO_BAD_OPTION', `--http-read-path must be one of ${HTTP_READ_PATHS.join(', ')}, got ${String(httpReadPath)}`)
   }
+  const jobPriority = opts.jobPriority ?? 'low'
+  if (!JOB_PRIORITIES.includes(jobPriority)) {
+    throw new StoreError('RO_BAD_OPTION', `--job-priority must be one of ${JOB_PRIORITIES.join(', ')}, got ${String(jobPriority)}`)
+  }
   const limits = readLimits({
     maxResponseBytes: opts.maxResponseBytes,
     sendTimeoutMs: opts.sendTimeoutMs,
@@ -199,5 +210,6 @@ export async function resolveNodeSetup(opts: NodeOptions): Promise<NodeSetup> {
     streamMaxBytesPerSec,
     preload,
     httpReadPath,
+    jobPriority,
   }
 }

@@ -7,7 +7,7 @@ import { NodeMetrics } from './metrics'
 import type { RunningNode } from './running-node'
 import type { NodeOptions, NodeSetup } from './node-options'
 import { startLoopResp } from './node-resp'
-import { announceListening, nodeBasics, nodeClose } from './node-lifecycle'
+import { announceListening, applyJobPriority, nodeBasics, nodeClose } from './node-lifecycle'
 import { createRequestHandler } from './http/request-handler'
 import { RequestBudget } from './http/request-budget'
 import { loadTlsFiles, reloadTls } from './tls'
@@ -25,6 +25,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   const dd = dataDir
   const control = createControlServices(opts, setup, dd, metrics, log, events)
   const { jobs } = control
+  applyJobPriority(setup, log, 'single')
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }

@@ -13,7 +13,7 @@ import { NodeMetrics } from '../metrics'
 import type { RunningNode } from '../running-node'
 import type { NodeOptions, NodeSetup } from '../node-options'
 import { createRequestHandler } from '../http/request-handler'
-import { announceListening, nodeBasics, nodeClose } from '../node-lifecycle'
+import { announceListening, applyJobPriority, nodeBasics, nodeClose } from '../node-lifecycle'
 import type { RespServerOptions } from '../resp/resp-context'
 import { loadTlsFiles } from '../tls'
 import { FanoutMirror } from './fanout-mirror'
@@ -118,6 +118,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     // A worker forked later gets the book in its config (the book serializes its current nodes).
     services.nodeLearning.onLearned((book) => pool?.call({ op: 'nodes', nodes: book.nodes.map(addressOf) }) ?? Promise.resolve())
     bound = await pool.start()
+    applyJobPriority(setup, log, 'supervisor')
   } catch (err) {
     control.close()
     await dd.close()

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { errorMessage, isStoreError } from '../../../common/errors'
+import { lowerIfJobThread } from '../../../common/job-priority'
 import { applyPatch } from './patch-apply'
 import type { PatchThreadData, PatchThreadMessage } from './patch-worker'
 
@@ -8,6 +9,7 @@ import type { PatchThreadData, PatchThreadMessage } from './patch-worker'
  * tokens asked of the parent one request at a time, answered with one message; the parent
  * then ends the thread.
  */
+lowerIfJobThread()
 const port = parentPort
 if (port === null) throw new Error('patch-thread.js runs as a worker thread')
 const send = (m: PatchThreadMessage): void => port.postMessage(m)

@@ -20,6 +20,7 @@ export type StoreOps = Omit<
   | 'writeFileDurably'
   | 'writeBehind'
   | 'dropRange'
+  | 'lowerThreadPriorities'
 >
 
 /** The addon's functions, or undefined when it is not available (see common/native.ts). */

@@ -1,11 +1,13 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { errorMessage, isStoreError } from '../../../common/errors'
+import { lowerIfJobThread } from '../../../common/job-priority'
 import { verifyStore } from './verify'
 
 /**
  * Worker-thread entry of verifyStoreOffThread (verify-worker.ts): one full verify of the
  * directory in workerData, answered with one message.
  */
+lowerIfJobThread()
 const { dir, dropBehind } = workerData as { dir: string; dropBehind: boolean }
 verifyStore(dir, { dropBehind }).then(
   (report) => parentPort?.postMessage({ ok: true, report }),
