@@ -141,6 +141,7 @@ test('every setting of the file reaches the node options', async () => {
     'resp-port': (o) => o.resp?.port,
     preload: (o) => o.preload,
     'http-read-path': (o) => o.httpReadPath,
+    'job-priority': (o) => o.jobPriority,
     'resp-default-store': (o) => o.resp?.defaultStore,
     'resp-max-clients': (o) => o.resp?.maxClients,
     'resp-idle-timeout-ms': (o) => o.resp?.idleTimeoutMs,
