@@ -13,7 +13,8 @@ import { StoreClient } from '../../client/store-client'
 import { ABSENT_FRACTION, keyOf, valueOf } from '../kit/data'
 import { runTimed } from '../kit/system'
 
-export type ClientKind = 'store-client' | 'ioredis'
+/** 'ioredis-pipelined': ioredis with enableAutoPipelining (the commands of one tick in one write). */
+export type ClientKind = 'store-client' | 'ioredis' | 'ioredis-pipelined'
 
 export interface ClientGetsJob {
   readonly kind: ClientKind
@@ -61,8 +62,15 @@ interface Getter {
 }
 
 async function openGetter(job: ClientGetsJob): Promise<Getter> {
-  if (job.kind === 'ioredis') {
-    const r = new Redis({ host: job.host, port: job.respPort, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1 })
+  if (job.kind !== 'store-client') {
+    const r = new Redis({
+      host: job.host,
+      port: job.respPort,
+      lazyConnect: true,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 1,
+      enableAutoPipelining: job.kind === 'ioredis-pipelined',
+    })
     await r.connect()
     // getBuffer: the same GET, answered as bytes like StoreClient.get (no UTF-8 decode).
     return { transport: 'resp', get: (k) => r.getBuffer(k), close: () => r.disconnect() }

@@ -208,7 +208,8 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
       `the generator was the limit); server µs/req = the server's CPU per request, whichever side was the limit. ` +
       `The client table: ${CONNECTIONS} concurrent \`await get(key)\` loops on one client in a Node child pinned to core ${CLIENT_CPU} ` +
       '(bench/load/client-gets.ts): `StoreClient` with its default transport, and ioredis `getBuffer` (GET answered as bytes, like ' +
-      "StoreClient's) on the same node's RESP port; client µs/get = the child's CPU (process.cpuUsage) per get over the timed phase.",
+      "StoreClient's) on the same node's RESP port, at its defaults (a write per command) and with `enableAutoPipelining`; " +
+      "client µs/get = the child's CPU (process.cpuUsage) per get over the timed phase, server µs/get = the node's CPU over the child's run ÷ its gets.",
   ]
   const goals: GoalRow[] = []
   const wrkMissing = await ensureWrk()

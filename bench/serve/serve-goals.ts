@@ -40,7 +40,7 @@ export function serveGoals(shape: string, r: ServeGoalRows): GoalRow[] {
       'serve-http-vs-resp-cpu',
       `HTTP GET server CPU per request vs RESP GET's, same node, ${shape}`,
       '≤ 1.5×',
-      both(httpUs, respUs) ? `${fmt(httpUs / respUs, 2)}× (${fmt(httpUs, 1)} vs ${fmt(respUs, 1)} µs)` : 'not run',
+      both(httpUs, respUs) ? `${fmt(httpUs / respUs, 3)}× (${fmt(httpUs)} vs ${fmt(respUs)} µs)` : 'not run',
       both(httpUs, respUs) ? httpUs <= 1.5 * respUs : undefined,
     ),
     goal(
@@ -55,7 +55,7 @@ export function serveGoals(shape: string, r: ServeGoalRows): GoalRow[] {
       `Single-get p99 at half of peak load vs Redis's p99 at the same rate, ${shape}`,
       '≤ 2×',
       both(p99, rdP99)
-        ? `${fmt(p99 / rdP99, 2)}× (${fmt(p99)} vs ${fmt(rdP99)} ms at ${fmt(med(r.half.rps))} / ${fmt(med(r.redisHalf.rps))} req/s)`
+        ? `${fmt(p99 / rdP99, 3)}× (${fmt(p99)} vs ${fmt(rdP99)} ms at ${fmt(med(r.half.rps))} / ${fmt(med(r.redisHalf.rps))} req/s)`
         : notRun,
       both(p99, rdP99) ? p99 <= 2 * rdP99 : undefined,
     ),

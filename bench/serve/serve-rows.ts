@@ -50,7 +50,7 @@ export function rowCells(r: Row, skip?: string): string[] {
     fmt(summarize(r.p50).median),
     fmt(summarize(r.p99).median),
     fmt(summarize(r.cpu).median, 2),
-    fmt(serverUsPerReq(r), 1),
+    fmt(serverUsPerReq(r), 3),
     fmt(summarize(r.clientCpu).median, 2),
   ]
 }

@@ -41,6 +41,7 @@ export class SameNodeReads {
   readonly respGet = emptyRow(`rostore serve, RESP: GET (redis-benchmark, ${CONNECTIONS} connections)`)
   readonly storeClient = clientRow(`rostore StoreClient.get, default transport, ${CONNECTIONS} concurrent gets`, 'store-client')
   readonly ioredis = clientRow(`ioredis getBuffer on the node's RESP port, ${CONNECTIONS} concurrent gets`, 'ioredis')
+  readonly ioredisPipelined = clientRow(`ioredis getBuffer, enableAutoPipelining, ${CONNECTIONS} concurrent gets`, 'ioredis-pipelined')
   private nGet: number | undefined
   /** Why the RESP GET row did not run (redis-benchmark missing). */
   respSkip: string | undefined
@@ -84,7 +85,7 @@ export class SameNodeReads {
 
   /** One run of each client, StoreClient first. */
   async clientRuns(): Promise<void> {
-    for (const row of [this.storeClient, this.ioredis]) {
+    for (const row of [this.storeClient, this.ioredis, this.ioredisPipelined]) {
       const job: ClientGetsJob = {
         kind: row.kind,
         host: '127.0.0.1',
@@ -128,19 +129,19 @@ export class SameNodeReads {
             m(r.p50),
             m(r.p99),
             m(r.clientCpu, 2),
-            m(r.clientUs, 1),
-            m(r.serverUs, 1),
+            m(r.clientUs),
+            m(r.serverUs),
           ]
     const head = ['client / request', 'gets/s', 'spread', 'p50 ms', 'p99 ms', 'client CPU', 'client µs/get', 'server µs/get']
-    const table = mdTable(head, [cells(this.storeClient), cells(this.ioredis)])
-    const a = summarize(this.storeClient.rps).median
-    const b = summarize(this.ioredis.rps).median
-    const ca = summarize(this.storeClient.clientUs).median
-    const cb = summarize(this.ioredis.clientUs).median
-    if (!Number.isFinite(a) || !Number.isFinite(b)) return table
-    return (
-      `${table}\n\nStoreClient ÷ ioredis, same node: gets/s ${fmt(a / b, 2)}×, client CPU per get ${fmt(ca / cb, 2)}× ` +
-      `(${fmt(ca, 1)} vs ${fmt(cb, 1)} µs).`
-    )
+    const table = mdTable(head, [cells(this.storeClient), cells(this.ioredis), cells(this.ioredisPipelined)])
+    const med = (xs: readonly number[]): number => summarize(xs).median
+    const ratio = (other: ClientRow, name: string): string | undefined => {
+      const [a, b] = [med(this.storeClient.rps), med(other.rps)]
+      const [ca, cb] = [med(this.storeClient.clientUs), med(other.clientUs)]
+      if (!Number.isFinite(a) || !Number.isFinite(b)) return undefined
+      return `÷ ${name}: gets/s ${fmt(a / b, 2)}×, client CPU per get ${fmt(ca / cb, 2)}× (${fmt(ca)} vs ${fmt(cb)} µs)`
+    }
+    const ratios = [ratio(this.ioredis, 'ioredis'), ratio(this.ioredisPipelined, 'ioredis with auto-pipelining')].filter((x) => x)
+    return ratios.length ? `${table}\n\nStoreClient, same node, ${ratios.join('; ')}.` : table
   }
 }
