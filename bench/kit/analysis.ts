@@ -263,6 +263,15 @@ rerun on a quiet one. HTTP/2: a bare node:http2 h2c server answering a 100-byte 
 26 µs of server CPU per request, one client session with 50 streams in flight: more than the fast HTTP/1.1 path with the whole
 read, so HTTP/2 was not implemented.`,
 
+  'serve-http-vs-resp-cpu': `Both rows come from one node process in one run (the fast HTTP read path and the RESP port of the
+same node, the same keys, 50 connections each), so the machine's load moves both; "server µs/req" is the node's CPU over the
+requests of each row. The HTTP side is server/http/fast-*.ts, the RESP side server/resp/: the difference left is the HTTP
+framing (request line and headers parsed, a status line and headers written per answer) on top of the same lookup. ${CONTENTION}`,
+
+  'serve-p99-vs-redis': `Redis is paced at the same target rate as rostore's paced row (half of rostore's HTTP GET peak), by the
+same C generator over RESP, right after rostore in the same run: see the "serve-p99" entry for what sets the node's tail. A
+ratio far above 2 with Redis's own p99 in milliseconds means the machine's stalls set both; rerun on a quiet machine. ${CONTENTION}`,
+
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
 with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
 isolate per worker thread. That leaves ~40 MB of the 150 MB headroom, while the budget only sizes the workers' sort buffers

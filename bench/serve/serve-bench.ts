@@ -15,16 +15,20 @@ import { existsSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { decodeValues, encodeKeys } from '../../formats/wire/multiget'
-import { ABSENT_FRACTION, ensureDataset, ensureDir, keyOf, valueOf, workRoot, type Dataset } from '../kit/data'
+import { ABSENT_FRACTION, ensureDataset, keyOf, valueOf, type Dataset } from '../kit/data'
 import type { LoadJob, LoadResult } from '../load/load-client'
 import { runPacedLoad } from '../load/paced-load'
-import { ensureRedis, ensureRespInput, redisBenchmark, RedisServer, type RedisBenchResult } from '../peers/redis'
-import { goal, type BenchContext, type GoalRow, type Section } from '../kit/report'
+import type { BenchContext, GoalRow, Section } from '../kit/report'
 import { runRespBench } from './resp-bench'
+import { verifyResp } from './resp-rows'
+import { serveGoals } from './serve-goals'
+import { emptyRow, rowCells, SERVE_HEAD, type Row } from './serve-rows'
+import { redisServing } from './serve-redis'
+import { SameNodeReads } from './serve-same-node'
 import { SERVER_CPU, ServeProcess, serveDataDir } from './serve-process'
 import { artifactDir, STORE } from '../kit/rostore'
-import { fmt, fmtRatio, fmtSpread, mdTable, summarize } from '../kit/stats'
-import { duBytes, log, memoryOf, runTimed } from '../kit/system'
+import { fmt, fmtRatio, mdTable, summarize } from '../kit/stats'
+import { duBytes, freePort, log, memoryOf, runTimed } from '../kit/system'
 import { ensureWrk, runWrk } from '../load/wrk'
 
 const CONNECTIONS = 50
@@ -81,33 +85,22 @@ async function load(job: LoadJob): Promise<LoadResult & { clientCpu: number }> {
   return { ...r, clientCpu: (t.userSecs + t.sysSecs) / r.secs }
 }
 
-interface Row {
-  readonly label: string
-  readonly rps: number[]
-  readonly keysPerSec: number[]
-  readonly p50: number[]
-  readonly p99: number[]
-  readonly cpu: number[]
-  readonly clientCpu: number[]
-  readonly note?: string
-  readonly error?: string
-}
-
-function emptyRow(label: string, error?: string, note?: string): Row {
-  return { label, rps: [], keysPerSec: [], p50: [], p99: [], cpu: [], clientCpu: [], error, note }
-}
-
 interface RostoreServing {
   readonly get: Row
   readonly half: Row
   readonly multi: Row
+  /** The fast-path node's RESP GET and client rows (the same process as its HTTP rows). */
+  readonly same?: SameNodeReads
+  /** Requests/s of the paced row: half the median peak of the GET row. */
+  readonly pacedRate?: number
   readonly rss?: { rss: number; hwm: number; dataBytes: number; indexBytes: number }
   readonly error?: string
 }
 
 /**
- * `readPath` is the node's --http-read-path: 'fast' (the default) gets every row, 'node'
- * (node:http for every request, the path before the fast one) the peak rows only.
+ * `readPath` is the node's --http-read-path: 'fast' (the default) gets every row, the RESP
+ * and client rows of the same process included; 'node' (node:http for every request, the
+ * path before the fast one) the peak rows only.
  */
 async function rostoreServing(
   ctx: BenchContext,
@@ -124,9 +117,17 @@ async function rostoreServing(
   const nodeDir = join(artifactDir(ds, 'rostore-served'), 'out', 'node-0')
   const { dataDir, cluster } = await serveDataDir(ds, 'serve')
   let node: ServeProcess | undefined
+  let same: SameNodeReads | undefined
+  let pacedRate: number | undefined
   try {
-    node = await ServeProcess.start(dataDir, cluster, { extraArgs: ['--http-read-path', readPath] })
+    const respPort = readPath === 'fast' ? await freePort() : undefined
+    const respArgs = respPort === undefined ? [] : ['--resp-port', String(respPort), '--resp-default-store', STORE]
+    node = await ServeProcess.start(dataDir, cluster, { extraArgs: ['--http-read-path', readPath, ...respArgs] })
     await verifyNode(node.port, ds)
+    if (respPort !== undefined) {
+      await verifyResp(respPort, ds)
+      same = new SameNodeReads(node, respPort, ds, { quick: ctx.quick, duration, seed: ctx.seed })
+    }
     const base = { port: node.port, store: STORE, records: ds.shape.records, seed: ctx.seed, batch: BATCH, connections: CONNECTIONS }
     await load({ ...base, mode: 'get', durationSec: 1 }) // warm-up
     const measure = async (row: Row, job: LoadJob): Promise<void> => {
@@ -164,16 +165,20 @@ async function rostoreServing(
     for (let i = 0; i < ctx.runs; i++) {
       await measure(get, { ...base, mode: 'get', durationSec: duration })
       await measure(multi, { ...base, mode: 'multiget', durationSec: duration })
+      await same?.respGetRun()
     }
-    const peak = summarize(get.rps).median
+    for (let i = 0; i < (same ? ctx.runs : 0); i++) await same?.clientRuns()
+    pacedRate = Math.max(1, Math.floor(summarize(get.rps).median / 2))
     for (let i = 0; i < (readPath === 'node' ? 0 : ctx.quick ? 1 : ctx.runs); i++)
-      await measure(half, { ...base, mode: 'get', durationSec: duration, overallRate: Math.max(1, Math.floor(peak / 2)) })
+      await measure(half, { ...base, mode: 'get', durationSec: duration, overallRate: pacedRate })
     const mem = memoryOf(node.pid)
     const files = ['0.data', '0.index'].map((f) => join(nodeDir, f))
     return {
       get,
       half,
       multi,
+      same,
+      pacedRate,
       rss: {
         ...mem,
         dataBytes: existsSync(files[0] as string) ? duBytes(files[0] as string) : NaN,
@@ -183,85 +188,10 @@ async function rostoreServing(
   } catch (err) {
     const msg = (err as Error).message.split('\n').slice(0, 6).join(' / ').slice(0, 500)
     log(`serve ${ds.shape.name}: rostore failed: ${msg}`)
-    return { get, half, multi, error: msg }
+    return { get, half, multi, same, pacedRate, error: msg }
   } finally {
     await node?.stop()
   }
-}
-
-interface RedisServing {
-  readonly get: Row
-  readonly mget: Row
-  readonly memory?: { rss: number; used: number }
-  readonly loadSecs?: number
-  readonly skip?: string
-}
-
-async function redisServing(ctx: BenchContext, ds: Dataset, duration: number): Promise<RedisServing> {
-  const get = emptyRow('Redis: redis-benchmark GET')
-  const mget = emptyRow(`Redis: redis-benchmark MGET of ${BATCH} keys`)
-  const missing = await ensureRedis()
-  if (missing) return { get, mget, skip: missing }
-  const dir = ensureDir(join(workRoot(), 'serve', 'redis'))
-  const resp = ensureRespInput(ds)
-  let server: RedisServer | undefined
-  try {
-    server = await RedisServer.start(dir, SERVER_CPU)
-    const loaded = await server.load(resp)
-    if (loaded.keys !== ds.shape.records) throw new Error(`Redis holds ${loaded.keys} keys after loading ${ds.shape.records}`)
-    log(`serve ${ds.shape.name}: Redis loaded in ${loaded.secs.toFixed(1)} s`)
-    const keyspace = Math.round(ds.shape.records / (1 - ABSENT_FRACTION))
-    const getCmd = ['GET', '__rand_int__']
-    const mgetCmd = ['MGET', ...Array.from({ length: BATCH }, () => '__rand_int__')]
-    const bench = (cmd: readonly string[], requests: number): Promise<RedisBenchResult> =>
-      redisBenchmark(server!, cmd, { requests, clients: CONNECTIONS, keyspace, cpu: CLIENT_CPU, timeoutMs: (duration * 5 + 120) * 1000 })
-    // Calibrate the request count so one run lasts about `duration` seconds.
-    const calGet = await bench(getCmd, ctx.quick ? 10_000 : 20_000)
-    const calMget = await bench(mgetCmd, ctx.quick ? 500 : 1_000)
-    const nGet = Math.max(10_000, Math.min(50_000_000, Math.round(calGet.rps * duration)))
-    const nMget = Math.max(1_000, Math.min(5_000_000, Math.round(calMget.rps * duration)))
-    const push = (row: Row, r: RedisBenchResult, batch: number): void => {
-      row.rps.push(r.rps)
-      row.keysPerSec.push(r.rps * batch)
-      row.p50.push(r.p50Ms)
-      row.p99.push(r.p99Ms)
-      row.cpu.push(r.serverCpu)
-      row.clientCpu.push(r.clientCpu)
-      log(
-        `serve ${ds.shape.name} ${row.label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, server CPU ${r.serverCpu.toFixed(2)}, client CPU ${r.clientCpu.toFixed(2)}`,
-      )
-    }
-    for (let i = 0; i < ctx.runs; i++) {
-      push(get, await bench(getCmd, nGet), 1)
-      push(mget, await bench(mgetCmd, nMget), BATCH)
-    }
-    return { get, mget, memory: { rss: server.rssBytes(), used: await server.usedMemory() }, loadSecs: loaded.secs }
-  } catch (err) {
-    const msg = (err as Error).message.split('\n').slice(0, 6).join(' / ').slice(0, 500)
-    log(`serve ${ds.shape.name}: Redis failed: ${msg}`)
-    return { get: { ...get, error: msg }, mget: { ...mget, error: msg } }
-  } finally {
-    server?.stop()
-  }
-}
-
-function rowCells(r: Row, skip?: string): string[] {
-  if (skip) return [r.label, `not run: ${skip}`, '', '', '', '', '', '', '']
-  if (r.rps.length === 0) return [r.label, `not run: ${r.error ?? 'no result'}`, '', '', '', '', '', '', '']
-  const rps = summarize(r.rps)
-  // CPU-seconds per wall second over requests per wall second, run by run.
-  const usPerReq = r.cpu.map((cpu, i) => (cpu / (r.rps[i] as number)) * 1e6)
-  return [
-    r.label,
-    fmt(rps.median),
-    fmtSpread(rps),
-    fmt(summarize(r.keysPerSec).median),
-    fmt(summarize(r.p50).median),
-    fmt(summarize(r.p99).median),
-    fmt(summarize(r.cpu).median, 2),
-    fmt(summarize(usPerReq).median, 1),
-    fmt(summarize(r.clientCpu).median, 2),
-  ]
 }
 
 export async function runServeBench(ctx: BenchContext): Promise<Section> {
@@ -269,14 +199,17 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
   const parts: string[] = [
     `Server pinned to core ${SERVER_CPU}, load generator to core ${CLIENT_CPU}; ${CONNECTIONS} keep-alive connections, no pipelining; ` +
       `uniform keys with 10% absent. ${ctx.runs} runs of ${duration} s per row (after a warm-up); medians, spread = ±half the range. ` +
-      `Peak rows of rostore are driven by wrk (C, one thread; bench/load/wrk.ts), as Redis is by redis-benchmark (C). Redis: redis-benchmark ` +
-      `(\`-c ${CONNECTIONS} -r ${Math.round((1 / (1 - ABSENT_FRACTION)) * 100) / 100}N\`, same 12-digit keys). The paced row sends GETs evenly spaced at half ` +
-      `the median peak of the GET row, open loop, latency counted from each request's due time, like wrk2 (bench/tools/paced-load.c, C, ` +
-      `built on first use; bench/load/paced-client.ts in Node where no compiler works: its own pauses then set much of the p99). Server CPU = server CPU-seconds per wall second (1.0 = its core saturated), client CPU likewise for the load generator; ` +
-      `a client near 1.0 means the load generator was the limit (the server's number is then a lower bound); when neither is near 1.0, ` +
-      `other work on the machine took the cores (see the load average above). server µs/req = server CPU ÷ requests/s: the server's work per ` +
-      `request, whichever side was the limit. "rostore serve" rows use the fast HTTP read path (\`--http-read-path fast\`, the default); ` +
-      `"node:http" rows the same node with \`--http-read-path node\` (node:http for every request, as before the fast path).`,
+      `Peak HTTP rows are driven by wrk (C; bench/load/wrk.ts), RESP GET rows by redis-benchmark (C, \`-c ${CONNECTIONS} -r ` +
+      `${Math.round((1 / (1 - ABSENT_FRACTION)) * 100) / 100}N\`, same 12-digit keys). "rostore serve" rows, its RESP row and the client ` +
+      `table come from ONE node process (\`--http-read-path fast\`, the default, with \`--resp-port\`); "node:http" rows from a second ` +
+      `node with \`--http-read-path node\`. The paced rows send GETs evenly spaced at half the median peak of rostore's HTTP GET row, ` +
+      `Redis's at that same rate over RESP: open loop, latency counted from each request's due time, like wrk2 (bench/tools/paced-load.c). ` +
+      `Server CPU = server CPU-seconds per wall second (1.0 = its core saturated), client CPU likewise for the load generator (near 1.0: ` +
+      `the generator was the limit); server µs/req = the server's CPU per request, whichever side was the limit. ` +
+      `The client table: ${CONNECTIONS} concurrent \`await get(key)\` loops on one client in a Node child pinned to core ${CLIENT_CPU} ` +
+      '(bench/load/client-gets.ts): `StoreClient` with its default transport, and ioredis `getBuffer` (GET answered as bytes, like ' +
+      "StoreClient's) on the same node's RESP port, at its defaults (a write per command) and with `enableAutoPipelining`; " +
+      "client µs/get = the child's CPU (process.cpuUsage) per get over the timed phase, server µs/get = the node's CPU over the child's run ÷ its gets.",
   ]
   const goals: GoalRow[] = []
   const wrkMissing = await ensureWrk()
@@ -286,19 +219,21 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
     log(`serve bench: ${shape.name}`)
     const ro = await rostoreServing(ctx, ds, duration, wrkMissing === undefined, 'fast')
     const old = await rostoreServing(ctx, ds, duration, wrkMissing === undefined, 'node')
-    const rd = await redisServing(ctx, ds, duration)
+    const rd = await redisServing(ctx, ds, duration, ro.pacedRate)
+    const respGet = ro.same?.respGet ?? emptyRow('rostore serve, RESP: GET (redis-benchmark)')
     const rows = [
       rowCells(ro.get),
+      rowCells(respGet, ro.same?.respSkip),
       rowCells(ro.half),
       rowCells(ro.multi),
       rowCells(old.get),
       rowCells(old.multi),
       rowCells(rd.get, rd.skip),
+      rowCells(rd.half, rd.skip),
       rowCells(rd.mget, rd.skip),
     ]
-    parts.push(
-      `### ${shape.name}\n\n${mdTable(['system / request', 'requests/s', 'spread', 'keys/s', 'p50 ms', 'p99 ms', 'server CPU', 'server µs/req', 'client CPU'], rows)}`,
-    )
+    parts.push(`### ${shape.name}\n\n${mdTable(SERVE_HEAD, rows)}`)
+    if (ro.same) parts.push(ro.same.clientTable())
     const roMulti = summarize(ro.multi.keysPerSec).median
     const rdMulti = summarize(rd.mget.keysPerSec).median
     const roGet = summarize(ro.get.rps).median
@@ -323,27 +258,15 @@ export async function runServeBench(ctx: BenchContext): Promise<Section> {
     if (ro.error) parts.push(`rostore serving stopped early: ${ro.error}`)
     if (old.error) parts.push(`rostore serving (node:http) stopped early: ${old.error}`)
     goals.push(
-      goal(
-        'serve-multiget',
-        `Multi-get (100 keys) keys/s vs Redis MGET, one core each, ${shape.name}`,
-        '≥ 1.5×',
-        Number.isFinite(roMulti) && Number.isFinite(rdMulti)
-          ? `${fmtRatio(roMulti, rdMulti)} (${fmt(roMulti)} vs ${fmt(rdMulti)} keys/s)`
-          : rd.skip
-            ? `Redis not run: ${rd.skip}`
-            : 'not run',
-        Number.isFinite(roMulti) && Number.isFinite(rdMulti) ? roMulti >= 1.5 * rdMulti : undefined,
-      ),
-    )
-    const p99 = summarize(ro.half.p99).median
-    goals.push(
-      goal(
-        'serve-p99',
-        `Single-get p99 at half of peak load, ${shape.name}`,
-        '< 1 ms',
-        Number.isFinite(p99) ? `${fmt(p99)} ms at ${fmt(summarize(ro.half.rps).median)} req/s` : 'not run',
-        Number.isFinite(p99) ? p99 < 1 : undefined,
-      ),
+      ...serveGoals(shape.name, {
+        get: ro.get,
+        half: ro.half,
+        multi: ro.multi,
+        respGet,
+        redisMget: rd.mget,
+        redisHalf: rd.half,
+        redisSkip: rd.skip,
+      }),
     )
   }
   return { title: '3. Serving over loopback', markdown: parts.join('\n\n') + '\n', goals }
