@@ -1,6 +1,6 @@
 /**
  * Child of the 2c cold rows (compression-cold.ts): started inside its own memory cgroup
- * (the shell that execs it joined the cgroup first, so every page it reads is charged
+ * (v1 or v2; the shell that execs it joined the cgroup first, so every page it reads is charged
  * there), with the store's pages evicted. It opens the store, caps the cgroup at its own
  * memory plus the page cache the job allows, and runs the one-thread synchronous get loop
  * twice: right after the eviction, and after one sequential read of the data files filled
@@ -20,8 +20,9 @@ export interface ColdJob {
   readonly count: number
   readonly seconds: number
   readonly seed: number
-  /** The cgroup directory this process runs in (cgroup v1 memory controller). */
+  /** The cgroup directory this process runs in, and whether it is cgroup v2's (else v1's memory controller). */
   readonly cgroup: string
+  readonly v2: boolean
   /** Page cache allowed beside the process's own memory. */
   readonly cacheBytes: number
 }
@@ -47,7 +48,7 @@ export interface ColdResult {
 
 const cg = (job: ColdJob, file: string): string => readFileSync(join(job.cgroup, file), 'utf8')
 const readBytes = (): number => Number(/^read_bytes: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? NaN)
-const cgroupCache = (job: ColdJob): number => Number(/^cache (\d+)$/m.exec(cg(job, 'memory.stat'))?.[1] ?? NaN)
+const cgroupCache = (job: ColdJob): number => Number((job.v2 ? /^file (\d+)$/m : /^cache (\d+)$/m).exec(cg(job, 'memory.stat'))?.[1] ?? NaN)
 
 async function phase(job: ColdJob, r: StoreReader, keys: readonly string[]): Promise<ColdPhase> {
   const s0 = r.residency()
@@ -101,9 +102,9 @@ async function main(): Promise<ColdResult> {
   const warmKeys = keysOf(job.seed + 1)
   let r = await openStore(job.dir)
   ;(globalThis as { gc?: () => void }).gc?.()
-  const ownBytes = Number(cg(job, 'memory.usage_in_bytes'))
+  const ownBytes = Number(cg(job, job.v2 ? 'memory.current' : 'memory.usage_in_bytes'))
   const limitBytes = ownBytes + job.cacheBytes
-  writeFileSync(join(job.cgroup, 'memory.limit_in_bytes'), String(limitBytes))
+  writeFileSync(join(job.cgroup, job.v2 ? 'memory.max' : 'memory.limit_in_bytes'), String(limitBytes))
   try {
     const cold = await phase(job, r, coldKeys)
     readDataFiles(job.dir)

@@ -5,7 +5,7 @@
  * of the uncompressed store, its files evicted first. Right after the eviction, and in the
  * steady state after the cache was filled as far as the cgroup lets it.
  */
-import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { evictTree } from '../../testkit/stores/page-cache'
 import type { BenchContext } from '../kit/report'
@@ -14,27 +14,31 @@ import { log, runTimed } from '../kit/system'
 import type { CompressionExtra, KeptStore } from '../lookup/compression-bench'
 import type { ColdJob, ColdPhase, ColdResult } from './compression-cold-child'
 
-const MEMORY = '/sys/fs/cgroup/memory'
+const ROOT = '/sys/fs/cgroup'
 /** V8's young generation grows to 3 × 16 MiB under the gets' garbage by default: inside the cap, that growth would take the page cache's share. */
 const SEMI_SPACE_MB = 1
 
-/** A fresh cgroup for one child, or why none can be made here. */
-function makeCgroup(name: string): string | { readonly why: string } {
-  if (!existsSync(join(MEMORY, 'memory.limit_in_bytes'))) return { why: 'no cgroup v1 memory controller at /sys/fs/cgroup/memory' }
-  const dir = join(MEMORY, name)
+const hasMemory = (file: string): boolean => existsSync(file) && readFileSync(file, 'utf8').split(/\s+/).includes('memory')
+
+/** A fresh cgroup for one child (the v1 memory controller, else v2), or why none can be made here. */
+function makeCgroup(name: string): { readonly dir: string; readonly v2: boolean } | { readonly why: string } {
+  const v1 = existsSync(join(ROOT, 'memory', 'memory.limit_in_bytes'))
+  if (!v1 && !(hasMemory(join(ROOT, 'cgroup.controllers')) && hasMemory(join(ROOT, 'cgroup.subtree_control'))))
+    return { why: 'no cgroup memory controller (v1 at /sys/fs/cgroup/memory, or v2 with memory in /sys/fs/cgroup/cgroup.subtree_control)' }
+  const dir = v1 ? join(ROOT, 'memory', name) : join(ROOT, name)
   try {
     if (existsSync(dir)) rmdirSync(dir)
     mkdirSync(dir)
-    return dir
+    return { dir, v2: !v1 }
   } catch (err) {
     return { why: `cannot make ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }
   }
 }
 
-function removeCgroup(dir: string): void {
+function removeCgroup(dir: string, v2: boolean): void {
   try {
-    // Uncharges the page cache left behind, so the directory can go.
-    writeFileSync(join(dir, 'memory.force_empty'), '0')
+    // Uncharges the page cache left behind, so the directory can go (v2 moves it to the parent).
+    if (!v2) writeFileSync(join(dir, 'memory.force_empty'), '0')
     rmdirSync(dir)
   } catch {
     // left for the next run's makeCgroup
@@ -43,7 +47,7 @@ function removeCgroup(dir: string): void {
 
 async function runChild(ctx: BenchContext, s: KeptStore, cacheBytes: number): Promise<ColdResult | string> {
   const cgroup = makeCgroup(`rostore-bench-compression-cold-${s.id}`)
-  if (typeof cgroup !== 'string') return cgroup.why
+  if ('why' in cgroup) return cgroup.why
   try {
     evictTree(s.dir)
     const job: ColdJob = {
@@ -52,12 +56,13 @@ async function runChild(ctx: BenchContext, s: KeptStore, cacheBytes: number): Pr
       count: ctx.quick ? 20_000 : 60_000,
       seconds: ctx.quick ? 10 : 20,
       seed: ctx.seed,
-      cgroup,
+      cgroup: cgroup.dir,
+      v2: cgroup.v2,
       cacheBytes,
     }
     // The shell joins the cgroup and then becomes node: everything node reads is charged there.
     const child = join(__dirname, 'compression-cold-child.js')
-    const script = `echo $$ > ${join(cgroup, 'cgroup.procs')} && exec "$0" "$@"`
+    const script = `echo $$ > ${join(cgroup.dir, 'cgroup.procs')} && exec "$0" "$@"`
     const t = await runTimed(
       'sh',
       ['-c', script, process.execPath, '--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MB}`, child, JSON.stringify(job)],
@@ -65,7 +70,7 @@ async function runChild(ctx: BenchContext, s: KeptStore, cacheBytes: number): Pr
     )
     return JSON.parse(t.stdout.trim().split('\n').pop() as string) as ColdResult
   } finally {
-    removeCgroup(cgroup)
+    removeCgroup(cgroup.dir, cgroup.v2)
   }
 }
 
@@ -104,7 +109,7 @@ export const compressionColdRows: CompressionExtra = async (ctx, stores) => {
         rows,
       ),
       '',
-      `One thread, synchronous \`get\`, uniformly drawn present keys (at most ${fmt(ctx.quick ? 20_000 : 60_000, 0)} gets or ${ctx.quick ? 10 : 20} s per phase), in a child process in a cgroup v1 memory cgroup capped at the process's own memory once the store is open (${mib(none.ownBytes)} / ${mib(zd.ownBytes)} MiB) plus ${mib(cacheBytes)} MiB of page cache, a third of the uncompressed store (node with \`--max-semi-space-size=${SEMI_SPACE_MB}\`, so its young generation does not grow into that share); the store's files evicted before each child. "Cache filled": after one sequential read of the data files, other keys. Hit ratio: the reader's residency map (1 − cold reads ÷ lookups). zstd + dictionary ÷ uncompressed, gets/s: ${fmtRatio(zd.cold.perSec, none.cold.perSec)} after eviction, ${fmtRatio(zd.warm.perSec, none.warm.perSec)} with the cache filled.`,
+      `One thread, synchronous \`get\`, uniformly drawn present keys (at most ${fmt(ctx.quick ? 20_000 : 60_000, 0)} gets or ${ctx.quick ? 10 : 20} s per phase), in a child process in a memory cgroup capped at the process's own memory once the store is open (${mib(none.ownBytes)} / ${mib(zd.ownBytes)} MiB) plus ${mib(cacheBytes)} MiB of page cache, a third of the uncompressed store (node with \`--max-semi-space-size=${SEMI_SPACE_MB}\`, so its young generation does not grow into that share); the store's files evicted before each child. "Cache filled": after one sequential read of the data files, other keys. Hit ratio: the reader's residency map (1 − cold reads ÷ lookups). zstd + dictionary ÷ uncompressed, gets/s: ${fmtRatio(zd.cold.perSec, none.cold.perSec)} after eviction, ${fmtRatio(zd.warm.perSec, none.warm.perSec)} with the cache filled.`,
     ].join('\n'),
     goals: [],
   }

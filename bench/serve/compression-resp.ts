@@ -84,14 +84,14 @@ export const compressionRespRows: CompressionExtra = async (ctx: BenchContext, s
         nodes.map((n) => cells(n.row)),
       ),
       '',
-      `A node per store (\`rostore serve --workers 1 --resp-port P --resp-default-store ${STORE}\`, pinned to core 0), redis-benchmark GET of uniform keys of the store (all present) pinned to core 1, every key read once by MGETs first; median of ${ctx.runs} interleaved run(s). zstd + dictionary ÷ uncompressed, server µs per GET: ${fmt(x, 2)}×.`,
+      `A node per store (\`rostore serve --workers 1 --resp-port P --resp-default-store ${STORE}\`, pinned to core 0), redis-benchmark GET of uniform keys of the store (all present) pinned to core 1, every key read once by MGETs first; median of ${ctx.runs} interleaved run(s). zstd + dictionary ÷ uncompressed, server µs per GET: ${x.toFixed(2)}×.`,
     ].join('\n'),
     goals: [
       goal(
         'zstd-resp-cpu',
         'RESP GET server CPU, zstd + dictionary',
         '≤ 1.3× uncompressed',
-        `${fmt(x, 2)}× (${fmt(us(1), 1)} vs ${fmt(us(0), 1)} µs per GET)`,
+        `${x.toFixed(2)}× (${fmt(us(1), 1)} vs ${fmt(us(0), 1)} µs per GET)`,
         x <= 1.3,
       ),
     ],
