@@ -72,6 +72,8 @@ export const compressionRespRows: CompressionExtra = async (ctx: BenchContext, s
     return na(`stopped early: ${(err as Error).message.split('\n').slice(0, 3).join(' / ').slice(0, 300)}`)
   } finally {
     for (const n of nodes) await n.node.stop()
+    // The data directories hold links to the kept builds, which the section deletes.
+    for (const s of [stores.none, stores.zstdDict]) rmSync(join(root, `data-${s.id}`), { recursive: true, force: true })
   }
   const us = (i: number): number => summarize((nodes[i] as (typeof nodes)[number]).row.usPerReq).median
   const x = us(1) / us(0)
