@@ -22,6 +22,8 @@ import { REPLICATION_TITLE, runReplicationBench } from './build/replication-benc
 import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './kit/data'
 import { EXTERNALS, runExternal } from './kit/external'
 import { COMPRESSION_TITLE, runCompressionBench } from './lookup/compression-bench'
+import { compressionRespRows } from './serve/compression-resp'
+import { compressionColdRows } from './cold/compression-cold'
 import { runLookupBench } from './lookup/lookup-bench'
 import { runMemoryBench } from './lookup/memory-bench'
 import { errorText, notRunSection, type BenchContext, type GoalRow, type Section } from './kit/report'
@@ -269,7 +271,8 @@ async function main(): Promise<void> {
     else if (id === 'build') plan.push({ id, title: '1. Build', run: () => runBuildBench(ctx) })
     else if (id === 'replication') plan.push({ id, title: REPLICATION_TITLE, run: () => runReplicationBench(ctx) })
     else if (id === 'lookup') plan.push({ id, title: '2. In-process lookups (one thread)', run: () => runLookupBench(ctx) })
-    else if (id === 'compression') plan.push({ id, title: COMPRESSION_TITLE, run: () => runCompressionBench(ctx) })
+    else if (id === 'compression')
+      plan.push({ id, title: COMPRESSION_TITLE, run: () => runCompressionBench(ctx, [compressionRespRows, compressionColdRows]) })
     else if (id === 'serve') plan.push({ id, title: '3. Serving over loopback', run: () => runServeBench(ctx) })
     else if (id === 'resp') plan.push({ id, title: '3b. Serving over RESP (the Redis protocol)', run: () => runRespServeBench(ctx) })
     else if (id === 'memory') plan.push({ id, title: '5. Memory', run: () => runMemoryBench(ctx) })

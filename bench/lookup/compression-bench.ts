@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync, rmSync } from 'node:fs'
+import { createWriteStream, existsSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { buildStore } from '../../builder/engines/local/build-job'
@@ -10,13 +10,17 @@ import type { Compression } from '../../formats/store/layout/metadata'
 import { openStore } from '../../formats/store/read/store-reader'
 import { realisticValues } from '../../testkit/stores/realistic-values'
 import { ensureDir, keyOf, label, valueOf, workRoot } from '../kit/data'
-import { goal, notRunSection, type BenchContext, type Section } from '../kit/report'
+import { errorText, goal, notRunSection, type BenchContext, type GoalRow, type Section } from '../kit/report'
+import { LMDB_VARIANTS, measureLmdb } from './compression-lmdb'
 import { fmt, fmtRatio, mdTable, median } from '../kit/stats'
 
 /**
  * Value compression: store size, build time and in-process gets of each codec, on values
  * shaped like a recommendation store's (testkit/stores/realistic-values.ts) and on the suite's
- * uniform random 100-byte values, built and read in this process, one after the other.
+ * uniform random 100-byte values, built and read in this process, one after the other;
+ * lmdb-js's own compression on the realistic values; and the extras run.ts hands in (RESP
+ * and cold rows, which live in the folders allowed to start nodes and cgroups) on the kept
+ * uncompressed and zstd + dictionary builds of the realistic values.
  */
 export const COMPRESSION_TITLE = '2c. Value compression (zstd with a trained dictionary)'
 
@@ -35,6 +39,23 @@ const VARIANTS: readonly Variant[] = [
   { id: 'snappy', label: 'snappy', compression: 'snappy' },
 ]
 
+/** A realistic-values build kept for the extras: its directory (a reader or a node opens it). */
+export interface KeptStore {
+  readonly id: string
+  readonly label: string
+  readonly dir: string
+  /** Chunk files + dictionary. */
+  readonly bytes: number
+  readonly records: number
+  /** The value of record i (first records only: the generator is sequential). */
+  readonly value: (i: number) => Buffer
+}
+
+export type CompressionExtra = (
+  ctx: BenchContext,
+  stores: { readonly none: KeptStore; readonly zstdDict: KeptStore },
+) => Promise<{ readonly markdown: string; readonly goals: readonly GoalRow[] }>
+
 interface Measured {
   readonly bytes: number
   readonly buildSeconds: number
@@ -49,11 +70,17 @@ async function writeTsv(path: string, n: number, value: (i: number) => Buffer): 
   }
   out.end()
   await once(out, 'finish')
-  const { renameSync } = await import('node:fs')
   renameSync(`${path}.tmp`, path)
 }
 
-async function measure(ctx: BenchContext, input: string, dir: string, v: Variant, check: (i: number) => Buffer): Promise<Measured> {
+async function measure(
+  ctx: BenchContext,
+  input: string,
+  dir: string,
+  v: Variant,
+  check: (i: number) => Buffer,
+  keep?: string,
+): Promise<Measured> {
   const cluster = parseCluster({ name: 'bench', nodes: [{ id: 0, host: '127.0.0.1', port: 6999, partitions: [0] }] })
   const builds: number[] = []
   const rates: number[] = []
@@ -94,12 +121,15 @@ async function measure(ctx: BenchContext, input: string, dir: string, v: Variant
     } finally {
       reader.close()
     }
-    rmSync(out, { recursive: true, force: true })
+    if (keep !== undefined && run === ctx.runs - 1) {
+      rmSync(keep, { recursive: true, force: true })
+      renameSync(out, keep)
+    } else rmSync(out, { recursive: true, force: true })
   }
   return { bytes, buildSeconds: median(builds), getsPerSec: median(rates) }
 }
 
-export async function runCompressionBench(ctx: BenchContext): Promise<Section> {
+export async function runCompressionBench(ctx: BenchContext, extras: readonly CompressionExtra[] = []): Promise<Section> {
   if (!nativeFunctions()) return notRunSection(COMPRESSION_TITLE, 'zstd needs the native addon, which is not loaded')
   const dir = ensureDir(join(workRoot(), 'compression'))
   const realisticSeed = ctx.seed
@@ -125,15 +155,35 @@ export async function runCompressionBench(ctx: BenchContext): Promise<Section> {
   ]
   const parts: string[] = []
   const byData: Map<string, Measured>[] = []
-  for (const d of data) {
+  const kept = (id: string): string => join(dir, `kept-${id}`)
+  const lmdbRows: string[][] = []
+  const notes: string[] = []
+  for (const [k, d] of data.entries()) {
     const input = join(dir, d.file)
     // The realistic generator is sequential: the input is written in record order, once.
     const gen = realisticValues(realisticSeed)
     await writeTsv(input, ctx.records, d.file.startsWith('realistic') ? () => gen.next() : d.value())
     const results = new Map<string, Measured>()
-    for (const v of VARIANTS) results.set(v.id, await measure(ctx, input, dir, v, d.value()))
+    const keep = (v: Variant): string | undefined => (k === 0 && (v.id === 'none' || v.id === 'zstd-dict') ? kept(v.id) : undefined)
+    for (const v of VARIANTS) results.set(v.id, await measure(ctx, input, dir, v, d.value(), keep(v)))
     byData.push(results)
     const base = results.get('none') as Measured
+    if (k === 0) {
+      for (const lv of LMDB_VARIANTS) {
+        const r = await measureLmdb(input, dir, lv, ctx.records, ctx.seed, d.value())
+        if (typeof r === 'string') notes.push(`${lv.label} not run: ${r}.`)
+        else
+          lmdbRows.push([
+            lv.label,
+            fmt(r.bytes / 2 ** 20),
+            fmtRatio(r.bytes, base.bytes),
+            `(load ${fmt(r.loadSeconds)})`,
+            '',
+            Math.round(r.getsPerSec).toLocaleString('en-US'),
+            fmtRatio(r.getsPerSec, base.getsPerSec),
+          ])
+      }
+    }
     const rows = VARIANTS.map((v) => {
       const r = results.get(v.id) as Measured
       return [
@@ -149,17 +199,41 @@ export async function runCompressionBench(ctx: BenchContext): Promise<Section> {
     parts.push(
       `### ${d.name}`,
       '',
-      mdTable(['codec', 'store MiB', 'size ÷ none', 'build s', 'build ÷ none', 'gets/s (mmap, one thread)', 'gets ÷ none'], rows),
+      mdTable(
+        ['codec', 'store MiB', 'size ÷ none', 'build s', 'build ÷ none', 'gets/s (mmap, one thread)', 'gets ÷ none'],
+        [...rows, ...(k === 0 ? lmdbRows : [])],
+      ),
       '',
     )
   }
   parts.push(
-    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s). lmdb-js's own compression, RESP GET server CPU and cold reads on a store 3× the page cache were not measured in this section.`,
+    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s). LMDB rows: the same records loaded by asynchronous puts (lmdb-js compresses on its write thread: LZ4 with its built-in shared dictionary), store size = data.mdb, gets after one pass over the keys, one run.`,
     '',
   )
   const real = byData[0] as Map<string, Measured>
   const none = real.get('none') as Measured
   const zd = real.get('zstd-dict') as Measured
+  const keptStore = (id: string, label: string, m: Measured): KeptStore => ({
+    id,
+    label,
+    dir: kept(id),
+    bytes: m.bytes,
+    records: ctx.records,
+    value: realistic(),
+  })
+  const stores = { none: keptStore('none', 'uncompressed', none), zstdDict: keptStore('zstd-dict', 'zstd + dictionary', zd) }
+  const extraGoals: GoalRow[] = []
+  for (const extra of extras) {
+    try {
+      const r = await extra(ctx, stores)
+      parts.push(r.markdown, '')
+      extraGoals.push(...r.goals)
+    } catch (err) {
+      parts.push(`Rows not run: ${errorText(err)}`, '')
+    }
+  }
+  parts.push(...notes)
+  for (const id of ['none', 'zstd-dict']) rmSync(kept(id), { recursive: true, force: true })
   return {
     title: COMPRESSION_TITLE,
     markdown: parts.join('\n'),
@@ -185,7 +259,7 @@ export async function runCompressionBench(ctx: BenchContext): Promise<Section> {
         fmtRatio(zd.buildSeconds, none.buildSeconds),
         zd.buildSeconds <= 1.3 * none.buildSeconds,
       ),
-      goal('zstd-resp-cpu', 'RESP GET server CPU, zstd + dictionary', '≤ 1.3× uncompressed', 'not measured', undefined),
+      ...extraGoals,
     ],
   }
 }
