@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs'
+import { coldIoFor, UringFiles, type ColdIo } from './cold-io'
 import type { StoreOps } from './store-ops'
 
 /** How a reader treats records whose pages are not in memory (OpenOptions.coldReads). */
@@ -25,6 +26,8 @@ export interface ResidencyStats {
   /** Whether the index files are locked in memory (mlock), and why not when they are not. */
   readonly indexLocked: boolean
   readonly indexLockError: string
+  /** How cold records are read: the addon's io_uring, or the libuv pool (cold-io.ts). */
+  readonly io: ColdIo
 }
 
 /** Bytes per byte of a residency vector: the smallest page size rostore runs on (see track()). */
@@ -75,18 +78,25 @@ export class ResidencyMap {
   private indexLockError = ''
   private indexLocked = false
   private lastRefreshMs = 0
+  readonly io: ColdIo
+  private readonly uring: UringFiles | undefined
 
   constructor(
     private readonly ops: StoreOps,
     private readonly refreshMs: number,
-  ) {}
+  ) {
+    this.io = coldIoFor(ops)
+    const { openRandom, readRecords } = ops
+    this.uring = this.io === 'uring' && openRandom && readRecords ? new UringFiles({ openRandom, readRecords }) : undefined
+  }
 
   /**
    * A vector for one more data file (one byte per 4 KiB: on systems with larger pages the
    * addon indexes it by the real page size and uses a prefix), refreshed with the others.
    */
-  track(windows: readonly ArrayBufferLike[], size: number): Uint8Array {
+  track(windows: readonly ArrayBufferLike[], size: number, path: string): Uint8Array {
     const vec = new Uint8Array(Math.ceil(size / PAGE))
+    this.uring?.add(path, vec, size)
     this.files.push({ windows, vec })
     this.pairs.push([windows, vec])
     this.pageCount += vec.length
@@ -182,7 +192,8 @@ export class ResidencyMap {
     }
     let job: Promise<number>
     try {
-      job = this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n)
+      // A file the ring cannot open is warmed on the pool, as without a ring.
+      job = this.uring?.open(b.ranges) ? this.uring.read(b.ranges, n) : this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n)
     } catch (err) {
       // A refused call (no files left to read) is a failed warm-up, never a throw out of a timer.
       settle(err)
@@ -207,6 +218,7 @@ export class ResidencyMap {
       pagesRead: this.pagesRead,
       indexLocked: this.indexLocked,
       indexLockError: this.indexLockError,
+      io: this.io,
     }
   }
 
@@ -226,6 +238,7 @@ export class ResidencyMap {
     if (!this.closed || this.inFlight > 0) return
     this.files.length = 0
     this.pairs = []
+    this.uring?.close()
   }
 
   /**
@@ -305,5 +318,6 @@ export function mergeResidency(parts: readonly (ResidencyStats | undefined)[]): 
     pagesRead: known.reduce((n, p) => n + p.pagesRead, 0),
     indexLocked: known.every((p) => p.indexLocked),
     indexLockError: known.find((p) => p.indexLockError !== '')?.indexLockError ?? '',
+    io: known.every((p) => p.io === 'uring') ? 'uring' : 'pool',
   }
 }

@@ -20,7 +20,12 @@ export type StoreOps = Omit<
   | 'writeFileDurably'
   | 'writeBehind'
   | 'dropRange'
->
+  | 'uringProbe'
+  | 'openRandom'
+  | 'readRecords'
+> &
+  // The io_uring warm-up has no twin: without it a reader warms on the pool (cold-io.ts).
+  Partial<Pick<NativeFunctions, 'uringProbe' | 'openRandom' | 'readRecords'>>
 
 /** The addon's functions, or undefined when it is not available (see common/native.ts). */
 export function nativeStoreOps(): StoreOps | undefined {

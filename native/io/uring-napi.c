@@ -1,0 +1,157 @@
+/*
+ * The io_uring cold reads for JavaScript (uring-reads.h has the state and the engine):
+ *
+ *   uringProbe() -> 0 | errno                 sets up this thread's ring if not yet; why not
+ *   openRandom(path) -> fd | -errno           a data file opened for reads, POSIX_FADV_RANDOM
+ *   readRecords(files, ranges, count) -> Promise<number>     see uring-reads.c
+ *
+ * The state is the data pointer of the functions (one per environment: worker threads have
+ * their own); an async cleanup hook drains the ring and closes its handle when the
+ * environment goes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "io/uring-reads.h"
+#include "memory/residency.h"
+
+static napi_value read_records_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  void *data;
+  uint32_t file_count, count;
+  double *ranges;
+  size_t ranges_len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, &data) != napi_ok || argc < 3 || napi_get_array_length(env, argv[0], &file_count) != napi_ok ||
+      ro_get_f64_array(env, argv[1], &ranges, &ranges_len) != 0 || napi_get_value_uint32(env, argv[2], &count) != napi_ok ||
+      (size_t)count * 3 > ranges_len || file_count == 0)
+    return ro_throw_type(env, "readRecords(files: [fd, vec, size][], ranges: Float64Array, count)");
+  rr_state *s = data;
+  if (rr_ensure_ring(s) != 0) return ro_throw_type(env, "readRecords: no io_uring (uringProbe says why)");
+  rr_job *job = calloc(1, sizeof *job);
+  if (job == NULL) return ro_throw_type(env, "out of memory");
+  job->files = calloc(file_count, sizeof *job->files);
+  job->refs = calloc(file_count, sizeof *job->refs);
+  job->ops = calloc(count > 0 ? count : 1, sizeof *job->ops);
+  job->ref_count = file_count;
+  int ok = job->files != NULL && job->refs != NULL && job->ops != NULL;
+  for (uint32_t i = 0; ok && i < file_count; i++) {
+    napi_value triple, fd, vec, size;
+    int32_t fdv;
+    double sizev;
+    size_t vlen;
+    rr_file *f = &job->files[i];
+    ok = napi_get_element(env, argv[0], i, &triple) == napi_ok && napi_get_element(env, triple, 0, &fd) == napi_ok &&
+         napi_get_element(env, triple, 1, &vec) == napi_ok && napi_get_element(env, triple, 2, &size) == napi_ok &&
+         napi_get_value_int32(env, fd, &fdv) == napi_ok && napi_get_value_double(env, size, &sizev) == napi_ok && sizev >= 0 &&
+         sizev <= 9007199254740991.0 && ro_get_bytes(env, vec, &f->vec, &vlen) == 0 && napi_create_reference(env, vec, 1, &job->refs[i]) == napi_ok;
+    if (!ok) break;
+    f->fd = fdv;
+    f->size = (uint64_t)sizev;
+    f->vec_pages = ro_pages_of(f->size) < vlen ? ro_pages_of(f->size) : vlen;
+  }
+  for (uint32_t i = 0; ok && i < count; i++) {
+    double file = ranges[3 * i], off = ranges[3 * i + 1], len = ranges[3 * i + 2];
+    ok = file >= 0 && file < file_count && off >= 0 && off <= 9007199254740991.0 && len >= 0 && len <= 9007199254740991.0;
+  }
+  napi_value promise;
+  if (!ok || napi_create_promise(env, &job->deferred, &promise) != napi_ok) {
+    rr_job_free(s, job, 1);
+    return ro_throw_type(env, "readRecords: files must be [fd, vec, size] triples and ranges name them");
+  }
+  job->next = s->jobs;
+  if (s->jobs != NULL) s->jobs->prev = job;
+  s->jobs = job;
+  job->count = count;
+  uint64_t page = ro_page_size();
+  for (uint32_t i = 0; i < count; i++) {
+    rr_op *op = &job->ops[i];
+    op->job = job;
+    op->file = (uint32_t)ranges[3 * i];
+    op->rec_off = (uint64_t)ranges[3 * i + 1];
+    op->known = ranges[3 * i + 2] > 0;
+    op->rec_end = op->rec_off + (uint64_t)ranges[3 * i + 2];
+    op->at = op->rec_off / page * page;
+    const rr_file *f = &job->files[op->file];
+    if (f->fd >= 0 && op->rec_off < f->size && rr_next_read(s, op)) job->pending++;
+  }
+  if (job->pending == 0) rr_settle(s, job);
+  else rr_submit(s);
+  return promise;
+}
+
+static napi_value probe_fn(napi_env env, napi_callback_info info) {
+  void *data;
+  napi_value v;
+  if (napi_get_cb_info(env, info, NULL, NULL, NULL, &data) != napi_ok) return ro_throw_type(env, "uringProbe()");
+  napi_create_int32(env, rr_ensure_ring(data), &v);
+  return v;
+}
+
+static napi_value open_random_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], v;
+  char *path = NULL;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || ro_get_string(env, argv[0], &path) != 0)
+    return ro_throw_type(env, "openRandom(path)");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int result = fd >= 0 ? fd : -errno;
+  free(path);
+  // No read-ahead: a cold read brings in its record's pages, not the file around them.
+  if (fd >= 0) posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  napi_create_int32(env, result, &v);
+  return v;
+}
+
+static void on_closed(uv_handle_t *handle) {
+  rr_state *s = handle->data;
+  napi_async_cleanup_hook_handle hook = s->hook;
+  ro_ring_close(&s->ring);
+  close(s->efd);
+  free(s);
+  napi_remove_async_cleanup_hook(hook);
+}
+
+/*
+ * The environment is going away (its thread exits): the reads in flight are waited for, since
+ * the kernel writes into their buffers until they complete (device latency: bounded), then
+ * every job is freed without resolving (no JavaScript runs any more) and the ring closed.
+ */
+static void teardown(napi_async_cleanup_hook_handle hook, void *data) {
+  rr_state *s = data;
+  s->hook = hook;
+  rr_drain(s);
+  if (s->resource != NULL) napi_delete_reference(s->env, s->resource);
+  if (s->ctx != NULL) napi_async_destroy(s->env, s->ctx);
+  if (s->polling) {
+    uv_poll_stop(&s->poll);
+    uv_close((uv_handle_t *)&s->poll, on_closed);
+    return;
+  }
+  if (s->efd >= 0) close(s->efd);
+  free(s);
+  napi_remove_async_cleanup_hook(hook);
+}
+
+int ro_register_uring(napi_env env, napi_value exports) {
+  rr_state *s = calloc(1, sizeof *s);
+  if (s == NULL) return -1;
+  s->env = env;
+  s->efd = -1;
+  napi_value resource, name, fn;
+  if (napi_create_object(env, &resource) != napi_ok || napi_create_reference(env, resource, 1, &s->resource) != napi_ok ||
+      napi_create_string_utf8(env, "rostore.readRecords", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_async_init(env, resource, name, &s->ctx) != napi_ok || napi_add_async_cleanup_hook(env, teardown, s, NULL) != napi_ok) {
+    free(s);
+    return -1;
+  }
+  if (napi_create_function(env, "readRecords", NAPI_AUTO_LENGTH, read_records_fn, s, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "readRecords", fn) != napi_ok ||
+      napi_create_function(env, "uringProbe", NAPI_AUTO_LENGTH, probe_fn, s, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "uringProbe", fn) != napi_ok)
+    return -1;
+  return ro_set_function(env, exports, "openRandom", open_random_fn);
+}
