@@ -111,6 +111,7 @@ static void on_closed(uv_handle_t *handle) {
   napi_async_cleanup_hook_handle hook = s->hook;
   ro_ring_close(&s->ring);
   close(s->efd);
+  free(s->scratch);
   free(s);
   napi_remove_async_cleanup_hook(hook);
 }
@@ -132,6 +133,7 @@ static void teardown(napi_async_cleanup_hook_handle hook, void *data) {
     return;
   }
   if (s->efd >= 0) close(s->efd);
+  free(s->scratch);
   free(s);
   napi_remove_async_cleanup_hook(hook);
 }

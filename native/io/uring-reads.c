@@ -55,13 +55,16 @@ int rr_ensure_ring(rr_state *s) {
   s->tried = 1;
   s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (s->efd < 0) return s->err = errno;
-  s->err = ro_ring_init(&s->ring, RING_ENTRIES, s->efd);
+  s->scratch = malloc((size_t)MAX_READ);
+  s->err = s->scratch == NULL ? ENOMEM : ro_ring_init(&s->ring, RING_ENTRIES, s->efd);
   uv_loop_t *loop = NULL;
   if (s->err == 0 && (napi_get_uv_event_loop(s->env, &loop) != napi_ok || uv_poll_init(loop, &s->poll, s->efd) != 0)) {
     ro_ring_close(&s->ring);
     s->err = EINVAL;
   }
   if (s->err != 0) {
+    free(s->scratch);
+    s->scratch = NULL;
     close(s->efd);
     s->efd = -1;
     return s->err;
@@ -91,21 +94,24 @@ static void enqueue(rr_state *s, rr_op *op) {
   s->queue_tail = op;
 }
 
-/* The op's next read, queued; 0 when the record is read (or cannot be). */
-int rr_next_read(rr_state *s, rr_op *op) {
+/* The bytes of the op's next read: up to the pages of its header while its length is unknown,
+ * else of its record, at most MAX_READ; 0 when it is read (or past the end of the file). */
+static uint64_t next_span(const rr_op *op) {
   const rr_file *f = &op->job->files[op->file];
   uint64_t end = op->known ? op->rec_end : op->rec_off + RO_RECORD_HEADER_SIZE;
   uint64_t page = ro_page_size();
-  end = (end + page - 1) / page * page;
+  end = end > UINT64_MAX - page ? UINT64_MAX / page * page : (end + page - 1) / page * page;
   if (end > f->size) end = f->size;
   if (op->at >= end) return 0;
-  uint64_t want = end - op->at < MAX_READ ? end - op->at : MAX_READ;
-  if (op->cap < want) {
-    uint8_t *buf = realloc(op->buf, (size_t)want);
-    if (buf == NULL) return 0;
-    op->buf = buf;
-    op->cap = want;
-  }
+  return end - op->at < MAX_READ ? end - op->at : MAX_READ;
+}
+
+/* The op's next read, queued; 0 when the record is read (or cannot be). */
+int rr_next_read(rr_state *s, rr_op *op) {
+  uint64_t want = next_span(op);
+  if (want == 0) return 0;
+  // Only a header's bytes are looked at: the other reads all land in the shared scratch buffer.
+  if (!op->known && op->buf == NULL && (op->buf = malloc((size_t)want)) == NULL) return 0;
   enqueue(s, op);
   return 1;
 }
@@ -115,21 +121,18 @@ void rr_submit(rr_state *s) {
   uint32_t added = 0;
   while (s->queue_head != NULL && s->inflight < s->ring.entries) {
     rr_op *op = s->queue_head;
-    const rr_file *f = &op->job->files[op->file];
-    uint64_t end = op->known ? op->rec_end : op->rec_off + RO_RECORD_HEADER_SIZE;
-    uint64_t page = ro_page_size();
-    end = (end + page - 1) / page * page;
-    if (end > f->size) end = f->size;
-    uint64_t want = end - op->at < op->cap ? end - op->at : op->cap;
-    if (ro_ring_read(&s->ring, f->fd, op->buf, (uint32_t)want, op->at, (uint64_t)(uintptr_t)op) != 0) break;
+    uint8_t *dst = op->known ? s->scratch : op->buf;
+    if (ro_ring_read(&s->ring, op->job->files[op->file].fd, dst, (uint32_t)next_span(op), op->at, (uint64_t)(uintptr_t)op) != 0) break;
     s->queue_head = op->next;
     if (s->queue_head == NULL) s->queue_tail = NULL;
     s->inflight++;
     added++;
   }
   if (added > 0) {
-    if (ro_ring_submit(&s->ring, 0) == 0) uv_ref((uv_handle_t *)&s->poll);
-    /* A refused submission leaves the entries in the ring; the next call submits them. */
+    // A refused submission (EAGAIN, EBUSY: transient) leaves the entries in the ring, and
+    // the next io_uring_enter submits them; the loop is kept alive meanwhile.
+    ro_ring_submit(&s->ring, 0);
+    uv_ref((uv_handle_t *)&s->poll);
   }
 }
 
@@ -171,7 +174,8 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   (void)events;
   rr_state *s = handle->data;
   uint64_t v;
-  if (read(s->efd, &v, sizeof v) < 0 && status == 0 && errno != EAGAIN) return;
+  (void)status; /* an error on an eventfd is not expected; the ring is looked at either way */
+  if (read(s->efd, &v, sizeof v) < 0) v = 0; /* EAGAIN: a completion already reaped */
   napi_handle_scope hs;
   napi_callback_scope cs;
   napi_value resource;

@@ -26,8 +26,7 @@ typedef struct rr_op {
   uint32_t file;
   int known;          /* rec_end is known (from the caller, or from the header read) */
   uint64_t rec_off, rec_end, at;
-  uint8_t *buf;
-  uint64_t cap;
+  uint8_t *buf; /* the header's pages, while the record's length is not known */
 } rr_op;
 
 typedef struct rr_job {
@@ -46,6 +45,7 @@ typedef struct {
   int tried, err; /* the ring's setup: done once, and its errno */
   ro_ring ring;
   int efd;
+  uint8_t *scratch; /* where every read whose bytes nobody looks at lands (MAX_READ bytes) */
   uv_poll_t poll;
   int polling;
   napi_async_context ctx;

@@ -1,6 +1,9 @@
 import { closeSync, openSync, readSync } from 'node:fs'
 import { coldIoFor, UringFiles, type ColdIo } from './cold-io'
+import type { ResidencyStats } from './residency-stats'
 import type { StoreOps } from './store-ops'
+
+export { mergeResidency, type ResidencyStats } from './residency-stats'
 
 /** How a reader treats records whose pages are not in memory (OpenOptions.coldReads). */
 export const COLD_READ_MODES = ['pool', 'sync'] as const
@@ -10,25 +13,6 @@ export type ColdReadMode = (typeof COLD_READ_MODES)[number]
 export const DEFAULT_RESIDENCY_REFRESH_MS = 1000
 /** The most of its time a serving process spends refreshing its map (a pool thread's). */
 const REFRESH_SHARE = 0.02
-
-/** What a reader's residency map has seen, for /status and /metrics. */
-export interface ResidencyStats {
-  /** Pages of the data files, and how many the last refresh found in memory. */
-  readonly pages: number
-  readonly residentPages: number
-  /** Lookups that asked the map, and those that found their record cold and read it on the pool. */
-  readonly reads: number
-  readonly coldReads: number
-  /** Cold reads started and not finished yet. */
-  readonly coldInFlight: number
-  /** Pages the cold reads brought in (device reads: each was not in memory when asked). */
-  readonly pagesRead: number
-  /** Whether the index files are locked in memory (mlock), and why not when they are not. */
-  readonly indexLocked: boolean
-  readonly indexLockError: string
-  /** How cold records are read: the addon's io_uring, or the libuv pool (cold-io.ts). */
-  readonly io: ColdIo
-}
 
 /** Bytes per byte of a residency vector: the smallest page size rostore runs on (see track()). */
 const PAGE = 4096
@@ -300,24 +284,4 @@ function kernelPageBytes(): number {
     }
   }
   return pageBytes
-}
-
-/**
- * The counters of several serving loops over the same files: reads and cold reads add up;
- * pages and resident pages are the same files' (one page cache), so the largest is kept.
- */
-export function mergeResidency(parts: readonly (ResidencyStats | undefined)[]): ResidencyStats | undefined {
-  const known = parts.filter((p): p is ResidencyStats => p !== undefined)
-  if (known.length === 0) return undefined
-  return {
-    pages: Math.max(...known.map((p) => p.pages)),
-    residentPages: Math.max(...known.map((p) => p.residentPages)),
-    reads: known.reduce((n, p) => n + p.reads, 0),
-    coldReads: known.reduce((n, p) => n + p.coldReads, 0),
-    coldInFlight: known.reduce((n, p) => n + p.coldInFlight, 0),
-    pagesRead: known.reduce((n, p) => n + p.pagesRead, 0),
-    indexLocked: known.every((p) => p.indexLocked),
-    indexLockError: known.find((p) => p.indexLockError !== '')?.indexLockError ?? '',
-    io: known.every((p) => p.io === 'uring') ? 'uring' : 'pool',
-  }
 }
