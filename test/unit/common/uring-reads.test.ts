@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process'
-import { closeSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { nativeFunctions } from '../../../common/native'
 import { coldIoFor } from '../../../formats/store/read/cold-io'
 import { jsStoreOps } from '../../../testkit/js-twins/store-ops'
+import { makeNodeDir } from '../../../testkit/stores/make-store'
 import { evictTree } from '../../../testkit/stores/page-cache'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
@@ -139,5 +140,67 @@ describeUring('readRecords (io_uring)', () => {
     const counts = JSON.parse(r.stdout) as number[]
     expect(counts).toHaveLength(3)
     for (const n of counts) expect(n).toBeGreaterThan(200)
+  })
+})
+
+/** Runs a program with io_uring_setup refused (EPERM), as a seccomp filter or a container does. */
+const NO_URING_C = `#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  (void)argc;
+  struct sock_filter f[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) return 99;
+  execv(argv[1], argv + 1);
+  return 98;
+}
+`
+
+const describeCc = native && existsSync('/usr/bin/cc') ? describe : describe.skip
+
+describeCc('where io_uring is refused (a seccomp filter)', () => {
+  test('ROSTORE_COLD_IO=uring falls back to the pool; cold reads still answer the right values', async () => {
+    const dir = tmp.fresh()
+    const wrapper = join(dir, 'no-uring')
+    writeFileSync(`${wrapper}.c`, NO_URING_C)
+    const cc = spawnSync('/usr/bin/cc', ['-O1', '-o', wrapper, `${wrapper}.c`], { encoding: 'utf8', timeout: 60_000 })
+    expect(cc.stderr).toBe('')
+    const storeDir = join(dir, 'store')
+    const rows = Array.from({ length: 3000 }, (_, i): [string, string] => [`k${i}`, `v${i}|${'z'.repeat(900)}`])
+    await makeNodeDir(storeDir, rows, { chunks: 2 })
+    expect(evictTree(storeDir)).toBeGreaterThan(0)
+    const compiled = join(__dirname, '..', '..', '..')
+    const script = `const { nativeFunctions } = require(${JSON.stringify(join(compiled, 'common', 'native.js'))})
+      const { openStore } = require(${JSON.stringify(join(compiled, 'formats', 'store', 'read', 'store-reader.js'))})
+      ;(async () => {
+        const r = await openStore(${JSON.stringify(storeDir)}, { residencyRefreshMs: 0 })
+        const keys = Array.from({ length: 200 }, (_, n) => 'k' + ((n * 37) % 3000))
+        const values = await r.getManyAsync(keys)
+        const right = values.every((v, n) => v.toString() === 'v' + ((n * 37) % 3000) + '|' + 'z'.repeat(900))
+        const s = r.residency()
+        r.close()
+        console.log(JSON.stringify({ probe: nativeFunctions().uringProbe(), io: s.io, cold: s.coldReads, right }))
+      })()`
+    const run = (env: Record<string, string>): Record<string, unknown> => {
+      const r = spawnSync(wrapper, [process.execPath, '-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } })
+      expect(r.status).toBe(0)
+      return JSON.parse(r.stdout.trim().split('\n').pop() as string) as Record<string, unknown>
+    }
+    expect(run({ ROSTORE_COLD_IO: 'uring' })).toEqual({ probe: 1, io: 'pool', cold: expect.any(Number), right: true })
+    evictTree(storeDir)
+    const unforced = run({ ROSTORE_COLD_IO: '' })
+    expect(unforced).toMatchObject({ probe: 1, io: 'pool', right: true })
+    expect(unforced['cold']).toBeGreaterThan(0)
   })
 })
