@@ -38,7 +38,12 @@ static napi_value read_records_fn(napi_env env, napi_callback_info info) {
   job->ops = calloc(count > 0 ? count : 1, sizeof *job->ops);
   job->ref_count = file_count;
   int ok = job->files != NULL && job->refs != NULL && job->ops != NULL;
-  for (uint32_t i = 0; ok && i < file_count; i++) {
+  // Only the files the ranges name are looked at: a store has many, a batch reads a few.
+  for (uint32_t r = 0; ok && r < count; r++) {
+    double file = ranges[3 * r], off = ranges[3 * r + 1], len = ranges[3 * r + 2];
+    ok = file >= 0 && file < file_count && off >= 0 && off <= 9007199254740991.0 && len >= 0 && len <= 9007199254740991.0;
+    uint32_t i = ok ? (uint32_t)file : 0;
+    if (!ok || job->refs[i] != NULL) continue;
     napi_value triple, fd, vec, size;
     int32_t fdv;
     double sizev;
@@ -52,10 +57,6 @@ static napi_value read_records_fn(napi_env env, napi_callback_info info) {
     f->fd = fdv;
     f->size = (uint64_t)sizev;
     f->vec_pages = ro_pages_of(f->size) < vlen ? ro_pages_of(f->size) : vlen;
-  }
-  for (uint32_t i = 0; ok && i < count; i++) {
-    double file = ranges[3 * i], off = ranges[3 * i + 1], len = ranges[3 * i + 2];
-    ok = file >= 0 && file < file_count && off >= 0 && off <= 9007199254740991.0 && len >= 0 && len <= 9007199254740991.0;
   }
   napi_value promise;
   if (!ok || napi_create_promise(env, &job->deferred, &promise) != napi_ok) {
