@@ -38,7 +38,7 @@ static napi_value read_records_fn(napi_env env, napi_callback_info info) {
   job->ops = calloc(count > 0 ? count : 1, sizeof *job->ops);
   job->ref_count = file_count;
   int ok = job->files != NULL && job->refs != NULL && job->ops != NULL;
-  // Only the files the ranges name are looked at: a store has many, a batch reads a few.
+  /* Only the files the ranges name are looked at: a store has many, a batch reads a few. */
   for (uint32_t r = 0; ok && r < count; r++) {
     double file = ranges[3 * r], off = ranges[3 * r + 1], len = ranges[3 * r + 2];
     ok = file >= 0 && file < file_count && off >= 0 && off <= 9007199254740991.0 && len >= 0 && len <= 9007199254740991.0;
@@ -101,7 +101,7 @@ static napi_value open_random_fn(napi_env env, napi_callback_info info) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   int result = fd >= 0 ? fd : -errno;
   free(path);
-  // No read-ahead: a cold read brings in its record's pages, not the file around them.
+  /* No read-ahead: a cold read brings in its record's pages, not the file around them. */
   if (fd >= 0) posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
   napi_create_int32(env, result, &v);
   return v;
@@ -112,7 +112,7 @@ static void on_closed(uv_handle_t *handle) {
   napi_async_cleanup_hook_handle hook = s->hook;
   ro_ring_close(&s->ring);
   close(s->efd);
-  free(s->scratch);
+  if (!s->leak) free(s->scratch);
   free(s);
   napi_remove_async_cleanup_hook(hook);
 }
@@ -125,7 +125,7 @@ static void on_closed(uv_handle_t *handle) {
 static void teardown(napi_async_cleanup_hook_handle hook, void *data) {
   rr_state *s = data;
   s->hook = hook;
-  rr_drain(s);
+  s->leak = rr_drain(s) != 0;
   if (s->resource != NULL) napi_delete_reference(s->env, s->resource);
   if (s->ctx != NULL) napi_async_destroy(s->env, s->ctx);
   if (s->polling) {

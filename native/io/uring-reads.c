@@ -110,7 +110,7 @@ static uint64_t next_span(const rr_op *op) {
 int rr_next_read(rr_state *s, rr_op *op) {
   uint64_t want = next_span(op);
   if (want == 0) return 0;
-  // Only a header's bytes are looked at: the other reads all land in the shared scratch buffer.
+  /* Only a header's bytes are looked at: the other reads all land in the shared scratch buffer. */
   if (!op->known && op->buf == NULL && (op->buf = malloc((size_t)want)) == NULL) return 0;
   enqueue(s, op);
   return 1;
@@ -129,8 +129,8 @@ void rr_submit(rr_state *s) {
     added++;
   }
   if (added > 0) {
-    // A refused submission (EAGAIN, EBUSY: transient) leaves the entries in the ring, and
-    // the next io_uring_enter submits them; the loop is kept alive meanwhile.
+    /* A refused submission (EAGAIN, EBUSY: transient) leaves the entries in the ring, and
+     * the next io_uring_enter submits them; the loop is kept alive meanwhile. */
     ro_ring_submit(&s->ring, 0);
     uv_ref((uv_handle_t *)&s->poll);
   }
@@ -180,7 +180,7 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   napi_callback_scope cs;
   napi_value resource;
   if (napi_open_handle_scope(s->env, &hs) != napi_ok) return;
-  // The promises resolved here run their reactions when the callback scope closes.
+  /* The promises resolved here run their reactions when the callback scope closes. */
   if (napi_get_reference_value(s->env, s->resource, &resource) == napi_ok &&
       napi_open_callback_scope(s->env, resource, s->ctx, &cs) == napi_ok) {
     reap(s);
@@ -189,12 +189,14 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   napi_close_handle_scope(s->env, hs);
 }
 
-
-void rr_drain(rr_state *s) {
+int rr_drain(rr_state *s) {
   s->queue_head = s->queue_tail = NULL;
   uint64_t ud;
   int32_t res;
   while (s->tried && s->err == 0 && s->inflight > 0 && ro_ring_submit(&s->ring, 1) == 0)
     while (ro_ring_reap(&s->ring, &ud, &res)) s->inflight--;
+  /* Reads the ring would not wait for may still write into their buffers: those are leaked. */
+  if (s->inflight > 0) return -1;
   while (s->jobs != NULL) rr_job_free(s, s->jobs, 0);
+  return 0;
 }

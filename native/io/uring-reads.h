@@ -54,6 +54,7 @@ typedef struct {
   rr_op *queue_head, *queue_tail;
   rr_job *jobs;
   napi_async_cleanup_hook_handle hook;
+  int leak; /* reads the teardown could not wait for: their buffers are never freed */
 } rr_state;
 
 /* Sets up the ring and its eventfd watch on the environment's loop, once: 0 or errno. */
@@ -65,7 +66,8 @@ void rr_submit(rr_state *s);
 /* Resolves the job's promise with the pages it found unmarked, and frees it. */
 void rr_settle(rr_state *s, rr_job *job);
 void rr_job_free(rr_state *s, rr_job *job, int delete_refs);
-/* The environment is going away: waits for the reads in flight, frees every job unresolved. */
-void rr_drain(rr_state *s);
+/* The environment is going away: waits for the reads in flight, frees every job unresolved;
+ * -1 when the ring could not be waited for (the jobs and the scratch buffer are then kept). */
+int rr_drain(rr_state *s);
 
 #endif
