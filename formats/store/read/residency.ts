@@ -37,8 +37,9 @@ interface TrackedFile {
  * Which pages of a reader's data files are in memory, as its lookups see it: one byte per
  * page that the lookups read in place of asking the kernel, so a hot lookup makes no
  * system call. A lookup that finds a page of its record unmarked answers "cold" without
- * touching it, and the caller brings the record in with warm(), on the libuv pool, so the
- * page fault blocks a pool thread instead of an event loop; the warm-up marks the pages.
+ * touching it, and the caller brings the record in with warm(), through the addon's
+ * io_uring or on the libuv pool (cold-io.ts), so no device read blocks an event loop; the
+ * warm-up marks the pages.
  * The kernel evicts pages without telling anyone, so a timer refreshes the map with
  * mincore (on the pool); between refreshes a page evicted after it was marked is read by
  * the lookup itself, one page (the mappings are MADV_RANDOM). docs/SERVING.md, "Stores
@@ -111,10 +112,10 @@ export class ResidencyMap {
   /**
    * Brings one record into memory and marks its pages; resolves then. `length` 0: its
    * header was not read, the warm-up reads the length there. The records asked for
-   * together go to the pool as one job (ops.warmRecords): their device reads are started
-   * at once, then each is mapped with MADV_POPULATE_READ, so a batch costs one pool thread,
-   * one wake-up and one round of device latency, not one of each per record (bench/
-   * RESULTS.md, section 4g). Together: in one synchronous run when no warm-up is in flight,
+   * together go as one batch, their device reads in flight at once: one io_uring_enter
+   * (ops.readRecords, completions on this loop), or one pool job (ops.warmRecords: one
+   * process_madvise, then MADV_POPULATE_READ of each). One round of device latency per
+   * batch, not one per record (bench/RESULTS.md, section 4g). Together: in one synchronous run when no warm-up is in flight,
    * else in one turn of the event loop. `lookup` false: a read of the reader's own (at open),
    * not counted as a cold lookup.
    */
