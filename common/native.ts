@@ -207,6 +207,8 @@ export interface NativeFunctions {
    * pages not marked before. Throws when uringProbe() is not 0.
    */
   readRecords(files: readonly (readonly [number, Uint8Array, number])[], ranges: Float64Array, count: number): Promise<number>
+  /** pread(2) of buf.length bytes at `position` through this thread's io_uring: the bytes read. Throws when uringProbe() is not 0. */
+  preadRing(fd: number, buf: Uint8Array, position: number): Promise<number>
   /** mlock over a mapping, off the JS thread; resolves to 0 or the errno (EPERM, ENOMEM: not allowed). */
   lockPages(windows: readonly ArrayBufferLike[]): Promise<number>
   /**
@@ -395,6 +397,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     uringProbe: raw.uringProbe,
     openRandom: raw.openRandom,
     readRecords: raw.readRecords,
+    preadRing: raw.preadRing,
     zstdDecompress: raw.zstdDecompress,
     zstdTrain: raw.zstdTrain,
     zstdPrepare: raw.zstdPrepare,

@@ -4,6 +4,8 @@
  *   uringProbe() -> 0 | errno                 sets up this thread's ring if not yet; why not
  *   openRandom(path) -> fd | -errno           a data file opened for reads, POSIX_FADV_RANDOM
  *   readRecords(files, ranges, count) -> Promise<number>     see uring-reads.c
+ *   preadRing(fd, buf, position) -> Promise<number>          pread(2) through the ring: the bytes
+ *                                                            read (rejects with the errno's error)
  *
  * The state is the data pointer of the functions (one per environment: worker threads have
  * their own); an async cleanup hook drains the ring and closes its handle when the
@@ -84,6 +86,56 @@ static napi_value read_records_fn(napi_env env, napi_callback_info info) {
   return promise;
 }
 
+/* preadRing(fd, buf, position): one read of buf.length bytes into buf; the job holds buf. */
+static napi_value pread_ring_fn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], promise;
+  void *data;
+  int32_t fd;
+  double position;
+  uint8_t *buf;
+  size_t len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, &data) != napi_ok || argc < 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0 ||
+      ro_get_bytes(env, argv[1], &buf, &len) != 0 || len > 0x7ffff000 || napi_get_value_double(env, argv[2], &position) != napi_ok ||
+      !(position >= 0 && position <= 9007199254740991.0))
+    return ro_throw_type(env, "preadRing(fd, buf: Uint8Array, position)");
+  rr_state *s = data;
+  if (rr_ensure_ring(s) != 0) return ro_throw_type(env, "preadRing: no io_uring (uringProbe says why)");
+  rr_job *job = calloc(1, sizeof *job);
+  if (job != NULL) {
+    job->files = calloc(1, sizeof *job->files);
+    job->refs = calloc(1, sizeof *job->refs);
+    job->ops = calloc(1, sizeof *job->ops);
+  }
+  if (job == NULL || job->files == NULL || job->refs == NULL || job->ops == NULL || napi_create_reference(env, argv[1], 1, &job->refs[0]) != napi_ok ||
+      napi_create_promise(env, &job->deferred, &promise) != napi_ok) {
+    if (job != NULL) {
+      job->ref_count = 1;
+      rr_job_free(s, job, 1);
+    }
+    return ro_throw_type(env, "preadRing: out of memory");
+  }
+  job->ref_count = 1;
+  job->count = 1;
+  job->files[0].fd = fd;
+  job->next = s->jobs;
+  if (s->jobs != NULL) s->jobs->prev = job;
+  s->jobs = job;
+  rr_op *op = &job->ops[0];
+  op->job = job;
+  op->dst = buf;
+  op->known = 1;
+  op->rec_off = op->at = (uint64_t)position;
+  op->rec_end = op->rec_off + len;
+  if (len > 0 && rr_next_read(s, op)) {
+    job->pending = 1;
+    rr_submit(s);
+  } else {
+    rr_settle(s, job);
+  }
+  return promise;
+}
+
 static napi_value probe_fn(napi_env env, napi_callback_info info) {
   void *data;
   napi_value v;
@@ -154,7 +206,9 @@ int ro_register_uring(napi_env env, napi_value exports) {
   if (napi_create_function(env, "readRecords", NAPI_AUTO_LENGTH, read_records_fn, s, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "readRecords", fn) != napi_ok ||
       napi_create_function(env, "uringProbe", NAPI_AUTO_LENGTH, probe_fn, s, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "uringProbe", fn) != napi_ok)
+      napi_set_named_property(env, exports, "uringProbe", fn) != napi_ok ||
+      napi_create_function(env, "preadRing", NAPI_AUTO_LENGTH, pread_ring_fn, s, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "preadRing", fn) != napi_ok)
     return -1;
   return ro_set_function(env, exports, "openRandom", open_random_fn);
 }

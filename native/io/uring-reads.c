@@ -97,6 +97,7 @@ static void enqueue(rr_state *s, rr_op *op) {
 /* The bytes of the op's next read: up to the pages of its header while its length is unknown,
  * else of its record, at most MAX_READ; 0 when it is read (or past the end of the file). */
 static uint64_t next_span(const rr_op *op) {
+  if (op->dst != NULL) return op->at < op->rec_end ? op->rec_end - op->at : 0;
   const rr_file *f = &op->job->files[op->file];
   uint64_t end = op->known ? op->rec_end : op->rec_off + RO_RECORD_HEADER_SIZE;
   uint64_t page = ro_page_size();
@@ -121,7 +122,7 @@ void rr_submit(rr_state *s) {
   uint32_t added = 0;
   while (s->queue_head != NULL && s->inflight < s->ring.entries) {
     rr_op *op = s->queue_head;
-    uint8_t *dst = op->known ? s->scratch : op->buf;
+    uint8_t *dst = op->dst != NULL ? op->dst : op->known ? s->scratch : op->buf;
     if (ro_ring_read(&s->ring, op->job->files[op->file].fd, dst, (uint32_t)next_span(op), op->at, (uint64_t)(uintptr_t)op) != 0) break;
     s->queue_head = op->next;
     if (s->queue_head == NULL) s->queue_tail = NULL;
@@ -138,14 +139,24 @@ void rr_submit(rr_state *s) {
 
 void rr_settle(rr_state *s, rr_job *job) {
   napi_value v;
-  napi_create_double(s->env, (double)job->fresh, &v);
-  napi_resolve_deferred(s->env, job->deferred, v);
+  if (job->err != 0) {
+    napi_reject_deferred(s->env, job->deferred, ro_errno_error(s->env, job->err));
+  } else {
+    napi_create_double(s->env, (double)job->fresh, &v);
+    napi_resolve_deferred(s->env, job->deferred, v);
+  }
   rr_job_free(s, job, 1);
 }
 
 /* One completion: the pages it read marked, then the op's next read or the end of its job. */
 static rr_job *complete(rr_state *s, rr_op *op, int32_t res) {
   s->inflight--;
+  if (op->dst != NULL) {
+    /* One read, as pread(2): what it returned (short only at the end of the file). */
+    if (res < 0) op->job->err = -res;
+    else op->job->fresh = (uint64_t)res;
+    return --op->job->pending == 0 ? op->job : NULL;
+  }
   if (res > 0) {
     mark(op, op->at, (uint64_t)res);
     if (!op->known && op->at <= op->rec_off && op->at + (uint64_t)res >= op->rec_off + RO_RECORD_HEADER_SIZE) {

@@ -27,6 +27,7 @@ typedef struct rr_op {
   int known;          /* rec_end is known (from the caller, or from the header read) */
   uint64_t rec_off, rec_end, at;
   uint8_t *buf; /* the header's pages, while the record's length is not known */
+  uint8_t *dst; /* preadRing: the caller's buffer, read into as one pread (no page rounding) */
 } rr_op;
 
 typedef struct rr_job {
@@ -37,7 +38,8 @@ typedef struct rr_job {
   rr_file *files;
   rr_op *ops;
   uint32_t count, pending;
-  uint64_t fresh;
+  uint64_t fresh; /* pages not marked before; preadRing: the bytes read */
+  int err;        /* preadRing: the read's errno */
 } rr_job;
 
 typedef struct {

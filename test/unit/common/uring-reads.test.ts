@@ -98,6 +98,26 @@ describeUring('readRecords (io_uring)', () => {
     closeSync(f.fd)
   })
 
+  test('preadRing reads the bytes asked for from an evicted file, short at its end; a bad descriptor rejects', async () => {
+    const bytes = randomBytes(SIZE)
+    const f = coldFile(bytes)
+    const reads = Array.from({ length: 100 }, (_, i) => ((i * 7919) % (SIZE / 1024)) * 1024 + (i % 7))
+    const bufs = reads.map(() => Buffer.alloc(1500))
+    const got = await Promise.all(reads.map((at, i) => ops.preadRing(f.fd, bufs[i] as Buffer, at)))
+    for (let i = 0; i < reads.length; i++) {
+      const at = reads[i] as number
+      const want = Math.min(1500, SIZE - at)
+      expect(got[i]).toBe(want)
+      expect((bufs[i] as Buffer).subarray(0, want).equals(bytes.subarray(at, at + want))).toBe(true)
+    }
+    const tail = Buffer.alloc(4096)
+    expect(await ops.preadRing(f.fd, tail, SIZE - 100)).toBe(100)
+    expect(tail.subarray(0, 100).equals(bytes.subarray(SIZE - 100))).toBe(true)
+    expect(await ops.preadRing(f.fd, tail, SIZE + 10)).toBe(0)
+    closeSync(f.fd)
+    await expect(ops.preadRing(f.fd, tail, 0)).rejects.toMatchObject({ errno: 9 }) // EBADF
+  })
+
   test('bad arguments are a TypeError; openRandom of a missing file is -ENOENT', () => {
     expect(() => ops.readRecords([], new Float64Array(3), 1)).toThrow(/readRecords/)
     expect(() => ops.readRecords([[0, new Uint8Array(1), 1]], Float64Array.from([1, 0, 0]), 1)).toThrow(/readRecords/)
