@@ -23,6 +23,9 @@
         "native/io/socket-send.c",
         "native/memory/unaccounted-window.cc",
         "native/hash/xxh64.c",
+        "native/io/uring-napi.c",
+        "native/io/uring-reads.c",
+        "native/io/uring-ring.c",
         "native/io/zstd-napi.c"
       ],
       "include_dirs": ["native"],

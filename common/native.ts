@@ -193,6 +193,22 @@ export interface NativeFunctions {
    * each record is mapped (MADV_POPULATE_READ). Resolves to the pages not marked before.
    */
   warmRecords(files: readonly (readonly [readonly ArrayBufferLike[], Uint8Array])[], ranges: Float64Array, count: number): Promise<number>
+  /**
+   * Sets up this thread's io_uring (native/io/uring-reads.c) if not yet: 0, or the errno it
+   * was refused with (ENOSYS, EPERM under a system call filter or kernel.io_uring_disabled).
+   */
+  uringProbe(): number
+  /** A data file opened for readRecords with POSIX_FADV_RANDOM (no read-ahead): its fd, or -errno. */
+  openRandom(path: string): number
+  /**
+   * warmRecords through this thread's io_uring, completions on its event loop (no pool
+   * thread): `files` are [fd, vec, size] triples; each record's pages are read (buffered)
+   * into a scratch buffer, so they land in the page cache, and marked. Resolves to the
+   * pages not marked before. Throws when uringProbe() is not 0.
+   */
+  readRecords(files: readonly (readonly [number, Uint8Array, number])[], ranges: Float64Array, count: number): Promise<number>
+  /** pread(2) of buf.length bytes at `position` through this thread's io_uring: the bytes read. Throws when uringProbe() is not 0. */
+  preadRing(fd: number, buf: Uint8Array, position: number): Promise<number>
   /** mlock over a mapping, off the JS thread; resolves to 0 or the errno (EPERM, ENOMEM: not allowed). */
   lockPages(windows: readonly ArrayBufferLike[]): Promise<number>
   /**
@@ -383,6 +399,10 @@ function wrap(raw: RawAddon): NativeFunctions {
     refreshResidency: raw.refreshResidency,
     warmRecords: raw.warmRecords,
     lockPages: raw.lockPages,
+    uringProbe: raw.uringProbe,
+    openRandom: raw.openRandom,
+    readRecords: raw.readRecords,
+    preadRing: raw.preadRing,
     zstdDecompress: raw.zstdDecompress,
     zstdTrain: raw.zstdTrain,
     zstdPrepare: raw.zstdPrepare,

@@ -89,7 +89,7 @@ NAPI_MODULE_INIT() {
       ro_register_lookup(env, exports) != 0 || ro_register_batch(env, exports) != 0 || ro_register_zstd(env, exports) != 0 ||
       ro_register_anon(env, exports) != 0 || ro_register_socket(env, exports) != 0 || ro_register_durable(env, exports) != 0 ||
       ro_register_residency(env, exports) != 0 || ro_register_drop_behind(env, exports) != 0 ||
-      ro_register_job_priority(env, exports) != 0) {
+      ro_register_job_priority(env, exports) != 0 || ro_register_uring(env, exports) != 0) {
     napi_throw_error(env, NULL, "rostore native: registration failed");
     return NULL;
   }

@@ -42,6 +42,7 @@ int ro_register_durable(napi_env env, napi_value exports);
 int ro_register_residency(napi_env env, napi_value exports);
 int ro_register_drop_behind(napi_env env, napi_value exports);
 int ro_register_job_priority(napi_env env, napi_value exports);
+int ro_register_uring(napi_env env, napi_value exports);
 
 int ro_set_function(napi_env env, napi_value exports, const char *name, napi_callback cb);
 

@@ -200,12 +200,12 @@ async function coldNode(node: NodeProcess, dataDir: string): Promise<NodeProcess
   return node.restart()
 }
 
-async function nodeStatusCold(node: NodeProcess): Promise<{ hitRatio: number | undefined; lookups: number }> {
+async function nodeStatusCold(node: NodeProcess): Promise<{ hitRatio: number | undefined; lookups: number; io: string }> {
   const st = JSON.parse((await node.request('/status')).body.toString()) as {
-    stores: { store: string; coldReads: { hitRatio: number | null; lookups: number } | null }[]
+    stores: { store: string; coldReads: { hitRatio: number | null; lookups: number; io?: string } | null }[]
   }
   const c = st.stores.find((s) => s.store === STORE)?.coldReads
-  return { hitRatio: c?.hitRatio ?? undefined, lookups: c?.lookups ?? 0 }
+  return { hitRatio: c?.hitRatio ?? undefined, lookups: c?.lookups ?? 0, io: c?.io ?? '?' }
 }
 
 /** `requests` HTTP multi-gets of 100 random present keys, `concurrency` at a time. */
@@ -337,6 +337,8 @@ async function main(): Promise<void> {
   })
   let respRow: ReadRow
   let mgetRow: ReadRow
+  /** How the node warmed its cold records (coldReads.io: 'uring' or 'pool'). */
+  let nodeIo: string
   try {
     const r = await node.admin('POST', `/stores/${STORE}/install`, { path: nodeDir, swap: true, link: true })
     if (r.status !== 202) throw new Error(`install: ${r.status} ${r.body.toString()}`)
@@ -357,6 +359,7 @@ async function main(): Promise<void> {
       },
     )
     const respStatus = await nodeStatusCold(node)
+    nodeIo = respStatus.io
     respRow = {
       lookups: requests,
       secs: resp.secs,
@@ -408,8 +411,8 @@ async function main(): Promise<void> {
             row('LMDB get, one thread, noReadAhead (MDB_NORDAHEAD)', lmdbRows.nora, fio1, 'QD1'),
           ]
         : []),
-      row('node, RESP GET, 64 connections', respRow, fio32, 'QD32'),
-      row('node, HTTP multi-get of 100, 64 concurrent (keys)', mgetRow, fio32, 'QD32'),
+      row(`node (cold reads: ${nodeIo}), RESP GET, 64 connections`, respRow, fio32, 'QD32'),
+      row(`node (cold reads: ${nodeIo}), HTTP multi-get of 100, 64 concurrent (keys)`, mgetRow, fio32, 'QD32'),
       '',
       'Goals (issue "Stores larger than memory"):',
       '',

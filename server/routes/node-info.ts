@@ -70,6 +70,7 @@ function residencyStatus(r: ResidencyStats | undefined): Record<string, unknown>
     inFlight: r.coldInFlight,
     pagesReadPerColdLookup: r.coldReads === 0 ? null : round(r.pagesRead / r.coldReads),
     indexLocked: r.indexLocked,
+    io: r.io,
   }
 }
 

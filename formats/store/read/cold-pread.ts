@@ -10,8 +10,9 @@ const MAX_FIRST_READ = 64 * 1024
 type ColdRecord = { readonly key: Buffer; readonly stored: Buffer; readonly crc: number } | 'unusable'
 
 /**
- * The cold reads of a mapped reader's getAsync: the record's bytes with one pread on the
- * libuv pool, answered from those bytes, instead of a warm-up that faults the pages into
+ * The cold reads of a mapped reader's getAsync: the record's bytes with one pread (through
+ * the addon's io_uring where the reader warms through it, else on the libuv pool), answered
+ * from those bytes, instead of a warm-up that faults the pages into
  * the mapping and a second lookup through it (one system call and no page-table work per
  * read; the pages land in the page cache all the same). The data files are opened at the
  * first cold read and closed once the reader is closed and no read is in flight.
@@ -33,6 +34,8 @@ export class ColdPreads {
       readonly codec: ValueCodec
       /** The records' checksum, when they are checked (verifyRecords). */
       readonly crc32: ((src: Uint8Array, initial: number) => number) | undefined
+      /** pread through the addon's io_uring (cold-io.ts), else fs.read on the libuv pool. */
+      readonly readAt?: ((fd: number, buf: Uint8Array, position: number) => Promise<number>) | undefined
     },
   ) {}
 
@@ -135,6 +138,23 @@ export class ColdPreads {
     const fd = this.fd(chunk)
     this.inFlight++
     const buf = Buffer.allocUnsafe(length)
+    const readAt = this.o.readAt
+    if (readAt) {
+      const done = (): void => {
+        this.inFlight--
+        this.closeIfIdle()
+      }
+      return readAt(fd, buf, position).then(
+        (n) => {
+          done()
+          return buf.subarray(0, n)
+        },
+        (err: unknown) => {
+          done()
+          throw err
+        },
+      )
+    }
     return new Promise<Buffer>((resolve, reject) => {
       read(fd, buf, 0, length, position, (err, n) => {
         this.inFlight--

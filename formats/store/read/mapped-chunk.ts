@@ -67,7 +67,7 @@ export async function openMappedChunk(
   if (o.residency && data.size >= HEADER_SIZE) {
     // Random reads: a fault brings in its page, not megabytes of read-ahead around it.
     ops.adviseRandom(data.windows)
-    resident = o.residency.track(data.windows, data.size)
+    resident = o.residency.track(data.windows, data.size, dataFile)
     // The header and the first record are read below on this thread: brought in first.
     await o.residency.warm(o.residency.fileCount - 1, 0, HEADER_SIZE, false)
   }

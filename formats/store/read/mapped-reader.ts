@@ -54,7 +54,12 @@ export class MappedStoreReader implements ServingReader {
     const g = opts.geometry
     this.plain = codec.name === 'none'
     const files = chunks.map((c) => ({ path: c.dataFile, size: c.dataSize, expect: c.count > 0 ? c.dataSize / c.count : 0 }))
-    this.preads = new ColdPreads(files, { map, codec, crc32: opts.verifyRecords ? ops.crc32 : undefined })
+    this.preads = new ColdPreads(files, {
+      map,
+      codec,
+      crc32: opts.verifyRecords ? ops.crc32 : undefined,
+      readAt: map?.io === 'uring' ? ops.preadRing : undefined,
+    })
     this.lookup = ops.createLookup({
       chunks,
       key: this.key,

@@ -1,5 +1,9 @@
 import { closeSync, openSync, readSync } from 'node:fs'
+import { coldIoFor, UringFiles, type ColdIo } from './cold-io'
+import type { ResidencyStats } from './residency-stats'
 import type { StoreOps } from './store-ops'
+
+export { mergeResidency, type ResidencyStats } from './residency-stats'
 
 /** How a reader treats records whose pages are not in memory (OpenOptions.coldReads). */
 export const COLD_READ_MODES = ['pool', 'sync'] as const
@@ -9,23 +13,6 @@ export type ColdReadMode = (typeof COLD_READ_MODES)[number]
 export const DEFAULT_RESIDENCY_REFRESH_MS = 1000
 /** The most of its time a serving process spends refreshing its map (a pool thread's). */
 const REFRESH_SHARE = 0.02
-
-/** What a reader's residency map has seen, for /status and /metrics. */
-export interface ResidencyStats {
-  /** Pages of the data files, and how many the last refresh found in memory. */
-  readonly pages: number
-  readonly residentPages: number
-  /** Lookups that asked the map, and those that found their record cold and read it on the pool. */
-  readonly reads: number
-  readonly coldReads: number
-  /** Cold reads started and not finished yet. */
-  readonly coldInFlight: number
-  /** Pages the cold reads brought in (device reads: each was not in memory when asked). */
-  readonly pagesRead: number
-  /** Whether the index files are locked in memory (mlock), and why not when they are not. */
-  readonly indexLocked: boolean
-  readonly indexLockError: string
-}
 
 /** Bytes per byte of a residency vector: the smallest page size rostore runs on (see track()). */
 const PAGE = 4096
@@ -50,8 +37,9 @@ interface TrackedFile {
  * Which pages of a reader's data files are in memory, as its lookups see it: one byte per
  * page that the lookups read in place of asking the kernel, so a hot lookup makes no
  * system call. A lookup that finds a page of its record unmarked answers "cold" without
- * touching it, and the caller brings the record in with warm(), on the libuv pool, so the
- * page fault blocks a pool thread instead of an event loop; the warm-up marks the pages.
+ * touching it, and the caller brings the record in with warm(), through the addon's
+ * io_uring or on the libuv pool (cold-io.ts), so no device read blocks an event loop; the
+ * warm-up marks the pages.
  * The kernel evicts pages without telling anyone, so a timer refreshes the map with
  * mincore (on the pool); between refreshes a page evicted after it was marked is read by
  * the lookup itself, one page (the mappings are MADV_RANDOM). docs/SERVING.md, "Stores
@@ -75,18 +63,25 @@ export class ResidencyMap {
   private indexLockError = ''
   private indexLocked = false
   private lastRefreshMs = 0
+  readonly io: ColdIo
+  private readonly uring: UringFiles | undefined
 
   constructor(
     private readonly ops: StoreOps,
     private readonly refreshMs: number,
-  ) {}
+  ) {
+    this.io = coldIoFor(ops)
+    const { openRandom, readRecords } = ops
+    this.uring = this.io === 'uring' && openRandom && readRecords ? new UringFiles({ openRandom, readRecords }) : undefined
+  }
 
   /**
    * A vector for one more data file (one byte per 4 KiB: on systems with larger pages the
    * addon indexes it by the real page size and uses a prefix), refreshed with the others.
    */
-  track(windows: readonly ArrayBufferLike[], size: number): Uint8Array {
+  track(windows: readonly ArrayBufferLike[], size: number, path: string): Uint8Array {
     const vec = new Uint8Array(Math.ceil(size / PAGE))
+    this.uring?.add(path, vec, size)
     this.files.push({ windows, vec })
     this.pairs.push([windows, vec])
     this.pageCount += vec.length
@@ -117,10 +112,10 @@ export class ResidencyMap {
   /**
    * Brings one record into memory and marks its pages; resolves then. `length` 0: its
    * header was not read, the warm-up reads the length there. The records asked for
-   * together go to the pool as one job (ops.warmRecords): their device reads are started
-   * at once, then each is mapped with MADV_POPULATE_READ, so a batch costs one pool thread,
-   * one wake-up and one round of device latency, not one of each per record (bench/
-   * RESULTS.md, section 4g). Together: in one synchronous run when no warm-up is in flight,
+   * together go as one batch, their device reads in flight at once: one io_uring_enter
+   * (ops.readRecords, completions on this loop), or one pool job (ops.warmRecords: one
+   * process_madvise, then MADV_POPULATE_READ of each). One round of device latency per
+   * batch, not one per record (bench/RESULTS.md, section 4g). Together: in one synchronous run when no warm-up is in flight,
    * else in one turn of the event loop. `lookup` false: a read of the reader's own (at open),
    * not counted as a cold lookup.
    */
@@ -182,7 +177,8 @@ export class ResidencyMap {
     }
     let job: Promise<number>
     try {
-      job = this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n)
+      // A file the ring cannot open is warmed on the pool, as without a ring.
+      job = this.uring?.open(b.ranges) ? this.uring.read(b.ranges, n) : this.ops.warmRecords(this.pairs, Float64Array.from(b.ranges), n)
     } catch (err) {
       // A refused call (no files left to read) is a failed warm-up, never a throw out of a timer.
       settle(err)
@@ -207,6 +203,7 @@ export class ResidencyMap {
       pagesRead: this.pagesRead,
       indexLocked: this.indexLocked,
       indexLockError: this.indexLockError,
+      io: this.io,
     }
   }
 
@@ -226,6 +223,7 @@ export class ResidencyMap {
     if (!this.closed || this.inFlight > 0) return
     this.files.length = 0
     this.pairs = []
+    this.uring?.close()
   }
 
   /**
@@ -287,23 +285,4 @@ function kernelPageBytes(): number {
     }
   }
   return pageBytes
-}
-
-/**
- * The counters of several serving loops over the same files: reads and cold reads add up;
- * pages and resident pages are the same files' (one page cache), so the largest is kept.
- */
-export function mergeResidency(parts: readonly (ResidencyStats | undefined)[]): ResidencyStats | undefined {
-  const known = parts.filter((p): p is ResidencyStats => p !== undefined)
-  if (known.length === 0) return undefined
-  return {
-    pages: Math.max(...known.map((p) => p.pages)),
-    residentPages: Math.max(...known.map((p) => p.residentPages)),
-    reads: known.reduce((n, p) => n + p.reads, 0),
-    coldReads: known.reduce((n, p) => n + p.coldReads, 0),
-    coldInFlight: known.reduce((n, p) => n + p.coldInFlight, 0),
-    pagesRead: known.reduce((n, p) => n + p.pagesRead, 0),
-    indexLocked: known.every((p) => p.indexLocked),
-    indexLockError: known.find((p) => p.indexLockError !== '')?.indexLockError ?? '',
-  }
 }

@@ -21,7 +21,13 @@ export type StoreOps = Omit<
   | 'writeBehind'
   | 'dropRange'
   | 'lowerThreadPriorities'
->
+  | 'uringProbe'
+  | 'openRandom'
+  | 'readRecords'
+  | 'preadRing'
+> &
+  // The io_uring warm-up has no twin: without it a reader warms on the pool (cold-io.ts).
+  Partial<Pick<NativeFunctions, 'uringProbe' | 'openRandom' | 'readRecords' | 'preadRing'>>
 
 /** The addon's functions, or undefined when it is not available (see common/native.ts). */
 export function nativeStoreOps(): StoreOps | undefined {

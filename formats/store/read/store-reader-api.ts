@@ -133,7 +133,9 @@ export interface OpenOptions {
   /**
    * 'mmap' mode, records not in memory: 'pool' (default) maps the data files MADV_RANDOM
    * (a cold record costs its own pages, no read-ahead) and keeps a residency map, so that
-   * getAsync, getManyAsync and warm() read cold records on the libuv pool; the index files
+   * getAsync, getManyAsync and warm() read cold records off the event loop (warm-ups through
+   * the addon's io_uring where the kernel allows one, else on the libuv pool: cold-io.ts,
+   * ROSTORE_COLD_IO); the index files
    * are locked in memory (mlock) where the system allows it and preload is not 'none'.
    * 'sync': the kernel's default read-ahead and no map (every read on the caller's thread).
    */

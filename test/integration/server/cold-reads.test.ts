@@ -25,9 +25,12 @@ function versionOf(value: string | null | undefined, i: number): number | undefi
   return m && value === valueOf(Number(m[1]), i) ? Number(m[1]) : undefined
 }
 
-const describeNative = nativeFunctions() ? describe : describe.skip
+const native = nativeFunctions()
+const describeNative = native ? describe : describe.skip
+/** Both warm-up paths where this machine has them: the addon's io_uring and the libuv pool. */
+const IOS = native?.uringProbe() === 0 ? ['uring', 'pool'] : ['pool']
 
-describeNative('cold reads on a serving node (2 workers, data evicted before it started)', () => {
+describeNative.each(IOS)('cold reads on a serving node (2 workers, data evicted before it started; ROSTORE_COLD_IO=%s)', (io) => {
   const tmp = makeTmp('rostore-cold-reads-')
   let node: NodeProcess
   let redis: Redis
@@ -56,6 +59,7 @@ describeNative('cold reads on a serving node (2 workers, data evicted before it 
       token: TOKEN,
       workers: 2,
       extraArgs: ['--resp-port', '0', '--resp-default-store', STORE],
+      env: { ROSTORE_COLD_IO: io },
     })
     await started.install(STORE, src[0] as string, { swap: true })
     await started.install(STORE, src[1] as string)
@@ -74,7 +78,7 @@ describeNative('cold reads on a serving node (2 workers, data evicted before it 
   test('/status shows the store mostly out of memory, its index locked', async () => {
     const st = json<{ stores: { store: string; coldReads: Record<string, unknown> }[] }>(await node.request('/status'))
     const cold = st.stores.find((s) => s.store === STORE)?.coldReads
-    expect(cold).toMatchObject({ indexLocked: true, inFlight: 0 })
+    expect(cold).toMatchObject({ indexLocked: true, inFlight: 0, io })
     expect(cold?.['residentFraction']).toBeLessThan(0.5)
     const metrics = (await node.request('/metrics')).body.toString()
     expect(metrics).toMatch(/^rostore_store_cold_lookups\{store="cold"\} \d+/m)

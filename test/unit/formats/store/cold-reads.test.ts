@@ -101,16 +101,24 @@ describe.each(IMPLS)('lookups with a residency vector (%s)', (_name, ops) => {
 
 /** Readers over a store whose files were evicted before they opened. */
 const describeNative = native ? describe : describe.skip
+/** Both warm-up paths where this machine has them: the addon's io_uring and the libuv pool. */
+const IOS = native?.uringProbe() === 0 ? ['uring', 'pool'] : ['pool']
 
-describeNative('a store read cold (the addon, its files evicted from the page cache)', () => {
+describeNative.each(IOS)('a store read cold (the addon, its files evicted from the page cache; ROSTORE_COLD_IO=%s)', (io) => {
   let dir: string
   beforeAll(async () => {
     dir = await store(20_000)
   })
+  afterAll(() => {
+    delete process.env['ROSTORE_COLD_IO']
+  })
 
   async function coldReader(): Promise<StoreReader> {
     expect(evictTree(dir)).toBeGreaterThan(0)
-    return openStore(dir, { residencyRefreshMs: 0 })
+    process.env['ROSTORE_COLD_IO'] = io
+    const r = await openStore(dir, { residencyRefreshMs: 0 })
+    expect(r.residency()?.io).toBe(io)
+    return r
   }
 
   test('getAsync and getManyAsync answer the right values; cold reads counted, at most 2 pages each', async () => {
@@ -311,8 +319,19 @@ test("pread mode: getAsync reads on the pool first, then answers as get(); close
 })
 
 test('mergeResidency: counts add up over serving loops, the files are counted once', () => {
-  const a = { pages: 10, residentPages: 4, reads: 5, coldReads: 2, coldInFlight: 1, pagesRead: 3, indexLocked: true, indexLockError: '' }
-  const b = { ...a, residentPages: 6, reads: 7, coldReads: 1, coldInFlight: 0, pagesRead: 1, indexLocked: false, indexLockError: 'no' }
+  const a0 = { pages: 10, residentPages: 4, reads: 5, coldReads: 2, coldInFlight: 1, pagesRead: 3, indexLocked: true, indexLockError: '' }
+  const a = { ...a0, io: 'uring' as const }
+  const b = {
+    ...a,
+    residentPages: 6,
+    reads: 7,
+    coldReads: 1,
+    coldInFlight: 0,
+    pagesRead: 1,
+    indexLocked: false,
+    indexLockError: 'no',
+    io: 'pool' as const,
+  }
   expect(mergeResidency([a, undefined, b])).toEqual({
     pages: 10,
     residentPages: 6,
@@ -322,6 +341,8 @@ test('mergeResidency: counts add up over serving loops, the files are counted on
     pagesRead: 4,
     indexLocked: false,
     indexLockError: 'no',
+    io: 'pool',
   })
+  expect(mergeResidency([a, a])?.io).toBe('uring')
   expect(mergeResidency([undefined])).toBeUndefined()
 })
