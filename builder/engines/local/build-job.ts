@@ -19,11 +19,12 @@ import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
 import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
 import { checkBaseFits, writePartitionPatches, type BaseBuild } from '../../partition-patches'
-import { nodeView } from '../../../formats/store/layout/partition-files'
+import { nodeView, type PatchEntry } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
 import { isS3Url } from '../../../s3/s3-url'
+import { drain } from './drain'
 import { progressTracker } from './progress-tracker'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
@@ -206,7 +207,15 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       if (base !== undefined) {
         const t0 = Date.now()
         checkBaseFits(base.manifest, manifest)
-        manifest = await writePartitionPatches(base, tmpOut, manifest)
+        // One partition per worker at a time: the diff reads both builds' files, all cores busy.
+        manifest = await writePartitionPatches(base, tmpOut, manifest, undefined, async (tasks) => {
+          const patched: (PatchEntry | undefined)[] = []
+          const order = tasks.map((_, i) => i)
+          await drain(workers, order, o.signal, async (w, i) => {
+            patched[i] = (await w.request({ type: 'patch', task: tasks[i]! }, 'patched')).patch
+          })
+          return tasks.map((_, i) => patched[i])
+        })
         const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
         if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
         patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (Date.now() - t0) / 1000 }
@@ -255,38 +264,6 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     await Promise.all(workers.map((w) => w.terminate()))
     if (runDir) await rm(runDir, { recursive: true, force: true })
   }
-}
-
-/**
- * Runs `fn` over `items` with one item in flight per worker; the first failure wins, and is
- * thrown once every item in flight has settled: a worker still writing a chunk into the
- * temp output would otherwise race its removal and leave files behind.
- */
-async function drain<T>(
-  workers: readonly WorkerHandle[],
-  items: readonly T[],
-  signal: AbortSignal | undefined,
-  fn: (w: WorkerHandle, item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0
-  let first: { err: unknown } | undefined
-  await Promise.all(
-    workers.map(async (w) => {
-      while (first === undefined && next < items.length) {
-        if (signal?.aborted) {
-          first ??= { err: new StoreError('RO_ABORTED', 'build cancelled') }
-          return
-        }
-        const item = items[next++] as T
-        try {
-          await fn(w, item)
-        } catch (err) {
-          first ??= { err }
-        }
-      }
-    }),
-  )
-  if (first !== undefined) throw first.err
 }
 
 /** A local format-2 build output to patch against; object storage is not read here. */
