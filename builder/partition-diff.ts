@@ -1,5 +1,6 @@
 import { unlinkSync } from 'node:fs'
 import { join } from 'node:path'
+import { RECORD_HEADER_SIZE } from '../formats/store/chunk/record'
 import type { ChecksumAlgorithm } from '../formats/store/layout/metadata'
 import type { KeyHasher } from '../formats/store/layout/key-hash'
 import type { PatchEntry } from '../formats/store/layout/partition-files'
@@ -10,8 +11,8 @@ import { ChunkCursor } from '../formats/store/scan/chunk-cursor'
 /**
  * One partition's patch against the same partition of the base build: a merge-join of the
  * two sides chunk by chunk in record order (hash, then key), by the hash prefixes in their
- * index entries. Keys are hashed only when two different keys share a prefix, and values
- * compared byte for byte only when their record CRCs agree. Runs in a build worker, one
+ * index entries. Keys are hashed only when two different keys share a prefix, and records
+ * compared byte for byte only when their CRCs agree. Runs in a build worker, one
  * partition per task: memory is two read blocks per side and one patch block.
  */
 export interface PartitionPatchTask {
@@ -72,17 +73,17 @@ function diffChunk(baseDir: string, dir: string, partition: number, chunk: numbe
     let a = old.next()
     let b = now.next()
     while (a || b) {
-      const c = !a ? 1 : !b ? -1 : recordOrder(old, now, hasher)
+      const c = !a ? 1 : !b ? -1 : compareRecords(old, now, hasher)
       if (c < 0) {
         // The only base bytes a patch carries unchecked against the new build's: check them.
         old.checkCrc()
         writer.delete(old.key())
         a = old.next()
-      } else if (c > 0) {
+      } else if (c === 1) {
         writer.put(now.key(), now.value())
         b = now.next()
       } else {
-        if (!sameValue(old, now)) writer.put(now.key(), now.value())
+        if (c === CHANGED) writer.put(now.key(), now.value())
         a = old.next()
         b = now.next()
       }
@@ -93,18 +94,28 @@ function diffChunk(baseDir: string, dir: string, partition: number, chunk: numbe
   }
 }
 
-/** The builder's order (mapped-record.ts `compareWithinBucket`): full key hash, then key bytes. */
-function recordOrder(a: ChunkCursor, b: ChunkCursor, hasher: KeyHasher): number {
+/** compareRecords: the same key on both sides, with another value. */
+const CHANGED = 2
+
+/**
+ * -1 or 1: the records' order (mapped-record.ts `compareWithinBucket`: full key hash, then
+ * key bytes); 0: the same record; CHANGED: the same key, another value. Most records are
+ * unchanged: one comparison of the whole record (header with lengths and CRC, key, value)
+ * settles them. A CRC that differs proves the record differs without reading its bytes.
+ */
+function compareRecords(a: ChunkCursor, b: ChunkCursor, hasher: KeyHasher): number {
   if (a.prefixHi !== b.prefixHi) return a.prefixHi < b.prefixHi ? -1 : 1
   if (a.prefixLo !== b.prefixLo) return a.prefixLo < b.prefixLo ? -1 : 1
+  const aStart = a.keyStart - RECORD_HEADER_SIZE
+  const bStart = b.keyStart - RECORD_HEADER_SIZE
+  if (
+    a.crc === b.crc &&
+    a.valueEnd - aStart === b.valueEnd - bStart &&
+    a.data.compare(b.data, bStart, b.valueEnd, aStart, a.valueEnd) === 0
+  )
+    return 0
   const keys = a.data.compare(b.data, b.keyStart, b.keyEnd, a.keyStart, a.keyEnd)
-  if (keys === 0) return 0
+  if (keys === 0) return CHANGED
   // Different keys with one prefix: the rest of their hashes orders them.
   return Buffer.compare(hasher.hash(a.key()), hasher.hash(b.key())) || keys
-}
-
-/** Same key on both sides: a CRC that differs proves the values differ; an equal one is confirmed byte by byte. */
-function sameValue(a: ChunkCursor, b: ChunkCursor): boolean {
-  if (a.crc !== b.crc || a.valueEnd - a.keyEnd !== b.valueEnd - b.keyEnd) return false
-  return a.data.compare(b.data, b.keyEnd, b.valueEnd, a.keyEnd, a.valueEnd) === 0
 }
