@@ -30,39 +30,39 @@ export function checkBaseFits(
   if (base.partitions !== next.partitions) bad(`the base has ${base.partitions} partitions, the cluster ${next.partitions}`)
 }
 
-/** Writes the patches of the tasks given, each into its `dir`: in this thread, or in the build's workers. */
-export type PatchRunner = (tasks: readonly PartitionPatchTask[]) => Promise<readonly (PatchEntry | undefined)[]>
+/** The chunk count must match too: chunks would not line up. */
+export function checkBaseChunks(base: VersionManifest, chunks: number): void {
+  if (base.chunks !== chunks)
+    throw new StoreError('RO_BAD_OPTION', `--base: the base has ${base.chunks} chunks per partition, this build ${chunks}`)
+}
 
 /**
- * The manifest with `base` and each worthwhile partition's patch; the patches are written
- * into `dir`. `maxShare`: largest patch kept, as a share of the partition's files (tests
- * pass Infinity to patch every partition). `run`: where the partitions are diffed (the
- * local engine passes its worker threads; by default here, one after the other).
+ * The task of partition `partition`'s patch, written into `dir`. `fileBytes`: the size of
+ * the partition's new files; `maxShare`: the largest patch kept, as a share of them.
  */
-export async function writePartitionPatches(
+export function partitionPatchTask(
   base: BaseBuild,
   dir: string,
-  manifest: VersionManifest,
+  next: Pick<VersionManifest, 'chunks' | 'dataVersion' | 'keyHash' | 'checksumAlgorithm'>,
+  partition: number,
+  fileBytes: number,
   maxShare: number = PATCH_MAX_SHARE,
-  run: PatchRunner = patchInThisThread,
-): Promise<VersionManifest> {
-  if (base.manifest.chunks !== manifest.chunks)
-    throw new StoreError(
-      'RO_BAD_OPTION',
-      `--base: the base has ${base.manifest.chunks} chunks per partition, this build ${manifest.chunks}`,
-    )
-  const tasks = manifest.partitionFiles.map((entry): PartitionPatchTask => ({
+): PartitionPatchTask {
+  return {
     baseDir: base.dir,
     dir,
-    partition: entry.partition,
-    chunks: manifest.chunks,
+    partition,
+    chunks: next.chunks,
     baseDataVersion: base.manifest.dataVersion,
-    dataVersion: manifest.dataVersion,
-    limit: maxShare * entry.files.reduce((s, f) => s + f.size, 0),
-    keyHash: manifest.keyHash,
-    checksumAlgorithm: manifest.checksumAlgorithm,
-  }))
-  const patches = await run(tasks)
+    dataVersion: next.dataVersion,
+    limit: maxShare * fileBytes,
+    keyHash: next.keyHash,
+    checksumAlgorithm: next.checksumAlgorithm,
+  }
+}
+
+/** The manifest naming `base` and the patches written (`patches[i]` of partition i; undefined: none). */
+export function withPatches(base: BaseBuild, manifest: VersionManifest, patches: readonly (PatchEntry | undefined)[]): VersionManifest {
   const partitionFiles = manifest.partitionFiles.map((entry, i): PartitionEntry => {
     const patch = patches[i]
     return patch === undefined ? entry : { ...entry, patch }
@@ -70,11 +70,24 @@ export async function writePartitionPatches(
   return { ...manifest, partitionFiles, base: { version: base.manifest.version, dataVersion: base.manifest.dataVersion } }
 }
 
-async function patchInThisThread(tasks: readonly PartitionPatchTask[]): Promise<readonly (PatchEntry | undefined)[]> {
-  const first = tasks[0]
-  if (first === undefined) return []
-  // Every task of a build has the same key hash and checksum algorithm.
-  const hasher = await createKeyHasher(first.keyHash)
-  const checksum = await createFileChecksummer(first.checksumAlgorithm)
-  return tasks.map((task) => writePartitionPatch(task, hasher, checksum))
+/**
+ * The manifest with `base` and each worthwhile partition's patch, written one after the
+ * other in this thread into `dir` (the local engine writes them in its workers while it
+ * reduces: engines/local/patch-phase.ts). `maxShare`: largest patch kept, as a share of the
+ * partition's files (tests pass Infinity to patch every partition).
+ */
+export async function writePartitionPatches(
+  base: BaseBuild,
+  dir: string,
+  manifest: VersionManifest,
+  maxShare: number = PATCH_MAX_SHARE,
+): Promise<VersionManifest> {
+  checkBaseChunks(base.manifest, manifest.chunks)
+  const hasher = await createKeyHasher(manifest.keyHash)
+  const checksum = await createFileChecksummer(manifest.checksumAlgorithm)
+  const patches = manifest.partitionFiles.map((entry) => {
+    const bytes = entry.files.reduce((s, f) => s + f.size, 0)
+    return writePartitionPatch(partitionPatchTask(base, dir, manifest, entry.partition, bytes, maxShare), hasher, checksum)
+  })
+  return withPatches(base, manifest, patches)
 }

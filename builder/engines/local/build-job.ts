@@ -18,13 +18,14 @@ import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
 import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
-import { checkBaseFits, writePartitionPatches, type BaseBuild } from '../../partition-patches'
-import { nodeView, type PatchEntry } from '../../../formats/store/layout/partition-files'
+import { checkBaseChunks, checkBaseFits, withPatches, type BaseBuild } from '../../partition-patches'
+import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
 import { isS3Url } from '../../../s3/s3-url'
 import { drain } from './drain'
+import { PatchPhase } from './patch-phase'
 import { progressTracker } from './progress-tracker'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
@@ -48,7 +49,7 @@ export interface BuildSummary {
   readonly stages: StageTimes
   /** What each node holds: its own directory (format 1) or its view of the partitions (format 2). */
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
-  /** With --base: partitions that got a patch, and the patches' bytes. */
+  /** With --base: partitions that got a patch, the patches' bytes, and the seconds they took after the reduce (they start during it). */
   readonly patches?: { readonly partitions: number; readonly bytes: number; readonly seconds: number }
   /** For an s3:// output: what the upload took. */
   readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
@@ -98,6 +99,10 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const chunks =
     o.chunks ?? base?.manifest.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
   const plan = bucketPlan(o.layout, layout, chunks)
+  if (base !== undefined) {
+    checkBaseFits(base.manifest, { store: o.store, version: o.version, keyHash: o.keyHash, compression: o.compression, partitions })
+    checkBaseChunks(base.manifest, chunks)
+  }
 
   await mkdir(dirname(output), { recursive: true })
   await removeStaleTemps(output)
@@ -105,9 +110,12 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   await mkdir(tmpOut)
   let runDir: string | undefined
   const workers: WorkerHandle[] = []
+  /** Threads that are not map and reduce workers (build --base's patcher). */
+  const extra: WorkerHandle[] = []
   try {
     if (o.layout === 'nodes') for (const n of layout) await mkdir(join(tmpOut, nodeDirName(n.id)))
-    runDir = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
+    const workerRuns = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
+    runDir = workerRuns
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
     const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
@@ -117,28 +125,26 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         ? await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
         : undefined
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
-    for (let i = 0; i < o.workers; i++) {
-      const setup: WorkerSetup = {
-        format: o.format,
-        keyField: o.keyField,
-        valueField: o.valueField,
-        layout,
-        replication: o.replication,
-        output: o.layout,
-        chunks,
-        keyHash: o.keyHash,
-        compression: o.compression,
-        zstdLevel: o.zstdLevel,
-        ...(dictionary ? { zstdDictionary: dictionary } : {}),
-        onDuplicate: o.onDuplicate,
-        files,
-        runDir,
-        sortBufferBytes: Math.max(256 << 10, Math.floor(perWorker * 0.6)),
-        mergeBufferBytes: 64 << 10,
-        workerId: i,
-      }
-      workers.push(new WorkerHandle(join(__dirname, 'build-worker.js'), setup, progress.add))
-    }
+    const setupFor = (i: number): WorkerSetup => ({
+      format: o.format,
+      keyField: o.keyField,
+      valueField: o.valueField,
+      layout,
+      replication: o.replication,
+      output: o.layout,
+      chunks,
+      keyHash: o.keyHash,
+      compression: o.compression,
+      zstdLevel: o.zstdLevel,
+      ...(dictionary ? { zstdDictionary: dictionary } : {}),
+      onDuplicate: o.onDuplicate,
+      files,
+      runDir: workerRuns,
+      sortBufferBytes: Math.max(256 << 10, Math.floor(perWorker * 0.6)),
+      mergeBufferBytes: 64 << 10,
+      workerId: i,
+    })
+    for (let i = 0; i < o.workers; i++) workers.push(new WorkerHandle(join(__dirname, 'build-worker.js'), setupFor(i), progress.add))
 
     // Map: splits are handed out one at a time so a slow split does not idle the others.
     const splits = await planSplits(files, o.format, Math.max(8 << 20, Math.ceil(inputBytes / (o.workers * 4))))
@@ -174,6 +180,12 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     progress.startReduce(total)
     const reduced: ReducedChunk[] = []
     const buckets = Array.from({ length: total }, (_, b) => b)
+    let phase: PatchPhase | undefined
+    if (base !== undefined) {
+      const patcher = new WorkerHandle(join(__dirname, 'build-worker.js'), setupFor(o.workers), progress.add)
+      extra.push(patcher)
+      phase = new PatchPhase(base, tmpOut, { chunks, dataVersion: o.version, keyHash: o.keyHash, partitions }, patcher, o.signal)
+    }
     await drain(workers, buckets, o.signal, async (w, bucket) => {
       const target = bucketTarget(plan, bucket)
       const r = await w.request(
@@ -190,9 +202,16 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         'reduced',
       )
       reduced.push(r.chunk)
+      phase?.chunkDone(r.chunk)
       times[workers.indexOf(w)] = r.times
       progress.bucketDone()
+    }).catch(async (err: unknown) => {
+      await phase?.stop(err)
+      throw err
     })
+    const t0 = Date.now()
+    const patched = await phase?.finish(workers)
+    const patchSeconds = (Date.now() - t0) / 1000
 
     const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry; valueBytes: typeof valueBytes } = {
       ...o,
@@ -204,21 +223,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     if (o.layout === 'partitions') {
       if (dictionary) metaOptions.dictionaryFile = await writeDictionary(tmpOut, dictionary)
       let manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
-      if (base !== undefined) {
-        const t0 = Date.now()
-        checkBaseFits(base.manifest, manifest)
-        // One partition per worker at a time: the diff reads both builds' files, all cores busy.
-        manifest = await writePartitionPatches(base, tmpOut, manifest, undefined, async (tasks) => {
-          const patched: (PatchEntry | undefined)[] = []
-          const order = tasks.map((_, i) => i)
-          await drain(workers, order, o.signal, async (w, i) => {
-            patched[i] = (await w.request({ type: 'patch', task: tasks[i]! }, 'patched')).patch
-          })
-          return tasks.map((_, i) => patched[i])
-        })
+      if (base !== undefined && patched !== undefined) {
+        manifest = withPatches(base, manifest, patched)
         const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
         if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
-        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (Date.now() - t0) / 1000 }
+        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: patchSeconds }
       }
       await writeManifest(tmpOut, manifest)
       for (const n of layout) {
@@ -261,7 +270,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     await rm(tmpOut, { recursive: true, force: true })
     throw err
   } finally {
-    await Promise.all(workers.map((w) => w.terminate()))
+    await Promise.all([...workers, ...extra].map((w) => w.terminate()))
     if (runDir) await rm(runDir, { recursive: true, force: true })
   }
 }
