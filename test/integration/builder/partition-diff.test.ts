@@ -31,7 +31,16 @@ const cluster: Cluster = parseCluster({
 
 type Records = Map<string, string>
 
-async function build(recs: Records, version: number, o: { base?: string; keyHash?: string; output?: string } = {}): Promise<string> {
+interface BuildOpts {
+  readonly base?: string
+  readonly keyHash?: string
+  readonly output?: string
+  readonly chunks?: number
+  readonly signal?: AbortSignal
+  readonly onProgress?: (p: { phase: string; bucketsDone: number; bucketsTotal: number }) => void
+}
+
+async function build(recs: Records, version: number, o: BuildOpts = {}): Promise<string> {
   const file = path('in.tsv')
   await writeInput(file, 'tsv', [...recs])
   const output = o.output ?? path(`v${version}`)
@@ -46,7 +55,10 @@ async function build(recs: Records, version: number, o: { base?: string; keyHash
     layout: 'partitions',
     workers: 2,
     ...(o.keyHash !== undefined ? { keyHash: o.keyHash } : {}),
-    ...(o.base !== undefined ? { base: o.base } : { chunks: 2 }),
+    ...(o.signal !== undefined ? { signal: o.signal } : {}),
+    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...(o.base !== undefined ? { base: o.base } : {}),
+    ...(o.chunks !== undefined || o.base === undefined ? { chunks: o.chunks ?? 2 } : {}),
   })
   return output
 }
@@ -118,6 +130,38 @@ describe('build --base: the merge by index prefixes', () => {
     writeFileSync(index, bytes)
     const output = path('v2')
     await expect(build(v1, 2, { base: d1, output })).rejects.toMatchObject({ code: 'RO_CORRUPT' })
+    expect(existsSync(output)).toBe(false)
+  })
+
+  test('cancelled while the patches wait for the reduce, or once it is done: RO_ABORTED, no output, no temp directory', async () => {
+    const v1 = initial(500)
+    const d1 = await build(v1, 1)
+    const v2 = new Map(v1)
+    for (let i = 0; i < 500; i += 4) v2.set(`key-${i}`, `changed ${i}`)
+    for (const at of ['start', 'end'] as const) {
+      const ac = new AbortController()
+      const output = path('v2')
+      const onProgress = (p: { phase: string; bucketsDone: number; bucketsTotal: number }): void => {
+        if (p.phase === 'reduce' && p.bucketsDone === (at === 'start' ? 0 : p.bucketsTotal)) ac.abort()
+      }
+      await expect(build(v2, 2, { base: d1, output, signal: ac.signal, onProgress })).rejects.toMatchObject({ code: 'RO_ABORTED' })
+      expect(ac.signal.aborted).toBe(true)
+      expect(existsSync(output)).toBe(false)
+      expect(readdirSync(tmp.dir).filter((n) => n.includes('.rostore-tmp-'))).toEqual([])
+    }
+    // Not cancelled: the same build goes through.
+    expect(await rebuildsExactly(d1, await build(v2, 2, { base: d1 }))).toBe(125)
+  })
+
+  test('a base of another chunk count is refused before anything is built', async () => {
+    const d1 = await build(initial(50), 1, { chunks: 3 })
+    const output = path('v2')
+    let progressed = 0
+    await expect(build(initial(50), 2, { base: d1, chunks: 2, output, onProgress: () => void progressed++ })).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+      message: expect.stringMatching(/3 chunks per partition/),
+    })
+    expect(progressed).toBe(0)
     expect(existsSync(output)).toBe(false)
   })
 })
