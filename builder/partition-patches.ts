@@ -6,9 +6,9 @@ import type { PartitionEntry, PatchEntry, VersionManifest } from '../formats/sto
 import { writePartitionPatch, type PartitionPatchTask } from './partition-diff'
 
 /**
- * `build --base`: after the full build is written, one patch per partition against the
- * same partition of the base build (patch-file.ts, partition-diff.ts). A patch that would
- * not be much smaller than the partition's files is dropped.
+ * `build --base`: one patch per partition against the same partition of the base build
+ * (patch-file.ts, partition-diff.ts), written once the partition's new files are. A patch
+ * that would not be much smaller than the partition's files is dropped.
  */
 export interface BaseBuild {
   readonly dir: string
