@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
 import { StoreError } from '../common/errors'
 import { createFileChecksummer } from '../formats/store/chunk/checksum'
 import { createKeyHasher } from '../formats/store/layout/key-hash'
@@ -28,6 +30,20 @@ export function checkBaseFits(
   if (base.keyHash !== next.keyHash) bad(`the base hashes keys with ${base.keyHash}`)
   if (base.compression !== next.compression) bad(`the base is compressed with ${base.compression}, this build with ${next.compression}`)
   if (base.partitions !== next.partitions) bad(`the base has ${base.partitions} partitions, the cluster ${next.partitions}`)
+}
+
+/**
+ * Every partition file the base's manifest lists is there, at its size: a build made with
+ * --patch-only keeps patches instead of the files, so it cannot be a base.
+ */
+export function checkBaseFiles(base: BaseBuild): void {
+  for (const entry of base.manifest.partitionFiles)
+    for (const f of entry.files) {
+      const size = statSync(join(base.dir, f.name), { throwIfNoEntry: false })?.size
+      if (size === undefined)
+        throw new StoreError('RO_BAD_OPTION', `--base: ${f.name} is missing (a build made with --patch-only cannot be a base)`)
+      if (size !== f.size) throw new StoreError('RO_CORRUPT', `--base: ${f.name} is ${size} bytes, its manifest says ${f.size}`)
+    }
 }
 
 /** The chunk count must match too: chunks would not line up. */

@@ -18,7 +18,7 @@ import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
 import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
-import { checkBaseChunks, checkBaseFits, withPatches, type BaseBuild } from '../../partition-patches'
+import { checkBaseChunks, checkBaseFiles, checkBaseFits, withPatches, type BaseBuild } from '../../partition-patches'
 import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
@@ -102,6 +102,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   if (base !== undefined) {
     checkBaseFits(base.manifest, { store: o.store, version: o.version, keyHash: o.keyHash, compression: o.compression, partitions })
     checkBaseChunks(base.manifest, chunks)
+    checkBaseFiles(base)
   }
 
   await mkdir(dirname(output), { recursive: true })

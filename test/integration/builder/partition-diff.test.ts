@@ -36,6 +36,7 @@ interface BuildOpts {
   readonly keyHash?: string
   readonly output?: string
   readonly chunks?: number
+  readonly patchOnly?: boolean
   readonly signal?: AbortSignal
   readonly onProgress?: (p: { phase: string; bucketsDone: number; bucketsTotal: number }) => void
 }
@@ -58,6 +59,7 @@ async function build(recs: Records, version: number, o: BuildOpts = {}): Promise
     ...(o.signal !== undefined ? { signal: o.signal } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
     ...(o.base !== undefined ? { base: o.base } : {}),
+    ...(o.patchOnly === true ? { patchOnly: true } : {}),
     ...(o.chunks !== undefined || o.base === undefined ? { chunks: o.chunks ?? 2 } : {}),
   })
   return output
@@ -162,6 +164,20 @@ describe('build --base: the merge by index prefixes', () => {
       message: expect.stringMatching(/3 chunks per partition/),
     })
     expect(progressed).toBe(0)
+    expect(existsSync(output)).toBe(false)
+  })
+
+  test('a --patch-only build cannot be a base: refused before anything is built', async () => {
+    const v1 = initial(300)
+    const d1 = await build(v1, 1)
+    const v2 = new Map(v1)
+    v2.set('key-1', 'changed')
+    const only = await build(v2, 2, { base: d1, patchOnly: true })
+    const output = path('v3')
+    await expect(build(v2, 3, { base: only, output })).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+      message: expect.stringMatching(/--base: p\d+-c\d+\.index is missing/),
+    })
     expect(existsSync(output)).toBe(false)
   })
 })
