@@ -79,12 +79,12 @@ export class ChunkCursor {
       this.indexLen = n
     }
     const e = this.entryAt - this.indexStart
-    const hi = this.index.readUInt32BE(e)
-    const lo = this.index.readUInt32BE(e + 4)
+    const x = this.index
+    const hi = u32be(x, e)
+    const lo = u32be(x, e + 4)
     if (this.entryAt > HEADER_SIZE && (hi < this.prefixHi || (hi === this.prefixHi && lo < this.prefixLo)))
       corrupt(this.dataFile, `index entry ${(this.entryAt - HEADER_SIZE) / INDEX_ENTRY_SIZE} is out of order`)
-    const hiOffset = this.index.readUInt32LE(e + 12)
-    const offset = hiOffset * 0x100000000 + this.index.readUInt32LE(e + 8)
+    const offset = u32le(x, e + 12) * 0x100000000 + u32le(x, e + 8)
     if (offset !== this.recordAt) corrupt(this.dataFile, `index entry points at ${offset}, the record is at ${this.recordAt}`)
     this.prefixHi = hi
     this.prefixLo = lo
@@ -93,9 +93,10 @@ export class ChunkCursor {
     if (offset + RECORD_HEADER_SIZE > this.dataEnd) corrupt(this.dataFile, `record at ${offset} runs past the end of the file`)
     this.ensure(RECORD_HEADER_SIZE)
     let at = offset - this.dataStart
-    const keyLen = this.data.readUInt32LE(at)
-    const valueLen = this.data.readUInt32LE(at + 4)
-    this.crc = this.data.readUInt32LE(at + 8)
+    const d = this.data
+    const keyLen = u32le(d, at)
+    const valueLen = u32le(d, at + 4)
+    this.crc = u32le(d, at + 8)
     const total = RECORD_HEADER_SIZE + keyLen + valueLen
     if (offset + total > this.dataEnd) corrupt(this.dataFile, `record at ${offset} runs past the end of the file`)
     this.ensure(total)
@@ -135,4 +136,14 @@ export class ChunkCursor {
     this.dataStart = offset
     this.dataLen = n
   }
+}
+
+// Inline reads of 4 bytes the caller has checked are in `b`: Buffer's own readers, called
+// seven times per record, did not inline into next() and showed in the merge's profile.
+function u32le(b: Buffer, at: number): number {
+  return ((b[at] as number) | ((b[at + 1] as number) << 8) | ((b[at + 2] as number) << 16)) + (b[at + 3] as number) * 0x1000000
+}
+
+function u32be(b: Buffer, at: number): number {
+  return (b[at] as number) * 0x1000000 + (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number))
 }
