@@ -47,7 +47,9 @@ export function printBuildSummary(s: BuildSummary): void {
     ...(s.duplicates > 0 ? [`  ${s.duplicates} duplicate keys dropped`] : []),
     `  stages (worker seconds): ${STAGES.map((k) => `${k} ${s.stages[k].toFixed(2)}`).join(', ')}`,
     ...(s.patches !== undefined
-      ? [`  patches against the base: ${s.patches.partitions} partitions, ${mb(s.patches.bytes)} MiB, ${s.patches.seconds.toFixed(2)} s`]
+      ? [
+          `  patches against the base: ${s.patches.partitions} partitions, ${mb(s.patches.bytes)} MiB, ${s.patches.seconds.toFixed(2)} s after the reduce`,
+        ]
       : []),
     ...s.nodes.map((n) => `  node ${n.nodeId}: ${n.records.toLocaleString('en-US')} records, ${mb(n.bytes)} MiB`),
   ]

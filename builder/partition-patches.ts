@@ -1,17 +1,15 @@
-import { unlinkSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { StoreError } from '../common/errors'
 import { createFileChecksummer } from '../formats/store/chunk/checksum'
-import { createKeyHasher, type KeyHasher } from '../formats/store/layout/key-hash'
-import { PATCH_MAX_SHARE, patchFileName } from '../formats/store/patch/patch-file'
-import { PatchWriter } from '../formats/store/patch/patch-writer'
+import { createKeyHasher } from '../formats/store/layout/key-hash'
+import { PATCH_MAX_SHARE } from '../formats/store/patch/patch-file'
 import type { PartitionEntry, PatchEntry, VersionManifest } from '../formats/store/layout/partition-files'
-import { compareRecordOrder, walkPartitionChunk, type HashedRecord } from '../formats/store/scan/partition-records'
+import { writePartitionPatch, type PartitionPatchTask } from './partition-diff'
 
 /**
- * `build --base`: after the full build is written, one patch per partition against the
- * same partition of the base build (patch-file.ts). Both sides are walked chunk by chunk
- * in record order and merged, so memory is two read blocks and one patch block. A patch
+ * `build --base`: one patch per partition against the same partition of the base build
+ * (patch-file.ts, partition-diff.ts), written once the partition's new files are. A patch
  * that would not be much smaller than the partition's files is dropped.
  */
 export interface BaseBuild {
@@ -35,9 +33,64 @@ export function checkBaseFits(
 }
 
 /**
- * The manifest with `base` and each worthwhile partition's patch; the patches are written
- * into `dir`. `maxShare`: largest patch kept, as a share of the partition's files (tests
- * pass Infinity to patch every partition).
+ * Every partition file the base's manifest lists is there, at its size: a build made with
+ * --patch-only keeps patches instead of the files, so it cannot be a base.
+ */
+export function checkBaseFiles(base: BaseBuild): void {
+  for (const entry of base.manifest.partitionFiles)
+    for (const f of entry.files) {
+      const size = statSync(join(base.dir, f.name), { throwIfNoEntry: false })?.size
+      if (size === undefined)
+        throw new StoreError('RO_BAD_OPTION', `--base: ${f.name} is missing (a build made with --patch-only cannot be a base)`)
+      if (size !== f.size) throw new StoreError('RO_CORRUPT', `--base: ${f.name} is ${size} bytes, its manifest says ${f.size}`)
+    }
+}
+
+/** The chunk count must match too: chunks would not line up. */
+export function checkBaseChunks(base: VersionManifest, chunks: number): void {
+  if (base.chunks !== chunks)
+    throw new StoreError('RO_BAD_OPTION', `--base: the base has ${base.chunks} chunks per partition, this build ${chunks}`)
+}
+
+/**
+ * The task of partition `partition`'s patch, written into `dir`. `fileBytes`: the size of
+ * the partition's new files; `maxShare`: the largest patch kept, as a share of them.
+ */
+export function partitionPatchTask(
+  base: BaseBuild,
+  dir: string,
+  next: Pick<VersionManifest, 'chunks' | 'dataVersion' | 'keyHash' | 'checksumAlgorithm'>,
+  partition: number,
+  fileBytes: number,
+  maxShare: number = PATCH_MAX_SHARE,
+): PartitionPatchTask {
+  return {
+    baseDir: base.dir,
+    dir,
+    partition,
+    chunks: next.chunks,
+    baseDataVersion: base.manifest.dataVersion,
+    dataVersion: next.dataVersion,
+    limit: maxShare * fileBytes,
+    keyHash: next.keyHash,
+    checksumAlgorithm: next.checksumAlgorithm,
+  }
+}
+
+/** The manifest naming `base` and the patches written (`patches[i]` of partition i; undefined: none). */
+export function withPatches(base: BaseBuild, manifest: VersionManifest, patches: readonly (PatchEntry | undefined)[]): VersionManifest {
+  const partitionFiles = manifest.partitionFiles.map((entry, i): PartitionEntry => {
+    const patch = patches[i]
+    return patch === undefined ? entry : { ...entry, patch }
+  })
+  return { ...manifest, partitionFiles, base: { version: base.manifest.version, dataVersion: base.manifest.dataVersion } }
+}
+
+/**
+ * The manifest with `base` and each worthwhile partition's patch, written one after the
+ * other in this thread into `dir` (the local engine writes them in its workers while it
+ * reduces: engines/local/patch-phase.ts). `maxShare`: largest patch kept, as a share of the
+ * partition's files (tests pass Infinity to patch every partition).
  */
 export async function writePartitionPatches(
   base: BaseBuild,
@@ -45,80 +98,12 @@ export async function writePartitionPatches(
   manifest: VersionManifest,
   maxShare: number = PATCH_MAX_SHARE,
 ): Promise<VersionManifest> {
-  if (base.manifest.chunks !== manifest.chunks)
-    throw new StoreError(
-      'RO_BAD_OPTION',
-      `--base: the base has ${base.manifest.chunks} chunks per partition, this build ${manifest.chunks}`,
-    )
+  checkBaseChunks(base.manifest, manifest.chunks)
   const hasher = await createKeyHasher(manifest.keyHash)
   const checksum = await createFileChecksummer(manifest.checksumAlgorithm)
-  const partitionFiles = manifest.partitionFiles.map((entry): PartitionEntry => {
-    const patch = diffPartition(base, dir, manifest, entry, hasher, maxShare)
-    return patch === undefined ? entry : { ...entry, patch: { ...patch, checksum: checksum(join(dir, patch.name)) } }
+  const patches = manifest.partitionFiles.map((entry) => {
+    const bytes = entry.files.reduce((s, f) => s + f.size, 0)
+    return writePartitionPatch(partitionPatchTask(base, dir, manifest, entry.partition, bytes, maxShare), hasher, checksum)
   })
-  return { ...manifest, partitionFiles, base: { version: base.manifest.version, dataVersion: base.manifest.dataVersion } }
-}
-
-function diffPartition(
-  base: BaseBuild,
-  dir: string,
-  m: VersionManifest,
-  entry: PartitionEntry,
-  hasher: KeyHasher,
-  maxShare: number,
-): Omit<PatchEntry, 'checksum'> | undefined {
-  const p = entry.partition
-  const name = patchFileName(p)
-  const limit = maxShare * entry.files.reduce((s, f) => s + f.size, 0)
-  const writer = new PatchWriter(join(dir, name), {
-    partition: p,
-    chunks: m.chunks,
-    baseDataVersion: base.manifest.dataVersion,
-    dataVersion: m.dataVersion,
-  })
-  try {
-    for (let chunk = 0; chunk < m.chunks; chunk++) {
-      diffChunk(walkPartitionChunk(base.dir, p, chunk, hasher), walkPartitionChunk(dir, p, chunk, hasher), writer)
-      if (writer.size > limit) {
-        writer.abandon()
-        return undefined
-      }
-    }
-  } catch (err) {
-    writer.abandon()
-    throw err
-  }
-  const done = writer.finish()
-  if (done.size > limit) {
-    unlinkSync(join(dir, name))
-    return undefined
-  }
-  return { name, size: done.size, ops: done.ops }
-}
-
-/** The merge of one chunk's two sides: removed keys deleted, added and changed ones put. */
-function diffChunk(old: Generator<HashedRecord>, now: Generator<HashedRecord>, writer: PatchWriter): void {
-  try {
-    let a = old.next()
-    let b = now.next()
-    while (!a.done || !b.done) {
-      const c = a.done ? 1 : b.done ? -1 : compareRecordOrder(a.value.hash, a.value.key, b.value.hash, b.value.key)
-      if (c < 0) {
-        writer.delete((a.value as HashedRecord).key)
-        a = old.next()
-      } else if (c > 0) {
-        const r = b.value as HashedRecord
-        writer.put(r.key, r.value)
-        b = now.next()
-      } else {
-        const r = b.value as HashedRecord
-        if (!r.value.equals((a.value as HashedRecord).value)) writer.put(r.key, r.value)
-        a = old.next()
-        b = now.next()
-      }
-    }
-  } finally {
-    old.return(undefined)
-    now.return(undefined)
-  }
+  return withPatches(base, manifest, patches)
 }

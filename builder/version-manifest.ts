@@ -7,8 +7,12 @@ import {
   type VersionManifest,
 } from '../formats/store/layout/partition-files'
 import type { ClusterLayoutNode } from '../cluster/layout'
+import type { ChecksumAlgorithm } from '../formats/store/layout/metadata'
 import { buildRecord, valueSerializer, type MetadataOptions } from './node-metadata'
 import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'
+
+/** What the manifest's file checksums are: known before the manifest is (build --base's patches are checksummed as they are written). */
+export const MANIFEST_CHECKSUM_ALGORITHM: ChecksumAlgorithm = 'xxh64'
 
 /**
  * A format-2 build's metadata.json (the version manifest) from every partition's reduced
@@ -55,7 +59,7 @@ export function versionManifest(
     ...(o.dictionaryFile ? { dictionary: o.dictionaryFile } : {}),
     chunks,
     records: partitionFiles.reduce((s, p) => s + p.records, 0),
-    checksumAlgorithm: 'xxh64',
+    checksumAlgorithm: MANIFEST_CHECKSUM_ALGORITHM,
     partitionFiles,
     build: { ...buildRecord(o, chunks), layout: 'partitions' },
   }

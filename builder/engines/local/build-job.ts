@@ -18,12 +18,14 @@ import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
 import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
-import { checkBaseFits, writePartitionPatches, type BaseBuild } from '../../partition-patches'
+import { checkBaseChunks, checkBaseFiles, checkBaseFits, withPatches, type BaseBuild } from '../../partition-patches'
 import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import { addStageTimes, emptyStageTimes, type StageTimes } from '../../stage-times'
 import { isS3Url } from '../../../s3/s3-url'
+import { drain } from './drain'
+import { PatchPhase } from './patch-phase'
 import { progressTracker } from './progress-tracker'
 import { WorkerHandle } from './worker-handle'
 import type { KindCounts, ReducedChunk, WorkerSetup } from './worker-protocol'
@@ -47,7 +49,7 @@ export interface BuildSummary {
   readonly stages: StageTimes
   /** What each node holds: its own directory (format 1) or its view of the partitions (format 2). */
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
-  /** With --base: partitions that got a patch, and the patches' bytes. */
+  /** With --base: partitions that got a patch, the patches' bytes, and the seconds they took after the reduce (they start during it). */
   readonly patches?: { readonly partitions: number; readonly bytes: number; readonly seconds: number }
   /** For an s3:// output: what the upload took. */
   readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
@@ -97,6 +99,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const chunks =
     o.chunks ?? base?.manifest.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
   const plan = bucketPlan(o.layout, layout, chunks)
+  if (base !== undefined) {
+    checkBaseFits(base.manifest, { store: o.store, version: o.version, keyHash: o.keyHash, compression: o.compression, partitions })
+    checkBaseChunks(base.manifest, chunks)
+    checkBaseFiles(base)
+  }
 
   await mkdir(dirname(output), { recursive: true })
   await removeStaleTemps(output)
@@ -104,9 +111,12 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   await mkdir(tmpOut)
   let runDir: string | undefined
   const workers: WorkerHandle[] = []
+  /** Threads that are not map and reduce workers (build --base's patcher). */
+  const extra: WorkerHandle[] = []
   try {
     if (o.layout === 'nodes') for (const n of layout) await mkdir(join(tmpOut, nodeDirName(n.id)))
-    runDir = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
+    const workerRuns = await mkdtemp(join(o.tmpdir, 'rostore-runs-'))
+    runDir = workerRuns
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
     const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
@@ -116,28 +126,26 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         ? await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
         : undefined
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
-    for (let i = 0; i < o.workers; i++) {
-      const setup: WorkerSetup = {
-        format: o.format,
-        keyField: o.keyField,
-        valueField: o.valueField,
-        layout,
-        replication: o.replication,
-        output: o.layout,
-        chunks,
-        keyHash: o.keyHash,
-        compression: o.compression,
-        zstdLevel: o.zstdLevel,
-        ...(dictionary ? { zstdDictionary: dictionary } : {}),
-        onDuplicate: o.onDuplicate,
-        files,
-        runDir,
-        sortBufferBytes: Math.max(256 << 10, Math.floor(perWorker * 0.6)),
-        mergeBufferBytes: 64 << 10,
-        workerId: i,
-      }
-      workers.push(new WorkerHandle(join(__dirname, 'build-worker.js'), setup, progress.add))
-    }
+    const setupFor = (i: number): WorkerSetup => ({
+      format: o.format,
+      keyField: o.keyField,
+      valueField: o.valueField,
+      layout,
+      replication: o.replication,
+      output: o.layout,
+      chunks,
+      keyHash: o.keyHash,
+      compression: o.compression,
+      zstdLevel: o.zstdLevel,
+      ...(dictionary ? { zstdDictionary: dictionary } : {}),
+      onDuplicate: o.onDuplicate,
+      files,
+      runDir: workerRuns,
+      sortBufferBytes: Math.max(256 << 10, Math.floor(perWorker * 0.6)),
+      mergeBufferBytes: 64 << 10,
+      workerId: i,
+    })
+    for (let i = 0; i < o.workers; i++) workers.push(new WorkerHandle(join(__dirname, 'build-worker.js'), setupFor(i), progress.add))
 
     // Map: splits are handed out one at a time so a slow split does not idle the others.
     const splits = await planSplits(files, o.format, Math.max(8 << 20, Math.ceil(inputBytes / (o.workers * 4))))
@@ -173,6 +181,12 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     progress.startReduce(total)
     const reduced: ReducedChunk[] = []
     const buckets = Array.from({ length: total }, (_, b) => b)
+    let phase: PatchPhase | undefined
+    if (base !== undefined) {
+      const patcher = new WorkerHandle(join(__dirname, 'build-worker.js'), setupFor(o.workers), progress.add)
+      extra.push(patcher)
+      phase = new PatchPhase(base, tmpOut, { chunks, dataVersion: o.version, keyHash: o.keyHash, partitions }, patcher, o.signal)
+    }
     await drain(workers, buckets, o.signal, async (w, bucket) => {
       const target = bucketTarget(plan, bucket)
       const r = await w.request(
@@ -189,9 +203,16 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
         'reduced',
       )
       reduced.push(r.chunk)
+      phase?.chunkDone(r.chunk)
       times[workers.indexOf(w)] = r.times
       progress.bucketDone()
+    }).catch(async (err: unknown) => {
+      await phase?.stop(err)
+      throw err
     })
+    const t0 = Date.now()
+    const patched = await phase?.finish(workers)
+    const patchSeconds = (Date.now() - t0) / 1000
 
     const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry; valueBytes: typeof valueBytes } = {
       ...o,
@@ -203,13 +224,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     if (o.layout === 'partitions') {
       if (dictionary) metaOptions.dictionaryFile = await writeDictionary(tmpOut, dictionary)
       let manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
-      if (base !== undefined) {
-        const t0 = Date.now()
-        checkBaseFits(base.manifest, manifest)
-        manifest = await writePartitionPatches(base, tmpOut, manifest)
+      if (base !== undefined && patched !== undefined) {
+        manifest = withPatches(base, manifest, patched)
         const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
         if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
-        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (Date.now() - t0) / 1000 }
+        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: patchSeconds }
       }
       await writeManifest(tmpOut, manifest)
       for (const n of layout) {
@@ -252,41 +271,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     await rm(tmpOut, { recursive: true, force: true })
     throw err
   } finally {
-    await Promise.all(workers.map((w) => w.terminate()))
+    await Promise.all([...workers, ...extra].map((w) => w.terminate()))
     if (runDir) await rm(runDir, { recursive: true, force: true })
   }
-}
-
-/**
- * Runs `fn` over `items` with one item in flight per worker; the first failure wins, and is
- * thrown once every item in flight has settled: a worker still writing a chunk into the
- * temp output would otherwise race its removal and leave files behind.
- */
-async function drain<T>(
-  workers: readonly WorkerHandle[],
-  items: readonly T[],
-  signal: AbortSignal | undefined,
-  fn: (w: WorkerHandle, item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0
-  let first: { err: unknown } | undefined
-  await Promise.all(
-    workers.map(async (w) => {
-      while (first === undefined && next < items.length) {
-        if (signal?.aborted) {
-          first ??= { err: new StoreError('RO_ABORTED', 'build cancelled') }
-          return
-        }
-        const item = items[next++] as T
-        try {
-          await fn(w, item)
-        } catch (err) {
-          first ??= { err }
-        }
-      }
-    }),
-  )
-  if (first !== undefined) throw first.err
 }
 
 /** A local format-2 build output to patch against; object storage is not read here. */

@@ -6,20 +6,23 @@ import type { InputSplit } from '../../../formats/input/splits'
 import { createFileChecksummer } from '../../../formats/store/chunk/checksum'
 import { ChunkWriter, chunkFileNames } from '../../../formats/store/chunk/chunk-writer'
 import { createCodec } from '../../../formats/store/chunk/codec'
-import { createKeyHasher } from '../../../formats/store/layout/key-hash'
+import { createKeyHasher, type KeyHasher } from '../../../formats/store/layout/key-hash'
+import type { ChecksumAlgorithm } from '../../../formats/store/layout/metadata'
 import { targetIdentity } from '../../bucket-plan'
 import { MAPPED_HEADER_SIZE } from '../../mapped-record'
 import { BatchMapper, type MappedSink } from '../../map-batch'
 import { createMapContext, type MapContext } from '../../map-step'
 import { reduceBucket } from '../../reduce-step'
+import { writePartitionPatch, type PartitionPatchTask } from '../../partition-diff'
 import { mergeSegments } from '../../run-merge'
 import { SortBuffer, type SortedRun } from '../../sort-buffer'
 import { emptyStageTimes, type StageTimes } from '../../stage-times'
 import type { FromWorker, KindCounts, ReduceTask, ToWorker, WorkerSetup } from './worker-protocol'
 
 /**
- * A build worker thread: maps splits into its sort buffer (spilling sorted runs), and
- * reduces buckets into chunk files. Tasks arrive one at a time from the build job.
+ * A build worker thread: maps splits into its sort buffer (spilling sorted runs), reduces
+ * buckets into chunk files, and with --base diffs partitions into patches. Tasks arrive
+ * one at a time from the build job.
  */
 const setup = workerData as WorkerSetup
 const port = parentPort
@@ -183,6 +186,19 @@ async function reduce(task: ReduceTask): Promise<void> {
   })
 }
 
+let patchTools: { hasher: KeyHasher; algorithm: ChecksumAlgorithm; checksum: (path: string) => string } | undefined
+
+async function patch(task: PartitionPatchTask): Promise<void> {
+  if (patchTools?.algorithm !== task.checksumAlgorithm)
+    patchTools = {
+      hasher: await createKeyHasher(task.keyHash),
+      algorithm: task.checksumAlgorithm,
+      checksum: await createFileChecksummer(task.checksumAlgorithm),
+    }
+  const written = writePartitionPatch(task, patchTools.hasher, patchTools.checksum)
+  post({ type: 'patched', ...(written !== undefined ? { patch: written } : {}) })
+}
+
 function describeSource(fileIndex: number, line: number): string {
   const file = setup.files[fileIndex] ?? `input #${fileIndex}`
   return setup.format === 'parquet' || setup.format === 'arrow' ? `${file} row ${line}` : `${file}:${line}`
@@ -204,6 +220,8 @@ async function handle(m: ToWorker): Promise<void> {
       return
     case 'reduce':
       return reduce(m.task)
+    case 'patch':
+      return patch(m.task)
   }
 }
 

@@ -4,6 +4,8 @@ import type { Compression } from '../../../formats/store/layout/metadata'
 import type { ClusterLayoutNode } from '../../../cluster/layout'
 import type { DuplicatePolicy, OutputLayout } from '../../build-options'
 import type { BucketTarget } from '../../bucket-plan'
+import type { PartitionPatchTask } from '../../partition-diff'
+import type { PatchEntry } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
 import type { StageTimes } from '../../stage-times'
@@ -40,7 +42,10 @@ export interface ReduceTask {
 }
 
 export type ToWorker =
-  { readonly type: 'map'; readonly split: InputSplit } | { readonly type: 'flush' } | { readonly type: 'reduce'; readonly task: ReduceTask }
+  | { readonly type: 'map'; readonly split: InputSplit }
+  | { readonly type: 'flush' }
+  | { readonly type: 'reduce'; readonly task: ReduceTask }
+  | { readonly type: 'patch'; readonly task: PartitionPatchTask }
 
 export interface KindCounts {
   keys: Record<KeyKind, number>
@@ -74,4 +79,6 @@ export type FromWorker =
     }
   | { readonly type: 'flushed'; readonly runs: readonly SortedRun[]; readonly times: StageTimes }
   | { readonly type: 'reduced'; readonly chunk: ReducedChunk; readonly times: StageTimes }
+  /** `patch` undefined: the partition's patch would have been too large and was not kept. */
+  | { readonly type: 'patched'; readonly patch?: PatchEntry }
   | { readonly type: 'error'; readonly code?: string; readonly message: string }
