@@ -45,24 +45,20 @@ const ON_MET: Record<string, string> = {
   'resp-get-cpu': RESP_GET_CPU_SIDE_BY_SIDE,
 }
 
-const COLD_CPU = `What bounds a node's cold reads on this VM is CPU, not the device: over five runs on 2026-12-04 fio moved between
-44.8k and 70.4k IOPS at queue depth 32 (and 13.1k-23.5k at depth 1; the host's storage is shared), while the node's cold
-GETs stayed at 13.9-14.4k/s with batching. perf over a node under cold RESP GETs: a third of the
-node's samples in the kernel's \`pvm_irq_enable\` and another tenth in \`iowrite16\` (the virtio-blk queue notification):
-this VM runs under a paravirtual hypervisor where enabling interrupts, thread wake-ups and device kicks are traps. A cold
-GET costs ~110 µs of system time and ~45 µs of user time there (the page fault path, one kick per read, the pool
-thread's wake-up and the completion's), so 2 cores, which also run redis-benchmark, answer ~10k cold GETs/s; fio with
-direct I/O and libaio reaches 47k at queue depth 32 because it batches submissions and skips the page cache. Measured
-alternatives for the warm-up, one process, 32 reads in flight: MADV_POPULATE_READ on the pool 28k/s, fs.read on the pool
-32k/s, fs.read through libuv's io_uring 95k/s (15 µs of CPU per read); in the node the populate won (9.9-10.1k GETs/s
-against 8.6-9.1k for fs.read on the pool and 7.2k with io_uring, whose polling kernel thread per process competes with
-the workers on 2 cores). Batching the cold records of one turn of the event loop into one pool job that starts all
-their reads with one process_madvise(MADV_WILLNEED) took the node from ~10k to ~14k cold GETs/s (~100 µs of CPU per
-cold GET, from ~137). Levers not taken yet: io_uring from the addon without a polling thread (one submission and one
-completion wake-up per batch, no pool thread at all), and answering a cold record from the bytes read rather than
-mapping them and looking the key up again (done for the in-process getAsync, see "In-process cold get"; the servers
-frame their answers from the mapping, many records per job). The rerun of 2026-12-07 ran at a load average of 13-32 on
-2 cores (other sessions' work): its node rows (6.8k RESP GETs/s) measure that load more than the node.`
+const COLD_CPU = `What bounds a node's cold reads on this VM is CPU, not the device: fio moves between 44.8k and 70.4k IOPS at
+queue depth 32 from run to run (the host's storage is shared), and a paravirtual hypervisor makes interrupt enabling,
+thread wake-ups and device kicks traps. Before 2026-12-07 a batch of cold records went to a libuv pool thread
+(process_madvise(MADV_WILLNEED), then MADV_POPULATE_READ of each record) and back with a uv_async wake-up: ~100 µs of CPU
+per cold GET, ~14k GETs/s on a quiet machine. Since then the warm-up goes through the addon's own io_uring (no SQPOLL, one
+io_uring_enter per batch, completions on an eventfd the event loop polls: native/io/uring-*.c): standalone, 5.7-7.2 µs of
+CPU per read against 10.2-13.1 for the populate on 16 threads; in a node on a 2M-record store, 37-47 µs of node CPU per
+cold GET against 47-60 on the pool (bench/cold/cold-io-node.ts, loaded machine). In this run: 18.5k cold RESP GETs/s
+(0.35× fio's 53k at depth 32) at a load average of 5-8 from other sessions' work, against 6.8k in the previous run
+(load 13-32). The single GET is the hardest case: each of 64 connections has one read in flight, so a batch per turn of
+the event loop holds a few records and each costs a full turn of RESP parsing, lookup, residency check, submission and
+reply; the multi-get of 100 keys, whose batch is its 100 keys, met its goal (0.68×) in the same run. What would still
+move the single GET: answering from the bytes read (saves the second lookup and a minor fault, ~3% measured), and a
+quiet-machine rerun: redis-benchmark shares the 2 cores with the two workers.`
 
 const WHY: Record<string, string> = {
   'zstd-size': `The values themselves compress to 0.31× with the 64 KiB dictionary (0.30× at level 9, the same with a 110 KiB one
@@ -74,36 +70,29 @@ in this 1M run the uncompressed store of 503 MiB read at 90,183 gets/s where the
 uniform data zstd read faster than no compression (1.77×), which the codec cannot do: the variants are measured one after the
 other while the machine's load fell from 14 to 7.6, so these rows compare moments, not codecs. A rerun with the variants
 interleaved is what this row needs before any change.`,
-  'cold-inproc': `One thread, one read at a time. The synchronous get pays the page fault of its record (one page: MADV_RANDOM) and
-reached 0.55-0.76× of fio at queue depth 1 over the runs of 2026-12-04..07 (fio itself moved between 13k and 23k IOPS from
-run to run): fio's direct read skips the page cache, where a fault allocates a page, inserts it in the cache and the LRU and
-maps it, each step costlier on this paravirtual VM (see "Node cold RESP GET" below). getAsync used to warm the record on the
-pool (MADV_POPULATE_READ) and look it up again through the mapping: 0.17-0.54×. Since 2026-12-07 it reads the record with
-one pread on the pool and answers from those bytes (formats/store/read/cold-pread.ts): 0.68× in this run, at 94% of get's rate,
-and ~2× the former path when both run interleaved in one process (8.1k against 4.9k reads/s). What is left of its gap to get
-is the pool round trip (two thread wake-ups per read, pure latency at queue depth 1); both rows ran at a load average of
-13-32 on 2 cores (other sessions' builds and tests), where a wake-up waits for a core. perf over cold getAsyncs alone (40k
-reads, after the open): 78% of the samples in the kernel, 27% in finish_task_switch (the thread switches of each round
-trip), 17% in iowrite16 (the virtio-blk kick, one per read) and 12% re-enabling interrupts; rostore's JavaScript and addon
-under 16%. The levers are fewer switches and kicks per read (io_uring from the addon), not less work in rostore. Tried
-and not kept: the synchronous get reading a cold record with a pread instead of its page faults (+4% on average over
-interleaved runs, within their spread).`,
+  'cold-inproc': `One thread, one read at a time, against fio's direct reads at queue depth 1. The synchronous get used to fault its
+record's pages in through the mapping (MADV_RANDOM: one page per fault), so a 1 KiB record crossing a page boundary (about
+a quarter of them) cost two device reads in a row: 0.55-0.76× over the runs of 2026-12-04..07. Since 2026-12-07 a cold
+record (the residency map says so, no system call) is read with one pread of the whole record on the caller's thread, one
+device request: 0.93× in this run (0.58× → 0.92× on a 2M-record store the same morning). getAsync reads the record with
+one pread through the addon's io_uring and answers from those bytes: 0.81×; what is left of its gap to get is the event
+loop's turn around each read.`,
   'cold-resp': COLD_CPU,
   'cold-push': `The hit ratio holds (the fetch writes and reads behind, the verify drops what it read, one worker carries
-the hot set: 100% before, during and after in this session's runs, against 73-90% before those changes, when the page
-cache of the node's cgroup reached 2.9 of its 3 GiB during the fetch). The p99 during the push is set by CPU: the fetch
-is unthrottled here (8.4 GB in ~37 s, hashed as it arrives), the verify is a thread hashing and walking every record
-at full speed, and both share 2 cores with the serving workers and the load generator; the paced reads queue behind
-them for a few milliseconds (before: 0.1-0.2 ms at 8k GETs/s). The carry itself cost a ~0.5 s stall while two workers
-walked the indexes at once, gone with one worker doing it. After the swap the p99 is back to its level before. Levers:
-a --max-bytes-per-sec on the push (what an operator sets to protect reads), verify at a bounded rate or on a niced
-thread, and skipping the verify's second checksum pass of files the fetch already hashed. The rerun of 2026-12-07 (the
-section's first since the fetch became format 2's partition fetch) ran at a load average of 13-32 on 2 cores: p99 before
-the push 48 ms (0.1-0.2 ms on a quiet machine), up to 683 ms in a 5 s slice during the 154 s fetch, 26 ms after; the hit
-ratio held (92.7% before, 94.4% at worst during, 94.5% after), so the miss is the p99 alone, set by CPU as above.`,
+the hot set, now in 4 s instead of 63: 99.5% before, 100% during, 97.1% after in the run of 2026-12-07) and the p99 after
+the swap is below its level before (3.6 against 42 ms). The miss is the p99 during the push: 2-235 ms in most 5 s slices,
+538 ms in the worst, with the reads' hit ratio at 100%, so the reads do not wait for the disk as cold reads; they wait for
+a core or for memory. Since 2026-12-07 the supervisor runs its jobs' threads at nice 10 and the idle I/O class
+(--job-priority low), and the hot set's carry takes 4 s; the run still had other sessions' work at a load average of 5-8
+(the p99 before the push, 42 ms at 99.5% hits, is that load: 0.1-0.2 ms on a quiet machine). The node runs in a 3 GiB
+memory cgroup while the unthrottled fetch writes 8.4 GB into it: the pages being written and written back are charged to
+the same cgroup, and a worker that allocates at the limit reclaims and waits for writeback itself, a stall of the whole
+event loop. Not verified in time (it needs a quiet machine and the cgroup's memory.stat during a slice with a spike);
+levers: a --max-bytes-per-sec on the push (what an operator sets to protect reads), smaller write-behind windows, and the
+workers in a cgroup of their own apart from the supervisor's writes.`,
   'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
-(one pool job, one process_madvise), so it comes nearer the device than single GETs (0.37× against 0.16× in the run of
-2026-12-07, 0.53× against 0.32× in an earlier one).`,
+(one io_uring submission), so it comes nearer the device than single GETs: 0.68× against 0.35× in the run of 2026-12-07
+(0.37× against 0.16× in the earlier, loaded one).`,
   'dump-reads-p99': `The dump runs where the node's versions live (the supervisor, or the only process with --workers 1): with
 workers the reads are served by other processes and a dump shares only the disk and the CPU with them; with one process the
 record walk (async 1 MiB reads, one CRC call per batch, framing) runs on the serving event loop in slices of 64 KiB between throttle
