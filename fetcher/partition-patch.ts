@@ -2,10 +2,9 @@ import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isStoreError } from '../common/errors'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
-import { applyPatchOffThread } from '../formats/store/patch/patch-worker'
+import { PatchThread } from '../formats/store/patch/patch-worker'
 import type { PatchEntry, VersionManifest } from '../formats/store/layout/partition-files'
 import { failureReason } from './transfer/failure-reason'
-import type { TokenBucket } from './transfer/token-bucket'
 
 /**
  * Installing a partition by patch (docs/SERVING.md, "Delta pushes"): when the manifest names
@@ -64,30 +63,31 @@ export interface PatchRebuild {
   readonly manifest: VersionManifest
   /** Downloads a file of the build output into destDir at its name, checksummed, throttled. */
   readonly download: (entry: FileEntry) => Promise<void>
-  /** The fetch's throttle (its own limit, then the node-wide one): the rebuild's writes take their tokens from it too. */
-  readonly buckets: readonly TokenBucket[]
   readonly signal: AbortSignal
 }
 
 export type PatchOutcome = { readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly reason: string }
 
-/** One partition by patch: fetch the patch, rebuild, check, move into place; or a reason to fetch it whole. */
-export async function rebuildByPatch(r: PatchRebuild, plan: PatchPlan): Promise<PatchOutcome> {
+/**
+ * One partition by patch: rebuild from the downloaded patch, check, move into place; or a
+ * reason to fetch it whole. The rebuild's local I/O is not paced by the fetch's throttle,
+ * which paces bytes taken from the source: the new files leave the page cache as they are
+ * written, and a base that is not live as it is read (docs/SERVING.md, "Delta pushes").
+ */
+async function rebuildByPatch(r: PatchRebuild, plan: PatchPlan, thread: PatchThread, downloaded: Promise<unknown>): Promise<PatchOutcome> {
   const work = join(r.destDir, `.rebuild-p${plan.partition}`)
   const patchFile = join(r.destDir, plan.patch.name)
   try {
-    await r.download({ name: plan.patch.name, size: plan.patch.size, checksum: plan.patch.checksum })
+    await downloaded
     await mkdir(work)
-    const applied = await applyPatchOffThread({
+    const applied = await thread.apply({
       baseDir: plan.baseDir,
       patchFile,
       outDir: work,
       manifest: r.manifest,
       partition: plan.partition,
       dropBehind: !plan.live,
-      pace: async (n) => {
-        for (const b of r.buckets) await b.take(n, r.signal)
-      },
+      writeBehind: true,
       signal: r.signal,
     })
     // Verified: each file takes its name, where peers and the swapper look.
@@ -112,18 +112,45 @@ export interface PatchResult {
   readonly fellBack: readonly { readonly partition: number; readonly reason: string }[]
 }
 
-/** Every plan in turn (one rebuild at a time: it is disk work, as the downloads beside it). */
+/**
+ * Every plan in turn, in one rebuild thread: one rebuild at a time (it is disk work, as the
+ * downloads beside it), the patches downloaded one after another ahead of the rebuilds.
+ */
 export async function installByPatches(r: PatchRebuild, plans: readonly PatchPlan[]): Promise<PatchResult> {
   const partitions: number[] = []
   const fellBack: { partition: number; reason: string }[] = []
   let bytes = 0
-  for (const plan of plans) {
-    r.signal.throwIfAborted()
-    const out = await rebuildByPatch(r, plan)
-    if (out.ok) {
-      partitions.push(plan.partition)
-      bytes += out.bytes
-    } else fellBack.push({ partition: plan.partition, reason: out.reason })
+  if (plans.length === 0) return { partitions, bytes, fellBack }
+  const thread = new PatchThread()
+  let chain: Promise<unknown> = Promise.resolve()
+  let stopped = false
+  const downloads = plans.map((plan) => {
+    const d = chain.then(() => {
+      if (stopped) throw new Error('the install stopped')
+      return r.download({ name: plan.patch.name, size: plan.patch.size, checksum: plan.patch.checksum })
+    })
+    // The next download waits for this one, failed or not; the rebuild sees its failure.
+    chain = d.catch(() => undefined)
+    return d
+  })
+  // Failures are seen by the rebuild that awaits them, or dropped when the install stops first.
+  for (const d of downloads) d.catch(() => undefined)
+  try {
+    for (const [i, plan] of plans.entries()) {
+      r.signal.throwIfAborted()
+      const out = await rebuildByPatch(r, plan, thread, downloads[i] as Promise<unknown>)
+      if (out.ok) {
+        partitions.push(plan.partition)
+        bytes += out.bytes
+      } else fellBack.push({ partition: plan.partition, reason: out.reason })
+    }
+  } finally {
+    stopped = true
+    await thread.close()
+    // Downloads not awaited (the install stopped): their files go once they settle.
+    await chain
+    await Promise.all(plans.map((p) => rm(join(r.destDir, p.patch.name), { force: true })))
+    await Promise.all(plans.map((p) => rm(join(r.destDir, `${p.patch.name}.part`), { force: true })))
   }
   return { partitions, bytes, fellBack }
 }
