@@ -2,7 +2,9 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createXXHash64 } from 'hash-wasm'
 import { StoreError } from '../../../common/errors'
-import { codecByName } from '../chunk/codec'
+import { masterPartition } from '../../../cluster/routing'
+import type { ValueCodec } from '../chunk/codec'
+import { versionCodec } from '../chunk/dictionary-file'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE, encodeDataHeader, encodeIndexHeader } from '../chunk/header'
 import { createKeyHasher } from '../layout/key-hash'
 import { chunkOf } from '../layout/layout'
@@ -75,7 +77,7 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
       throw new StoreError('RO_CORRUPT', `${name}: made for another partition or version`)
     if (m.checksumAlgorithm !== 'xxh64') throw new RangeError(`unknown checksum algorithm ${String(m.checksumAlgorithm)}`)
     const hasher = await createKeyHasher(m.keyHash)
-    const codecId = codecByName(m.compression).id
+    const codec = await baseCodec(o.baseDir, m)
     const indexHash = await createXXHash64()
     const dataHash = await createXXHash64()
     const next = async (): Promise<(HashedOp & { chunk: number }) | undefined> => {
@@ -83,6 +85,7 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
       if (r.done) return undefined
       const hash = hasher.hash(r.value.key)
       const value = r.value.op === PATCH_DELETE ? undefined : (r.value.value ?? Buffer.alloc(0))
+      if (value !== undefined) checkNewRecord(hash, value, o.partition, m.partitions, codec, name)
       return { hash, key: r.value.key, value, chunk: chunkOf(hash, m.chunks) }
     }
     let op = await next()
@@ -101,7 +104,7 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
       const data = new HashedOutput(join(o.outDir, want.data.name), dataHash, o.writeBehind === true)
       open.push(data)
       await index.append(encodeIndexHeader({ fileId, chunk, entryCount: records, dataSize: want.data.size }))
-      await data.append(encodeDataHeader({ fileId, chunk, codec: codecId, recordCount: records }))
+      await data.append(encodeDataHeader({ fileId, chunk, codec: codec.id, recordCount: records }))
       merge = new ChunkMerge(o.baseDir, o.partition, chunk, hasher, index, data, o.dropBehind === true, o.indexBlockEntries)
       for (; op !== undefined && op.chunk <= chunk; count++) {
         if (op.chunk < chunk) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
@@ -143,6 +146,33 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
     await ops.return(undefined)
     await Promise.all(written.map((f) => rm(f, { force: true })))
     throw err
+  }
+}
+
+/**
+ * The version's codec, its zstd dictionary read from the base's directory: a version whose
+ * values a patch can carry shares its base's dictionary. A base without it is no base for
+ * this patch (the partition is fetched whole), not a failure of the node.
+ */
+async function baseCodec(baseDir: string, m: VersionManifest): Promise<ValueCodec> {
+  try {
+    return await versionCodec(baseDir, m)
+  } catch (err) {
+    throw new StoreError('RO_CONFLICT', "the base does not hold the version's zstd dictionary", { cause: err })
+  }
+}
+
+/**
+ * A record the patch adds gets the checks a verify's walk gives every record (its CRC and
+ * index entry are written here): its key in this partition, its value readable. The
+ * base's records had them when the base was installed, so the rebuilt files need no walk.
+ */
+function checkNewRecord(hash: Uint8Array, value: Buffer, partition: number, partitions: number, codec: ValueCodec, name: string): void {
+  if (masterPartition(hash, partitions) !== partition) throw new StoreError('RO_CORRUPT', `${name}: puts a key of another partition`)
+  try {
+    codec.decode(value)
+  } catch (err) {
+    throw new StoreError('RO_CORRUPT', `${name}: puts a value that does not decompress`, { cause: err })
   }
 }
 
