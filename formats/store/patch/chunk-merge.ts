@@ -10,6 +10,7 @@ import type { KeyHasher } from '../layout/key-hash'
 import { partitionDataFileName, partitionIndexFileName } from '../layout/partition-files'
 import { compareRecordOrder } from '../scan/partition-records'
 import type { HashedOutput } from './hashed-output'
+import type { KeepResident } from './keep-resident'
 
 /** An operation of the patch with its key's hash: a put (value given) or a delete. */
 export interface HashedOp {
@@ -60,6 +61,8 @@ export class ChunkMerge {
     private readonly index: HashedOutput,
     private readonly data: HashedOutput,
     dropBehind: boolean,
+    /** A live base: its data file's pages left as they were found (keep-resident.ts). */
+    private readonly keep: KeepResident | undefined,
     private readonly blockEntries = ENTRIES_PER_BLOCK,
   ) {
     this.block = Buffer.allocUnsafe(blockEntries * INDEX_ENTRY_SIZE)
@@ -126,6 +129,7 @@ export class ChunkMerge {
   close(reason?: string): void {
     this.indexBehind?.end()
     this.dataBehind?.end()
+    this.keep?.end(this.dataFd)
     closeSync(this.indexFd)
     closeSync(this.dataFd)
     if (reason !== undefined) throw new StoreError('RO_CORRUPT', reason)
@@ -160,6 +164,7 @@ export class ChunkMerge {
     await this.data.appendFromFile(this.dataFd, this.dataDone, to - this.dataDone, this.dataFile)
     this.dataDone = to
     this.dataBehind?.passed(to)
+    this.keep?.passed(this.dataFd, to)
   }
 
   private load(from: number): void {

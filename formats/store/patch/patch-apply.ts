@@ -13,6 +13,7 @@ import { partitionChunkFileId, partitionDataFileName, partitionIndexFileName, ty
 import { compareRecordOrder } from '../scan/partition-records'
 import { ChunkMerge, type HashedOp } from './chunk-merge'
 import { HashedOutput } from './hashed-output'
+import { KeepResident } from './keep-resident'
 import { PATCH_DELETE } from './patch-file'
 import { openPatch } from './patch-read'
 
@@ -37,7 +38,10 @@ export interface ApplyPatchOptions {
   /** The new version's manifest (names the base, lists the partition's expected files). */
   readonly manifest: VersionManifest
   readonly partition: number
-  /** The base is not served: its pages leave the page cache once read. Default false. */
+  /**
+   * The base is not served: its pages leave the page cache once read. Default false: a live
+   * base's data pages are left as they were found, the hot ones kept (keep-resident.ts).
+   */
   readonly dropBehind?: boolean
   /** The new files leave the page cache as they are written (not served before the swap). Default false. */
   readonly writeBehind?: boolean
@@ -105,7 +109,9 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
       open.push(data)
       await index.append(encodeIndexHeader({ fileId, chunk, entryCount: records, dataSize: want.data.size }))
       await data.append(encodeDataHeader({ fileId, chunk, codec: codec.id, recordCount: records }))
-      merge = new ChunkMerge(o.baseDir, o.partition, chunk, hasher, index, data, o.dropBehind === true, o.indexBlockEntries)
+      const keep =
+        o.dropBehind === true ? undefined : await KeepResident.snapshot(join(o.baseDir, partitionDataFileName(o.partition, chunk)))
+      merge = new ChunkMerge(o.baseDir, o.partition, chunk, hasher, index, data, o.dropBehind === true, keep, o.indexBlockEntries)
       for (; op !== undefined && op.chunk <= chunk; count++) {
         if (op.chunk < chunk) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
         await merge.apply(op)
