@@ -76,8 +76,8 @@ export class HashedOutput {
    */
   async appendEntries(src: Buffer, from: number, to: number, delta: number): Promise<void> {
     while (from < to) {
-      if (this.used === this.buf.length) await this.flush()
-      const k = Math.min((this.buf.length - this.used) / INDEX_ENTRY_SIZE, to - from)
+      if (this.buf.length - this.used < INDEX_ENTRY_SIZE) await this.flush()
+      const k = Math.min(Math.floor((this.buf.length - this.used) / INDEX_ENTRY_SIZE), to - from)
       const start = this.used
       src.copy(this.buf, start, from * INDEX_ENTRY_SIZE, (from + k) * INDEX_ENTRY_SIZE)
       if (delta !== 0) shiftOffsets(this.buf, start, k, delta)

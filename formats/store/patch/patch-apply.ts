@@ -94,8 +94,9 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
     }
     let op = await next()
     let count = 0
-    let unpaced = 0
+    /** Bytes written (finished chunks), and how many of all written were paced. */
     let bytesWritten = 0
+    let paced = 0
     const files: FileEntry[] = []
     for (let chunk = 0; chunk < m.chunks; chunk++) {
       o.signal?.throwIfAborted()
@@ -119,9 +120,10 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
         op = await next()
         if (op !== undefined && op.chunk === chunk && compareRecordOrder(op.hash, op.key, prev.hash, prev.key) <= 0)
           throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
-        if (o.pace !== undefined && index.size + data.size - unpaced >= PACE_BYTES) {
-          await o.pace(index.size + data.size - unpaced)
-          unpaced = index.size + data.size
+        const done = bytesWritten + index.size + data.size
+        if (o.pace !== undefined && done - paced >= PACE_BYTES) {
+          await o.pace(done - paced)
+          paced = done
           o.signal?.throwIfAborted()
         }
       }
@@ -135,8 +137,8 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
       check(want.data, gotData)
       files.push(want.index, want.data)
       bytesWritten += gotIndex.size + gotData.size
-      await o.pace?.(bytesWritten - unpaced)
-      unpaced = 0
+      if (bytesWritten > paced) await o.pace?.(bytesWritten - paced)
+      paced = bytesWritten
     }
     if (op !== undefined) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
     // Pulls the rest of the body: its checksums are checked at its end.
