@@ -1,4 +1,5 @@
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { isStoreError } from '../common/errors'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
@@ -113,15 +114,24 @@ export interface PatchResult {
 }
 
 /**
- * Every plan in turn, in one rebuild thread: one rebuild at a time (it is disk work, as the
- * downloads beside it), the patches downloaded one after another ahead of the rebuilds.
+ * Rebuilds at once: one per core beyond the one the node serves with, at most 4 (a rebuild
+ * is a sequential read and write; more would only contend for the disk). One on 2 cores.
  */
-export async function installByPatches(r: PatchRebuild, plans: readonly PatchPlan[]): Promise<PatchResult> {
+export function rebuildWidth(cores: number = availableParallelism()): number {
+  return Math.max(1, Math.min(4, cores - 1))
+}
+
+/**
+ * Every plan, `width` rebuilds at a time, each in a worker thread kept for its next
+ * rebuild; the patches downloaded one after another ahead of the rebuilds. Results come in
+ * plan order.
+ */
+export async function installByPatches(r: PatchRebuild, plans: readonly PatchPlan[], width = rebuildWidth()): Promise<PatchResult> {
   const partitions: number[] = []
   const fellBack: { partition: number; reason: string }[] = []
   let bytes = 0
   if (plans.length === 0) return { partitions, bytes, fellBack }
-  const thread = new PatchThread()
+  const threads = Array.from({ length: Math.min(width, plans.length) }, () => new PatchThread())
   let chain: Promise<unknown> = Promise.resolve()
   let stopped = false
   const downloads = plans.map((plan) => {
@@ -135,22 +145,40 @@ export async function installByPatches(r: PatchRebuild, plans: readonly PatchPla
   })
   // Failures are seen by the rebuild that awaits them, or dropped when the install stops first.
   for (const d of downloads) d.catch(() => undefined)
+  const outcomes: PatchOutcome[] = []
+  let next = 0
   try {
-    for (const [i, plan] of plans.entries()) {
-      r.signal.throwIfAborted()
-      const out = await rebuildByPatch(r, plan, thread, downloads[i] as Promise<unknown>)
-      if (out.ok) {
-        partitions.push(plan.partition)
-        bytes += out.bytes
-      } else fellBack.push({ partition: plan.partition, reason: out.reason })
-    }
+    // A loop that fails stops the others from starting more; the rebuilds under way finish
+    // (or see the abort) before the files are cleaned up.
+    const loops = await Promise.allSettled(
+      threads.map(async (thread) => {
+        try {
+          while (!stopped && next < plans.length) {
+            const i = next++
+            r.signal.throwIfAborted()
+            outcomes[i] = await rebuildByPatch(r, plans[i] as PatchPlan, thread, downloads[i] as Promise<unknown>)
+          }
+        } catch (err) {
+          stopped = true
+          throw err
+        }
+      }),
+    )
+    for (const l of loops) if (l.status === 'rejected') throw l.reason
   } finally {
     stopped = true
-    await thread.close()
+    await Promise.all(threads.map((t) => t.close()))
     // Downloads not awaited (the install stopped): their files go once they settle.
     await chain
     await Promise.all(plans.map((p) => rm(join(r.destDir, p.patch.name), { force: true })))
     await Promise.all(plans.map((p) => rm(join(r.destDir, `${p.patch.name}.part`), { force: true })))
+  }
+  for (const [i, plan] of plans.entries()) {
+    const out = outcomes[i] as PatchOutcome
+    if (out.ok) {
+      partitions.push(plan.partition)
+      bytes += out.bytes
+    } else fellBack.push({ partition: plan.partition, reason: out.reason })
   }
   return { partitions, bytes, fellBack }
 }
