@@ -9,8 +9,9 @@ const PAGE = 4096
  * dropped once it is past them. Without that, a rebuild made the whole live version
  * resident, which the install then took for its hot set and warmed in the new version
  * (swapper/local-serving.ts, carryHotSet): a second read of every byte.
- * Residency is taken once (mincore over a mapping that is never touched) before the reads;
- * without the addon there is none, and nothing is dropped.
+ * Residency is taken once (mincore over a mapping that is never touched) before the reads:
+ * a page the node's reads bring in meanwhile may be dropped too, and is read again on its
+ * next use. Without the addon there is no residency, and nothing is dropped.
  */
 export class KeepResident {
   /** Pages before this one are done with. */
