@@ -22,6 +22,9 @@ export interface HashedOp {
 /** Base index entries read per block (16 bytes each), unless told. */
 export const ENTRIES_PER_BLOCK = 1 << 16
 
+/** The block of the last merge closed, for the next one (a fresh one costs page faults). */
+let spareBlock: Buffer | undefined
+
 /**
  * One chunk of a partition rebuilt from its base chunk and the patch's operations on it.
  * Unchanged records are never looked at one by one: between two operations the base's
@@ -52,6 +55,7 @@ export class ChunkMerge {
   private readonly dataBehind: ReadBehind | undefined
   private readonly entry = Buffer.alloc(INDEX_ENTRY_SIZE)
   private readonly head = Buffer.alloc(RECORD_HEADER_SIZE)
+  private closed = false
 
   constructor(
     baseDir: string,
@@ -65,7 +69,9 @@ export class ChunkMerge {
     private readonly keep: KeepResident | undefined,
     private readonly blockEntries = ENTRIES_PER_BLOCK,
   ) {
-    this.block = Buffer.allocUnsafe(blockEntries * INDEX_ENTRY_SIZE)
+    const size = blockEntries * INDEX_ENTRY_SIZE
+    this.block = spareBlock?.length === size ? spareBlock : Buffer.allocUnsafeSlow(size)
+    spareBlock = undefined
     this.indexFile = join(baseDir, partitionIndexFileName(partition, chunk))
     this.dataFile = join(baseDir, partitionDataFileName(partition, chunk))
     this.indexFd = openSync(this.indexFile, 'r')
@@ -121,15 +127,22 @@ export class ChunkMerge {
 
   /** Writes out the rest of the base chunk. */
   async finish(): Promise<void> {
-    await this.copyEntries(this.count)
-    await this.copyData(this.dataEnd)
-    this.close()
+    try {
+      await this.copyEntries(this.count)
+      await this.copyData(this.dataEnd)
+    } finally {
+      this.close()
+    }
   }
 
+  /** Closes the base files (once); with a reason, throws it as RO_CORRUPT. */
   close(reason?: string): void {
+    if (this.closed) return
+    this.closed = true
     this.indexBehind?.end()
     this.dataBehind?.end()
     this.keep?.end(this.dataFd)
+    spareBlock = this.block
     closeSync(this.indexFd)
     closeSync(this.dataFd)
     if (reason !== undefined) throw new StoreError('RO_CORRUPT', reason)

@@ -9,6 +9,13 @@ import { INDEX_ENTRY_SIZE } from '../chunk/header'
 /** Bytes gathered per write(2); a multiple of INDEX_ENTRY_SIZE, so index entries never straddle two writes. */
 const OUTPUT_BUFFER_BYTES = 4 << 20
 
+/**
+ * Buffers of closed outputs, for the next ones: a fresh buffer costs a page fault per 4 KiB
+ * on its first touch, as much as the copies through it on this kind of VM.
+ */
+const spare: Buffer[] = []
+const MAX_SPARE = 4
+
 export interface OutputDone {
   readonly size: number
   /** The XXH64 of every byte written, as checksumFile gives it. */
@@ -24,7 +31,7 @@ export interface OutputDone {
  */
 export class HashedOutput {
   private readonly fd: number
-  private readonly buf = Buffer.allocUnsafeSlow(OUTPUT_BUFFER_BYTES)
+  private readonly buf = spare.pop() ?? Buffer.allocUnsafeSlow(OUTPUT_BUFFER_BYTES)
   private used = 0
   private pos = 0
   private windowStart = 0
@@ -99,6 +106,7 @@ export class HashedOutput {
   close(): void {
     if (this.closed) return
     this.closed = true
+    if (spare.length < MAX_SPARE) spare.push(this.buf)
     closeSync(this.fd)
   }
 
