@@ -210,7 +210,6 @@ export async function fetchPartitions(opts: PartitionFetchOptions): Promise<Part
         manifest,
         download: async (e) =>
           void (await downloadFromChain({ ...base, progress: new ProgressTracker([e]) }, e, sourceLink, patchPolicy(policy, m, store))),
-        buckets,
         signal,
       },
       sourceLink.length === 0 ? [] : await patchPlans(manifest, unlinkedPartitions(view, order), installedDirs(opts)),

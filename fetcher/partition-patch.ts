@@ -1,11 +1,11 @@
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { isStoreError } from '../common/errors'
 import { METADATA_FILE, type FileEntry, type StoreMetadata } from '../formats/store/layout/metadata'
-import { applyPatchOffThread } from '../formats/store/patch/patch-worker'
+import { PatchThread } from '../formats/store/patch/patch-worker'
 import type { PatchEntry, VersionManifest } from '../formats/store/layout/partition-files'
 import { failureReason } from './transfer/failure-reason'
-import type { TokenBucket } from './transfer/token-bucket'
 
 /**
  * Installing a partition by patch (docs/SERVING.md, "Delta pushes"): when the manifest names
@@ -64,30 +64,31 @@ export interface PatchRebuild {
   readonly manifest: VersionManifest
   /** Downloads a file of the build output into destDir at its name, checksummed, throttled. */
   readonly download: (entry: FileEntry) => Promise<void>
-  /** The fetch's throttle (its own limit, then the node-wide one): the rebuild's writes take their tokens from it too. */
-  readonly buckets: readonly TokenBucket[]
   readonly signal: AbortSignal
 }
 
 export type PatchOutcome = { readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly reason: string }
 
-/** One partition by patch: fetch the patch, rebuild, check, move into place; or a reason to fetch it whole. */
-export async function rebuildByPatch(r: PatchRebuild, plan: PatchPlan): Promise<PatchOutcome> {
+/**
+ * One partition by patch: rebuild from the downloaded patch, check, move into place; or a
+ * reason to fetch it whole. The rebuild's local I/O is not paced by the fetch's throttle,
+ * which paces bytes taken from the source: the new files leave the page cache as they are
+ * written, and a base that is not live as it is read (docs/SERVING.md, "Delta pushes").
+ */
+async function rebuildByPatch(r: PatchRebuild, plan: PatchPlan, thread: PatchThread, downloaded: Promise<unknown>): Promise<PatchOutcome> {
   const work = join(r.destDir, `.rebuild-p${plan.partition}`)
   const patchFile = join(r.destDir, plan.patch.name)
   try {
-    await r.download({ name: plan.patch.name, size: plan.patch.size, checksum: plan.patch.checksum })
+    await downloaded
     await mkdir(work)
-    const applied = await applyPatchOffThread({
+    const applied = await thread.apply({
       baseDir: plan.baseDir,
       patchFile,
       outDir: work,
       manifest: r.manifest,
       partition: plan.partition,
       dropBehind: !plan.live,
-      pace: async (n) => {
-        for (const b of r.buckets) await b.take(n, r.signal)
-      },
+      writeBehind: true,
       signal: r.signal,
     })
     // Verified: each file takes its name, where peers and the swapper look.
@@ -112,14 +113,68 @@ export interface PatchResult {
   readonly fellBack: readonly { readonly partition: number; readonly reason: string }[]
 }
 
-/** Every plan in turn (one rebuild at a time: it is disk work, as the downloads beside it). */
-export async function installByPatches(r: PatchRebuild, plans: readonly PatchPlan[]): Promise<PatchResult> {
+/**
+ * Rebuilds at once: one per core beyond the one the node serves with, at most 4 (a rebuild
+ * is a sequential read and write; more would only contend for the disk). One on 2 cores.
+ */
+export function rebuildWidth(cores: number = availableParallelism()): number {
+  return Math.max(1, Math.min(4, cores - 1))
+}
+
+/**
+ * Every plan, `width` rebuilds at a time, each in a worker thread kept for its next
+ * rebuild; the patches downloaded one after another ahead of the rebuilds. Results come in
+ * plan order.
+ */
+export async function installByPatches(r: PatchRebuild, plans: readonly PatchPlan[], width = rebuildWidth()): Promise<PatchResult> {
   const partitions: number[] = []
   const fellBack: { partition: number; reason: string }[] = []
   let bytes = 0
-  for (const plan of plans) {
-    r.signal.throwIfAborted()
-    const out = await rebuildByPatch(r, plan)
+  if (plans.length === 0) return { partitions, bytes, fellBack }
+  const threads = Array.from({ length: Math.min(width, plans.length) }, () => new PatchThread())
+  let chain: Promise<unknown> = Promise.resolve()
+  let stopped = false
+  const downloads = plans.map((plan) => {
+    const d = chain.then(() => {
+      if (stopped) throw new Error('the install stopped')
+      return r.download({ name: plan.patch.name, size: plan.patch.size, checksum: plan.patch.checksum })
+    })
+    // The next download waits for this one, failed or not; the rebuild sees its failure.
+    chain = d.catch(() => undefined)
+    return d
+  })
+  // Failures are seen by the rebuild that awaits them, or dropped when the install stops first.
+  for (const d of downloads) d.catch(() => undefined)
+  const outcomes: PatchOutcome[] = []
+  let next = 0
+  try {
+    // A loop that fails stops the others from starting more; the rebuilds under way finish
+    // (or see the abort) before the files are cleaned up.
+    const loops = await Promise.allSettled(
+      threads.map(async (thread) => {
+        try {
+          while (!stopped && next < plans.length) {
+            const i = next++
+            r.signal.throwIfAborted()
+            outcomes[i] = await rebuildByPatch(r, plans[i] as PatchPlan, thread, downloads[i] as Promise<unknown>)
+          }
+        } catch (err) {
+          stopped = true
+          throw err
+        }
+      }),
+    )
+    for (const l of loops) if (l.status === 'rejected') throw l.reason
+  } finally {
+    stopped = true
+    await Promise.all(threads.map((t) => t.close()))
+    // Downloads not awaited (the install stopped): their files go once they settle.
+    await chain
+    await Promise.all(plans.map((p) => rm(join(r.destDir, p.patch.name), { force: true })))
+    await Promise.all(plans.map((p) => rm(join(r.destDir, `${p.patch.name}.part`), { force: true })))
+  }
+  for (const [i, plan] of plans.entries()) {
+    const out = outcomes[i] as PatchOutcome
     if (out.ok) {
       partitions.push(plan.partition)
       bytes += out.bytes

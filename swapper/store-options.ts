@@ -6,8 +6,11 @@ export const DEFAULT_KEEP_VERSIONS = 2
 /** How long retention waits for requests still reading a replaced version before cutting them. */
 export const DEFAULT_DRAIN_DEADLINE_MS = 30_000
 
-/** A full verify of a staged directory; `signal` cancels it (RO_ABORTED). */
-export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
+/**
+ * A full verify of a staged directory; `signal` cancels it (RO_ABORTED). `rebuilt`: files a
+ * patch rebuild wrote and checked as it wrote them, not read again (verifyStore's option).
+ */
+export type VerifyDir = (dir: string, signal?: AbortSignal, rebuilt?: ReadonlySet<string>) => Promise<unknown>
 
 /**
  * The real verifier, loaded on first use. It runs in a worker thread: it reads and checks
@@ -15,8 +18,12 @@ export type VerifyDir = (dir: string, signal?: AbortSignal) => Promise<unknown>
  * install. It reads past the page cache: the staged version must not evict the live one's
  * hot pages.
  */
-export const defaultVerify: VerifyDir = async (dir, signal) =>
-  (await import('../formats/store/scan/verify-worker')).verifyStoreOffThread(dir, { signal, dropBehind: true })
+export const defaultVerify: VerifyDir = async (dir, signal, rebuilt) =>
+  (await import('../formats/store/scan/verify-worker')).verifyStoreOffThread(dir, {
+    signal,
+    dropBehind: true,
+    ...(rebuilt ? { rebuilt } : {}),
+  })
 
 export interface StoreVersionsOptions {
   readonly dataDir: string

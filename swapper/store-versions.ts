@@ -235,11 +235,15 @@ export class StoreVersions<M extends ServingMirror = LocalServingStore> {
 
   /**
    * Verify a complete node directory staged inside the store directory and rename it
-   * to `version-<V>`. The caller removes `staging` if this throws.
+   * to `version-<V>`. The caller removes `staging` if this throws. `rebuilt`: files of
+   * staging a patch rebuild checked as it wrote them (VerifyDir).
    */
-  async adopt(staging: string, opts: { signal?: AbortSignal; expectVersion?: number } = {}): Promise<StoreMetadata> {
+  async adopt(
+    staging: string,
+    opts: { signal?: AbortSignal; expectVersion?: number; rebuilt?: ReadonlySet<string> } = {},
+  ): Promise<StoreMetadata> {
     this.checkOpen()
-    await this.verify(staging, opts.signal)
+    await this.verify(staging, opts.signal, opts.rebuilt)
     const meta = await readNodeMetadata(staging)
     this.checkBelongs(meta, staging)
     if (opts.expectVersion !== undefined && meta.version !== opts.expectVersion) {

@@ -271,28 +271,26 @@ was rerun). What would still help: count read and merge buffers inside the budge
 (\`resourceLimits.maxOldGenerationSizeMb\`) from the budget.`,
 
   fetch: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
-  'delta-1': `Under a throttle the rebuild is paced like a fetch: its writes take tokens from the same buckets
-(fetcher/partition-patch.ts), and it writes every byte of the partitions it replaces, so it cannot beat a full fetch of the
-same files at the same rate; the network moves 0.7-3.7% of the bytes, the disk as many as a full push. Meeting the goal
-means pacing only the bytes that cross the network (the patches), a one-line change in fetcher/partition-fetch.ts (the
-buckets given to installByPatches), at the cost of unpaced local writes during the rebuild. Left for a decision.`,
-  'delta-5': `Under a throttle the rebuild is paced like a fetch: its writes take tokens from the same buckets
-(fetcher/partition-patch.ts), and it writes every byte of the partitions it replaces, so it cannot beat a full fetch of the
-same files at the same rate; the network moves 0.7-3.7% of the bytes, the disk as many as a full push. Meeting the goal
-means pacing only the bytes that cross the network (the patches), a one-line change in fetcher/partition-fetch.ts (the
-buckets given to installByPatches), at the cost of unpaced local writes during the rebuild. Left for a decision.`,
-  'delta-2': `The rebuild is CPU-bound and serial: one partition at a time on the node's event loop, each base record read,
-CRC-checked, its key hashed with MD5 again (the merge order needs the full hash), written by the ChunkWriter (CRC again),
-then every file checksummed (xxh64) and the whole version verified by the swapper as for any fetch. Unthrottled on
-loopback, a full fetch is a sequential copy, which is not much slower. What would help: the index's 8-byte prefixes in
-place of hashing every base key (hash only on prefix ties), rebuilds of several partitions in worker threads, and a
-verify that trusts the rebuild's own checksums.`,
-  'delta-6': `The rebuild is CPU-bound and serial: one partition at a time on the node's event loop, each base record read,
-CRC-checked, its key hashed with MD5 again (the merge order needs the full hash), written by the ChunkWriter (CRC again),
-then every file checksummed (xxh64) and the whole version verified by the swapper as for any fetch. Unthrottled on
-loopback, a full fetch is a sequential copy, which is not much slower. What would help: the index's 8-byte prefixes in
-place of hashing every base key (hash only on prefix ties), rebuilds of several partitions in worker threads, and a
-verify that trusts the rebuild's own checksums.`,
+  'delta-1': `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
+follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
+a throttled delta push still costs is the rebuild itself (every byte of the node's partitions written and fsynced) and the
+push's fixed steps (lease, job polls, decision, swap), neither of which shrinks with the throttle.`,
+  'delta-5': `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
+follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
+a throttled delta push still costs is the rebuild itself (every byte of the node's partitions written and fsynced) and the
+push's fixed steps (lease, job polls, decision, swap), neither of which shrinks with the throttle.`,
+  'delta-2': `The rebuild copies the base's unchanged records and index entries as runs (only records next to a change are read
+and hashed), checksums the files as it writes them, in one worker thread per install; the verify does not read rebuilt
+files again, and the live base is left with the residency it had (before, the rebuild made it all resident and the
+install's hot-set carry read the whole new version again). What is left: writing and fsyncing every byte of the node's
+partitions, as a full fetch does (on loopback a full fetch is the same sequential write), and the push's fixed steps. On
+a machine with cores to spare, rebuilds of several partitions at once would help.`,
+  'delta-6': `The rebuild copies the base's unchanged records and index entries as runs (only records next to a change are read
+and hashed), checksums the files as it writes them, in one worker thread per install; the verify does not read rebuilt
+files again, and the live base is left with the residency it had (before, the rebuild made it all resident and the
+install's hot-set carry read the whole new version again). What is left: writing and fsyncing every byte of the node's
+partitions, as a full fetch does (on loopback a full fetch is the same sequential write), and the push's fixed steps. On
+a machine with cores to spare, rebuilds of several partitions at once would help.`,
   'delta-3': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
 are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
 new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the

@@ -9,7 +9,7 @@ import { registerFetchMetrics, type FetchMetrics } from '../../fetcher/fetch-met
 import { fetchPartitions, type FetchFrom, type PartitionFetchResult } from '../../fetcher/partition-fetch'
 import type { PartitionPeer } from '../../fetcher/sources/peer'
 import type { NodeTls } from '../../cluster/cluster'
-import { MANIFEST_FILE } from '../../formats/store/layout/partition-files'
+import { MANIFEST_FILE, parsePartitionFileName } from '../../formats/store/layout/partition-files'
 import type { FetchingVersions } from './fetching-versions'
 import { defaultFsCallLimit, FsGate } from '../../fetcher/transfer/fs-gate'
 import { checkSource } from '../../fetcher/sources/open-source'
@@ -237,7 +237,10 @@ async function fetchByPartition(
       },
       onProgress: (p: FetchProgress) => r.onProgress(progressJson(p)),
     })
-    const meta = await r.sv.adopt(staging, { signal: r.signal, expectVersion: fetched.meta.version })
+    // Files a patch rebuild made were checksummed as written: the verify does not read them again.
+    const made = new Set(fetched.patches.partitions)
+    const rebuilt = new Set(fetched.meta.files.filter((f) => made.has(parsePartitionFileName(f.name)?.partition ?? -1)).map((f) => f.name))
+    const meta = await r.sv.adopt(staging, { signal: r.signal, expectVersion: fetched.meta.version, rebuilt })
     return {
       ...installResult(meta, t0),
       bytesFrom: fetched.bytesFrom,

@@ -1,29 +1,33 @@
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { createXXHash64 } from 'hash-wasm'
 import { StoreError } from '../../../common/errors'
-import { checksumFile } from '../chunk/checksum'
-import { ChunkWriter } from '../chunk/chunk-writer'
-import { codecByName } from '../chunk/codec'
+import { masterPartition } from '../../../cluster/routing'
+import type { ValueCodec } from '../chunk/codec'
+import { versionCodec } from '../chunk/dictionary-file'
+import { HEADER_SIZE, INDEX_ENTRY_SIZE, encodeDataHeader, encodeIndexHeader } from '../chunk/header'
 import { createKeyHasher } from '../layout/key-hash'
-import type { FileEntry } from '../layout/metadata'
-import { PATCH_DELETE } from './patch-file'
-import { openPatch, type PatchOp } from './patch-read'
-import type { VersionManifest } from '../layout/partition-files'
-import { compareRecordOrder, walkPartitionChunk, type HashedRecord } from '../scan/partition-records'
 import { chunkOf } from '../layout/layout'
-import { INDEX_ENTRY_SIZE } from '../chunk/header'
-import { RECORD_HEADER_SIZE } from '../chunk/record'
+import type { FileEntry } from '../layout/metadata'
+import { partitionChunkFileId, partitionDataFileName, partitionIndexFileName, type VersionManifest } from '../layout/partition-files'
+import { compareRecordOrder } from '../scan/partition-records'
+import { ChunkMerge, type HashedOp } from './chunk-merge'
+import { HashedOutput } from './hashed-output'
+import { KeepResident } from './keep-resident'
+import { PATCH_DELETE } from './patch-file'
+import { openPatch } from './patch-read'
 
 /**
  * Rebuilds partition `partition` of `manifest`'s version from the same partition of its
  * base and the partition's patch: a merge of the base's records (in file order) with the
- * patch's operations (in the same order), written by the builder's ChunkWriter, so the
- * files come out byte for byte as the build wrote them. Memory: one base read block, one
- * inflated patch block, the writer's buffers.
+ * patch's operations (in the same order), chunk by chunk (chunk-merge.ts), so the files
+ * come out byte for byte as the build wrote them. Memory: one block of base index
+ * entries, one inflated patch block, two output buffers.
  *
- * The files are then checksummed and compared with the manifest: a mismatch, a bad patch
- * or a base that is not the manifest's throws, and the files written are removed (the
- * caller fetches the full files instead).
+ * The headers are known from the manifest (record counts, sizes) and written first, so
+ * each file is checksummed as it is written and compared with the manifest's at its end:
+ * a mismatch, a bad patch or a base that is not the manifest's throws, and the files
+ * written are removed (the caller fetches the full files instead).
  */
 export interface ApplyPatchOptions {
   /** Directory holding the base version's files of the partition (p<P>-c<C>.*). */
@@ -34,19 +38,26 @@ export interface ApplyPatchOptions {
   /** The new version's manifest (names the base, lists the partition's expected files). */
   readonly manifest: VersionManifest
   readonly partition: number
-  /** The base is not served: its pages may leave the page cache once read. Default false. */
+  /**
+   * The base is not served: its pages leave the page cache once read. Default false: a live
+   * base's data pages are left as they were found, the hot ones kept (keep-resident.ts).
+   */
   readonly dropBehind?: boolean
-  /** Awaited about every PACE_BYTES of records written: a node's throttle takes its tokens here. */
+  /** The new files leave the page cache as they are written (not served before the swap). Default false. */
+  readonly writeBehind?: boolean
+  /** Awaited after about every PACE_BYTES written: a disk rate limit takes its tokens here. */
   readonly pace?: (bytes: number) => Promise<void>
   readonly signal?: AbortSignal
+  /** Base index entries read at a time (tests make it small to cross blocks). Default 65536. */
+  readonly indexBlockEntries?: number
 }
 
-const PACE_BYTES = 1 << 20
+const PACE_BYTES = 8 << 20
 
 export interface AppliedPatch {
   readonly files: readonly FileEntry[]
   readonly ops: number
-  /** Bytes read from the base and written, for the node's accounting. */
+  /** Bytes written, for the node's accounting. */
   readonly bytesWritten: number
 }
 
@@ -57,6 +68,8 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
   const name = `patch of partition ${o.partition}`
   const { header, ops } = await openPatch(o.patchFile, name)
   const written: string[] = []
+  const open: HashedOutput[] = []
+  let merge: ChunkMerge | undefined
   try {
     if (m.base === undefined) throw new StoreError('RO_BAD_OPTION', `version ${m.version} names no base to apply ${name} to`)
     if (
@@ -66,98 +79,129 @@ export async function applyPatch(o: ApplyPatchOptions): Promise<AppliedPatch> {
       header.baseDataVersion !== m.base.dataVersion
     )
       throw new StoreError('RO_CORRUPT', `${name}: made for another partition or version`)
+    if (m.checksumAlgorithm !== 'xxh64') throw new RangeError(`unknown checksum algorithm ${String(m.checksumAlgorithm)}`)
     const hasher = await createKeyHasher(m.keyHash)
-    const codecId = codecByName(m.compression).id
-    const next = async (): Promise<(PatchOp & { hash: Uint8Array; chunk: number }) | undefined> => {
+    const codec = await baseCodec(o.baseDir, m)
+    const indexHash = await createXXHash64()
+    const dataHash = await createXXHash64()
+    const next = async (): Promise<(HashedOp & { chunk: number }) | undefined> => {
       const r = await ops.next()
       if (r.done) return undefined
       const hash = hasher.hash(r.value.key)
-      return { ...r.value, hash, chunk: chunkOf(hash, m.chunks) }
+      const value = r.value.op === PATCH_DELETE ? undefined : (r.value.value ?? Buffer.alloc(0))
+      if (value !== undefined) checkNewRecord(hash, value, o.partition, m.partitions, codec, name)
+      return { hash, key: r.value.key, value, chunk: chunkOf(hash, m.chunks) }
     }
     let op = await next()
     let count = 0
-    let unpaced = 0
-    const written1 = async (key: Uint8Array, value: Uint8Array): Promise<void> => {
-      unpaced += RECORD_HEADER_SIZE + INDEX_ENTRY_SIZE + key.length + value.length
-      if (unpaced < PACE_BYTES || o.pace === undefined) return
-      const n = unpaced
-      unpaced = 0
-      await o.pace(n)
-      o.signal?.throwIfAborted()
-    }
+    /** Bytes written (finished chunks), and how many of all written were paced. */
+    let bytesWritten = 0
+    let paced = 0
+    const files: FileEntry[] = []
     for (let chunk = 0; chunk < m.chunks; chunk++) {
       o.signal?.throwIfAborted()
-      const writer = new ChunkWriter(o.outDir, { store: m.store, dataVersion: m.dataVersion, partition: o.partition, chunk }, codecId)
-      for (const f of entry.files.slice(2 * chunk, 2 * chunk + 2)) written.push(join(o.outDir, f.name))
-      const base = walkPartitionChunk(o.baseDir, o.partition, chunk, hasher, o.dropBehind === true)
-      try {
-        let b: HashedRecord | undefined = pull(base)
-        for (;;) {
-          if (op !== undefined && op.chunk < chunk) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
-          const here = op !== undefined && op.chunk === chunk ? op : undefined
-          if (here === undefined && b === undefined) break
-          const c = here === undefined ? 1 : b === undefined ? -1 : compareRecordOrder(here.hash, here.key, b.hash, b.key)
-          if (c > 0) {
-            const rec = b as HashedRecord
-            writer.add(rec.hash, rec.key, rec.value)
-            await written1(rec.key, rec.value)
-            b = pull(base)
-            continue
-          }
-          const cur = here as NonNullable<typeof here>
-          if (cur.op === PATCH_DELETE && c !== 0) throw new StoreError('RO_CORRUPT', `${name}: deletes a key the base does not hold`)
-          if (cur.op !== PATCH_DELETE) {
-            writer.add(cur.hash, cur.key, cur.value ?? Buffer.alloc(0))
-            await written1(cur.key, cur.value ?? Buffer.alloc(0))
-          }
-          if (c === 0) b = pull(base)
-          count++
-          op = await next()
-          if (op !== undefined && op.chunk === chunk && compareRecordOrder(op.hash, op.key, cur.hash, cur.key) <= 0)
-            throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
+      const want = expectedFiles(entry.files, o.partition, chunk, name)
+      const records = (want.index.size - HEADER_SIZE) / INDEX_ENTRY_SIZE
+      const fileId = partitionChunkFileId(m.store, m.dataVersion, o.partition, chunk)
+      written.push(join(o.outDir, want.index.name), join(o.outDir, want.data.name))
+      const index = new HashedOutput(join(o.outDir, want.index.name), indexHash, o.writeBehind === true)
+      open.push(index)
+      const data = new HashedOutput(join(o.outDir, want.data.name), dataHash, o.writeBehind === true)
+      open.push(data)
+      await index.append(encodeIndexHeader({ fileId, chunk, entryCount: records, dataSize: want.data.size }))
+      await data.append(encodeDataHeader({ fileId, chunk, codec: codec.id, recordCount: records }))
+      const keep =
+        o.dropBehind === true ? undefined : await KeepResident.snapshot(join(o.baseDir, partitionDataFileName(o.partition, chunk)))
+      merge = new ChunkMerge(o.baseDir, o.partition, chunk, hasher, index, data, o.dropBehind === true, keep, o.indexBlockEntries)
+      for (; op !== undefined && op.chunk <= chunk; count++) {
+        if (op.chunk < chunk) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
+        await merge.apply(op)
+        const prev = op
+        op = await next()
+        if (op !== undefined && op.chunk === chunk && compareRecordOrder(op.hash, op.key, prev.hash, prev.key) <= 0)
+          throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
+        const done = bytesWritten + index.size + data.size
+        if (o.pace !== undefined && done - paced >= PACE_BYTES) {
+          await o.pace(done - paced)
+          paced = done
+          o.signal?.throwIfAborted()
         }
-      } catch (err) {
-        base.return(undefined)
-        writer.close()
-        throw err
       }
-      writer.finish()
+      const m1 = merge
+      merge = undefined
+      await m1.finish()
+      const gotIndex = await index.finish()
+      const gotData = await data.finish()
+      open.length = 0
+      check(want.index, gotIndex)
+      check(want.data, gotData)
+      files.push(want.index, want.data)
+      bytesWritten += gotIndex.size + gotData.size
+      if (bytesWritten > paced) await o.pace?.(bytesWritten - paced)
+      paced = bytesWritten
     }
     if (op !== undefined) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
     // Pulls the rest of the body: its checksums are checked at its end.
     if (!(await ops.next()).done) throw new StoreError('RO_CORRUPT', `${name}: operations out of order`)
-    await o.pace?.(unpaced)
-    return { files: await checkFiles(o.outDir, entry.files, m.checksumAlgorithm), ops: count, bytesWritten: sumSizes(entry.files) }
+    return { files, ops: count, bytesWritten }
   } catch (err) {
+    try {
+      merge?.close()
+    } catch {
+      // Closing after a failure: the first error is the one to report.
+    }
+    for (const f of open) f.close()
     await ops.return(undefined)
     await Promise.all(written.map((f) => rm(f, { force: true })))
     throw err
   }
 }
 
-function pull(it: Generator<HashedRecord>): HashedRecord | undefined {
-  const r = it.next()
-  return r.done ? undefined : r.value
-}
-
-function sumSizes(files: readonly FileEntry[]): number {
-  return files.reduce((s, f) => s + f.size, 0)
+/**
+ * The version's codec, its zstd dictionary read from the base's directory: a version whose
+ * values a patch can carry shares its base's dictionary. A base without it is no base for
+ * this patch (the partition is fetched whole), not a failure of the node.
+ */
+async function baseCodec(baseDir: string, m: VersionManifest): Promise<ValueCodec> {
+  try {
+    return await versionCodec(baseDir, m)
+  } catch (err) {
+    throw new StoreError('RO_CONFLICT', "the base does not hold the version's zstd dictionary", { cause: err })
+  }
 }
 
 /**
- * The rebuilt files must be the build's, byte for byte: same size, same checksum. Read with
- * drop-behind: the new files leave the page cache as a fetched file's do (the live
- * version's hot pages stay).
+ * A record the patch adds gets the checks a verify's walk gives every record (its CRC and
+ * index entry are written here): its key in this partition, its value readable. The
+ * base's records had them when the base was installed, so the rebuilt files need no walk.
  */
-async function checkFiles(
-  dir: string,
-  expected: readonly FileEntry[],
-  algorithm: VersionManifest['checksumAlgorithm'],
-): Promise<FileEntry[]> {
-  for (const f of expected) {
-    const got = await checksumFile(join(dir, f.name), algorithm, { dropBehind: true })
-    if (got !== f.checksum)
-      throw new StoreError('RO_CHECKSUM_MISMATCH', `rebuilt ${f.name} has checksum ${got}, the build's is ${f.checksum}`)
+function checkNewRecord(hash: Uint8Array, value: Buffer, partition: number, partitions: number, codec: ValueCodec, name: string): void {
+  if (masterPartition(hash, partitions) !== partition) throw new StoreError('RO_CORRUPT', `${name}: puts a key of another partition`)
+  try {
+    codec.decode(value)
+  } catch (err) {
+    throw new StoreError('RO_CORRUPT', `${name}: puts a value that does not decompress`, { cause: err })
   }
-  return [...expected]
+}
+
+/** The manifest's entries of a chunk's two files. */
+function expectedFiles(files: readonly FileEntry[], partition: number, chunk: number, name: string): { index: FileEntry; data: FileEntry } {
+  const index = files.find((f) => f.name === partitionIndexFileName(partition, chunk))
+  const data = files.find((f) => f.name === partitionDataFileName(partition, chunk))
+  const records = index === undefined ? NaN : (index.size - HEADER_SIZE) / INDEX_ENTRY_SIZE
+  if (index === undefined || data === undefined || !Number.isSafeInteger(records) || records < 0)
+    throw new StoreError('RO_CORRUPT', `${name}: the manifest does not list chunk ${chunk}'s files`)
+  return { index, data }
+}
+
+/**
+ * The rebuilt files must be the build's, byte for byte: same size, same checksum, taken of
+ * the bytes as they were written.
+ */
+function check(want: FileEntry, got: { readonly size: number; readonly checksum: string }): void {
+  if (got.size !== want.size || got.checksum !== want.checksum)
+    throw new StoreError(
+      'RO_CHECKSUM_MISMATCH',
+      `rebuilt ${want.name} has ${got.size} bytes and checksum ${got.checksum}, the build's ${want.size} and ${want.checksum}`,
+    )
 }

@@ -8,8 +8,8 @@ import { verifyStore } from './verify'
  * directory in workerData, answered with one message.
  */
 lowerIfJobThread()
-const { dir, dropBehind } = workerData as { dir: string; dropBehind: boolean }
-verifyStore(dir, { dropBehind }).then(
+const { dir, dropBehind, rebuilt } = workerData as { dir: string; dropBehind: boolean; rebuilt: string[] }
+verifyStore(dir, { dropBehind, rebuilt: new Set(rebuilt) }).then(
   (report) => parentPort?.postMessage({ ok: true, report }),
   (err: unknown) => parentPort?.postMessage({ ok: false, code: isStoreError(err) ? err.code : undefined, message: errorMessage(err) }),
 )

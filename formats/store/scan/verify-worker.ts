@@ -12,15 +12,17 @@ type Answer = { ok: true; report: VerifyReport } | { ok: false; code?: string; m
  * it verifies a fetched or installed version. The CLI's
  * `rostore verify` and the tests call verifyStore itself. Cancelling (`signal`) terminates
  * the thread and rejects with RO_ABORTED; errors keep their StoreError code. `dropBehind`:
- * as verifyStore's (a version read once before it goes live).
+ * as verifyStore's (a version read once before it goes live); `rebuilt`: as verifyStore's.
  */
 export function verifyStoreOffThread(
   dir: string,
-  opts: { readonly signal?: AbortSignal; readonly dropBehind?: boolean } = {},
+  opts: { readonly signal?: AbortSignal; readonly dropBehind?: boolean; readonly rebuilt?: ReadonlySet<string> } = {},
 ): Promise<VerifyReport> {
   if (opts.signal?.aborted) return Promise.reject(new StoreError('RO_ABORTED', 'cancelled'))
   return new Promise((resolve, reject) => {
-    const worker = new Worker(join(__dirname, 'verify-thread.js'), { workerData: { dir, dropBehind: opts.dropBehind === true } })
+    const worker = new Worker(join(__dirname, 'verify-thread.js'), {
+      workerData: { dir, dropBehind: opts.dropBehind === true, rebuilt: [...(opts.rebuilt ?? [])] },
+    })
     let settled = false
     const settle = (fn: () => void): void => {
       if (settled) return

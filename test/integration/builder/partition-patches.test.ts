@@ -9,7 +9,6 @@ import { cliPath } from '../../../common/paths'
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { readManifest } from '../../../formats/store/layout/manifest-io'
 import { applyPatch } from '../../../formats/store/patch/patch-apply'
-import { applyPatchOffThread } from '../../../formats/store/patch/patch-worker'
 import { PATCH_HEADER_SIZE } from '../../../formats/store/patch/patch-file'
 import type { VersionManifest } from '../../../formats/store/layout/partition-files'
 import { writeInput } from '../../../testkit/stores/input-files'
@@ -40,7 +39,7 @@ function initial(n: number): Records {
 async function build(
   recs: Records,
   version: number,
-  o: { base?: string; compression?: 'none' | 'gzip'; patchOnly?: boolean } = {},
+  o: { base?: string; compression?: 'none' | 'gzip'; patchOnly?: boolean; keyHash?: string } = {},
 ): Promise<string> {
   const file = path('in.tsv')
   await writeInput(file, 'tsv', [...recs])
@@ -56,6 +55,7 @@ async function build(
     layout: 'partitions',
     workers: 2,
     compression: o.compression ?? 'none',
+    ...(o.keyHash !== undefined ? { keyHash: o.keyHash } : {}),
     // With a base, the chunk count comes from it.
     ...(o.base !== undefined ? { base: o.base } : { chunks: 3 }),
     ...(o.patchOnly === true ? { patchOnly: true } : {}),
@@ -72,12 +72,19 @@ async function patchAll(base: string, next: string): Promise<VersionManifest> {
  * Every partition of `next` rebuilt from `baseFiles` (a directory of the base's partition
  * files) and its patch, into a new directory, compared byte for byte with the full build.
  */
-async function rebuildAll(baseFiles: string, next: string, manifest: VersionManifest): Promise<string> {
+async function rebuildAll(baseFiles: string, next: string, manifest: VersionManifest, indexBlockEntries?: number): Promise<string> {
   const out = path('rebuilt')
   mkdirSync(out)
   for (const entry of manifest.partitionFiles) {
     expect(entry.patch).toBeDefined()
-    await applyPatch({ baseDir: baseFiles, patchFile: join(next, entry.patch!.name), outDir: out, manifest, partition: entry.partition })
+    await applyPatch({
+      baseDir: baseFiles,
+      patchFile: join(next, entry.patch!.name),
+      outDir: out,
+      manifest,
+      partition: entry.partition,
+      ...(indexBlockEntries === undefined ? {} : { indexBlockEntries }),
+    })
     for (const f of entry.files) expect(readFileSync(join(out, f.name)).equals(readFileSync(join(next, f.name)))).toBe(true)
   }
   expect(readdirSync(out).length).toBe(manifest.partitionFiles.reduce((s, e) => s + e.files.length, 0))
@@ -124,6 +131,22 @@ describe('partition patches: base + patch = the full build, byte for byte', () =
     await rebuildAll(d1, empty, m3)
   })
 
+  test('keys whose index prefixes collide, and the base index read a few entries at a time', async () => {
+    // md5-collide-3 keeps 3 bits of the hash prefix: most operations land on a run of equal
+    // prefixes, placed by the base records' keys; blocks of 3 entries end inside those runs.
+    const v1 = initial(400)
+    const v2 = new Map(v1)
+    for (let i = 0; i < 400; i += 3) v2.set(`key-${i}`, `changed ${i}`)
+    for (let i = 1; i < 400; i += 11) v2.delete(`key-${i}`)
+    for (let i = 0; i < 60; i++) v2.set(`new-${i}`, i % 4 === 0 ? '' : `added ${i}`)
+    const d1 = await build(v1, 1, { keyHash: 'md5-collide-3' })
+    const d2 = await build(v2, 2, { keyHash: 'md5-collide-3' })
+    const m = await patchAll(d1, d2)
+    expect(opsOf(m)).toBeGreaterThan(150)
+    await rebuildAll(d1, d2, m, 3)
+    await rebuildAll(d1, d2, m, 1)
+  })
+
   test('a chain v1 -> v2 -> v3, each patch applied to the files the previous one made; keys removed and re-added', async () => {
     const v1 = initial(400)
     const v2 = new Map(v1)
@@ -151,61 +174,6 @@ describe('partition patches: base + patch = the full build, byte for byte', () =
       }),
     ).rejects.toMatchObject({ code: 'RO_CORRUPT' })
     expect(readdirSync(out)).toEqual([])
-  })
-
-  test('off the event loop (a worker thread): the same bytes, throttle tokens asked of this thread, codes kept, cancellable', async () => {
-    const v1 = initial(800)
-    const v2 = new Map(v1)
-    for (let i = 0; i < 800; i += 7) v2.set(`key-${i}`, `changed ${i}`)
-    const d1 = await build(v1, 1)
-    const d2 = await build(v2, 2)
-    const m = await patchAll(d1, d2)
-    const out = path('threaded')
-    mkdirSync(out)
-    let paced = 0
-    for (const entry of m.partitionFiles) {
-      const applied = await applyPatchOffThread({
-        baseDir: d1,
-        patchFile: join(d2, entry.patch!.name),
-        outDir: out,
-        manifest: m,
-        partition: entry.partition,
-        pace: (n) => Promise.resolve(void (paced += n)),
-      })
-      expect(applied.files.map((f) => f.name)).toEqual(entry.files.map((f) => f.name))
-      for (const f of entry.files) expect(readFileSync(join(out, f.name)).equals(readFileSync(join(d2, f.name)))).toBe(true)
-    }
-    expect(paced).toBeGreaterThan(0)
-    const first = m.partitionFiles[0]!
-    const wrongBase = path('threaded-wrong-base')
-    mkdirSync(wrongBase)
-    await expect(
-      applyPatchOffThread({
-        baseDir: d1,
-        patchFile: join(d2, first.patch!.name),
-        outDir: wrongBase,
-        manifest: { ...m, base: { version: 9, dataVersion: 9 } },
-        partition: first.partition,
-      }),
-    ).rejects.toMatchObject({ code: 'RO_CORRUPT' })
-    // Cancelled while it waits for its first tokens.
-    const ac = new AbortController()
-    const cancelled = path('threaded-cancelled')
-    mkdirSync(cancelled)
-    await expect(
-      applyPatchOffThread({
-        baseDir: d1,
-        patchFile: join(d2, first.patch!.name),
-        outDir: cancelled,
-        manifest: m,
-        partition: first.partition,
-        pace: () => {
-          ac.abort()
-          return new Promise(() => undefined)
-        },
-        signal: ac.signal,
-      }),
-    ).rejects.toMatchObject({ code: 'RO_ABORTED' })
   })
 
   test('a patch with a flipped byte is refused and leaves no file behind', async () => {
