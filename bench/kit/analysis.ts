@@ -52,9 +52,9 @@ thread wake-ups and device kicks traps. Before 2026-12-07 a batch of cold record
 per cold GET, ~14k GETs/s on a quiet machine. Since then the warm-up goes through the addon's own io_uring (no SQPOLL, one
 io_uring_enter per batch, completions on an eventfd the event loop polls: native/io/uring-*.c): standalone, 5.7-7.2 µs of
 CPU per read against 10.2-13.1 for the populate on 16 threads; in a node on a 2M-record store, 37-47 µs of node CPU per
-cold GET against 47-60 on the pool (bench/cold/cold-io-node.ts, loaded machine). In this run: 18.5k cold RESP GETs/s
-(0.35× fio's 53k at depth 32) at a load average of 5-8 from other sessions' work, against 6.8k in the previous run
-(load 13-32). The single GET is the hardest case: each of 64 connections has one read in flight, so a batch per turn of
+cold GET against 47-60 on the pool (bench/cold/cold-io-node.ts, loaded machine). In the quiet run of 2026-12-07 09:40
+(load 0.2-1.8): 35.1k cold RESP GETs/s, 0.44× of fio's 80.5k at depth 32 (fio itself ran 53k an hour before, at load 5-8,
+when the node answered 18.5k, 0.35×; 6.8k in the run before that, at load 13-32). The single GET is the hardest case: each of 64 connections has one read in flight, so a batch per turn of
 the event loop holds a few records and each costs a full turn of RESP parsing, lookup, residency check, submission and
 reply; the multi-get of 100 keys, whose batch is its 100 keys, met its goal (0.68×) in the same run. What would still
 move the single GET: answering from the bytes read (saves the second lookup and a minor fault, ~3% measured), and a
@@ -78,18 +78,19 @@ device request: 0.93× in this run (0.58× → 0.92× on a 2M-record store the s
 one pread through the addon's io_uring and answers from those bytes: 0.81×; what is left of its gap to get is the event
 loop's turn around each read.`,
   'cold-resp': COLD_CPU,
-  'cold-push': `The hit ratio holds (the fetch writes and reads behind, the verify drops what it read, one worker carries
-the hot set, now in 4 s instead of 63: 99.5% before, 100% during, 97.1% after in the run of 2026-12-07) and the p99 after
-the swap is below its level before (3.6 against 42 ms). The miss is the p99 during the push: 2-235 ms in most 5 s slices,
-538 ms in the worst, with the reads' hit ratio at 100%, so the reads do not wait for the disk as cold reads; they wait for
-a core or for memory. Since 2026-12-07 the supervisor runs its jobs' threads at nice 10 and the idle I/O class
-(--job-priority low), and the hot set's carry takes 4 s; the run still had other sessions' work at a load average of 5-8
-(the p99 before the push, 42 ms at 99.5% hits, is that load: 0.1-0.2 ms on a quiet machine). The node runs in a 3 GiB
-memory cgroup while the unthrottled fetch writes 8.4 GB into it: the pages being written and written back are charged to
-the same cgroup, and a worker that allocates at the limit reclaims and waits for writeback itself, a stall of the whole
-event loop. Not verified in time (it needs a quiet machine and the cgroup's memory.stat during a slice with a spike);
-levers: a --max-bytes-per-sec on the push (what an operator sets to protect reads), smaller write-behind windows, and the
-workers in a cgroup of their own apart from the supervisor's writes.`,
+  'cold-push': `The hit ratio holds: the fetch writes and reads behind, the verify drops what it read, and one worker
+carries the hot set, in 4 s instead of 63. The p99 after the swap is back at its level before. The miss is the p99 during the
+push, while the hit ratio stays at 100%, so the reads do not wait for the disk as cold reads; they wait for a core or for
+memory. In the quiet run of 2026-12-07 09:40 (load 0.2-1.8), p99 before was 0.68 ms, 0.54-5.83 ms in the 5 s slices during
+the push (8.5× at worst) and 0.42 ms after. An hour earlier, at a load average of 5-8 from other sessions, it was 42 ms
+before and up to 538 ms during; 683 ms in the run before that, at load 13-32. Since that day the supervisor runs its jobs'
+threads at nice 10 and the idle I/O class (--job-priority low): the pool doing the fetch's file I/O, and the verify and
+patch threads. Its main thread, which receives and hashes the fetched bytes, keeps its priority, because the workers it
+forks would inherit a lowered one for good. So the fetch's own CPU (unthrottled here: 8.4 GB in ~30 s) still shares the
+2 cores with the two workers and the load generator. The node also runs in a 3 GiB memory cgroup while the fetch writes
+into it, and a worker that allocates at the limit reclaims and waits itself. Levers: a --max-bytes-per-sec on the push,
+which is what an operator sets to protect reads; the fetch's hashing moved off the supervisor's main thread onto a lowered
+thread; and the workers in a cgroup of their own.`,
   'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
 (one io_uring submission), so it comes nearer the device than single GETs: 0.68× against 0.35× in the run of 2026-12-07
 (0.37× against 0.16× in the earlier, loaded one).`,
@@ -259,7 +260,13 @@ framing (request line and headers parsed, a status line and headers written per 
 
   'serve-p99-vs-redis': `Redis is paced at the same target rate as rostore's paced row (half of rostore's HTTP GET peak), by the
 same C generator over RESP, right after rostore in the same run: see the "serve-p99" entry for what sets the node's tail. A
-ratio far above 2 with Redis's own p99 in milliseconds means the machine's stalls set both; rerun on a quiet machine. ${CONTENTION}`,
+ratio far above 2 with Redis's own p99 in milliseconds means the machine's stalls set both; rerun on a quiet machine. The run
+of 2026-12-07 was quiet (load 4.7 falling to 1.6) and Redis's p99 was 0.39 / 0.78 ms at the same 37-39k requests/s, so the
+node's 6.5 / 8.0 ms is the node's: one process (--workers 1) pinned to one core, at 0.7 of that core, p50 0.03 ms. Not
+analysed in time; suspects, each a pause of the one event loop that ~1% of requests queue behind: young-generation
+collections (a GET allocates its key Buffer and a few objects), the residency map's refresh and metrics timers on the same
+loop, and the pinned core's share with the node's libuv and V8 threads. A perf or --trace-gc capture during the paced row is
+the next step. ${CONTENTION}`,
 
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
 with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
