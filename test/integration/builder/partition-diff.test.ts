@@ -1,12 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
-import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { HEADER_SIZE, INDEX_ENTRY_SIZE } from '../../../formats/store/chunk/header'
 import { RECORD_HEADER_SIZE } from '../../../formats/store/chunk/record'
 import { readManifest } from '../../../formats/store/layout/manifest-io'
 import { applyPatch } from '../../../formats/store/patch/patch-apply'
-import { writeInput } from '../../../testkit/stores/input-files'
+import { patchBuilds, type Records } from '../../../testkit/stores/patch-builds'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
@@ -16,54 +14,7 @@ import { makeTmp } from '../../../testkit/stores/tmp'
  */
 const tmp = makeTmp('rostore-partition-diff-')
 afterAll(tmp.cleanup)
-let seq = 0
-const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
-
-const cluster: Cluster = parseCluster({
-  name: 'test',
-  nodes: Array.from({ length: 2 }, (_, id) => ({
-    id,
-    host: '127.0.0.1',
-    port: 7200 + id,
-    partitions: Array.from({ length: 4 }, (_, p) => p).filter((p) => p % 2 === id),
-  })),
-})
-
-type Records = Map<string, string>
-
-interface BuildOpts {
-  readonly base?: string
-  readonly keyHash?: string
-  readonly output?: string
-  readonly chunks?: number
-  readonly patchOnly?: boolean
-  readonly signal?: AbortSignal
-  readonly onProgress?: (p: { phase: string; bucketsDone: number; bucketsTotal: number }) => void
-}
-
-async function build(recs: Records, version: number, o: BuildOpts = {}): Promise<string> {
-  const file = path('in.tsv')
-  await writeInput(file, 'tsv', [...recs])
-  const output = o.output ?? path(`v${version}`)
-  await buildStore({
-    inputs: [file],
-    format: 'tsv',
-    cluster,
-    store: 'st',
-    output,
-    version,
-    replication: 1,
-    layout: 'partitions',
-    workers: 2,
-    ...(o.keyHash !== undefined ? { keyHash: o.keyHash } : {}),
-    ...(o.signal !== undefined ? { signal: o.signal } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
-    ...(o.base !== undefined ? { base: o.base } : {}),
-    ...(o.patchOnly === true ? { patchOnly: true } : {}),
-    ...(o.chunks !== undefined || o.base === undefined ? { chunks: o.chunks ?? 2 } : {}),
-  })
-  return output
-}
+const { path, build } = patchBuilds(tmp.dir, { nodes: 2, partitions: 4, replication: 1, port: 7200 }, { chunks: 2 })
 
 const initial = (n: number): Records => new Map(Array.from({ length: n }, (_, i) => [`key-${i}`, `value ${i} `.repeat(1 + (i % 30))]))
 

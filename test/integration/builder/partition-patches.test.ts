@@ -1,72 +1,19 @@
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
-import { writePartitionPatches } from '../../../builder/partition-patches'
 import { readPatchSummary } from '../../../client/dump/diff-patch'
 import { cliPath } from '../../../common/paths'
-import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { readManifest } from '../../../formats/store/layout/manifest-io'
 import { applyPatch } from '../../../formats/store/patch/patch-apply'
 import { PATCH_HEADER_SIZE } from '../../../formats/store/patch/patch-file'
 import type { VersionManifest } from '../../../formats/store/layout/partition-files'
-import { writeInput } from '../../../testkit/stores/input-files'
+import { incompressibleRecords, patchAll, patchBuilds } from '../../../testkit/stores/patch-builds'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-patches-')
 afterAll(tmp.cleanup)
-let seq = 0
-const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
-
-const cluster: Cluster = parseCluster({
-  name: 'test',
-  nodes: Array.from({ length: 3 }, (_, id) => ({
-    id,
-    host: '127.0.0.1',
-    port: 7100 + id,
-    partitions: Array.from({ length: 12 }, (_, p) => p).filter((p) => p % 3 === id),
-  })),
-})
-
-type Records = Map<string, string>
-
-/** Values that do not compress much, as real ones: a patch of every value is as large as the files. */
-function initial(n: number): Records {
-  return new Map(Array.from({ length: n }, (_, i) => [`key-${i}`, randomBytes(30 + (i % 150)).toString('base64')]))
-}
-
-async function build(
-  recs: Records,
-  version: number,
-  o: { base?: string; compression?: 'none' | 'gzip'; patchOnly?: boolean; keyHash?: string } = {},
-): Promise<string> {
-  const file = path('in.tsv')
-  await writeInput(file, 'tsv', [...recs])
-  const output = path(`v${version}`)
-  await buildStore({
-    inputs: [file],
-    format: 'tsv',
-    cluster,
-    store: 'st',
-    output,
-    version,
-    replication: 2,
-    layout: 'partitions',
-    workers: 2,
-    compression: o.compression ?? 'none',
-    ...(o.keyHash !== undefined ? { keyHash: o.keyHash } : {}),
-    // With a base, the chunk count comes from it.
-    ...(o.base !== undefined ? { base: o.base } : { chunks: 3 }),
-    ...(o.patchOnly === true ? { patchOnly: true } : {}),
-  })
-  return output
-}
-
-/** Patches of every partition of `next` against `base` (none dropped as too large). */
-async function patchAll(base: string, next: string): Promise<VersionManifest> {
-  return writePartitionPatches({ dir: base, manifest: await readManifest(base) }, next, await readManifest(next), Infinity)
-}
+const { path, build } = patchBuilds(tmp.dir)
+const initial = incompressibleRecords
 
 /**
  * Every partition of `next` rebuilt from `baseFiles` (a directory of the base's partition

@@ -1,8 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
-import { buildStore } from '../../../builder/engines/local/build-job'
-import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { masterPartition } from '../../../cluster/routing'
 import { createKeyHasher } from '../../../formats/store/layout/key-hash'
 import { readManifest } from '../../../formats/store/layout/manifest-io'
@@ -10,43 +8,15 @@ import { partitionDataFileName } from '../../../formats/store/layout/partition-f
 import { applyPatch } from '../../../formats/store/patch/patch-apply'
 import { PatchWriter } from '../../../formats/store/patch/patch-writer'
 import { verifyStore } from '../../../formats/store/scan/verify'
-import { writeInput } from '../../../testkit/stores/input-files'
+import { PATCH_CLUSTER, patchBuilds } from '../../../testkit/stores/patch-builds'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-patch-checks-')
 afterAll(tmp.cleanup)
-let seq = 0
-const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
-
-const cluster: Cluster = parseCluster({
-  name: 'test',
-  nodes: Array.from({ length: 3 }, (_, id) => ({
-    id,
-    host: '127.0.0.1',
-    port: 7100 + id,
-    partitions: Array.from({ length: 12 }, (_, p) => p).filter((p) => p % 3 === id),
-  })),
-})
-
-async function build(recs: Map<string, string>, version: number, base?: string): Promise<string> {
-  const file = path('in.tsv')
-  await writeInput(file, 'tsv', [...recs])
-  const output = path(`v${version}`)
-  await buildStore({
-    inputs: [file],
-    format: 'tsv',
-    cluster,
-    store: 'st',
-    output,
-    version,
-    replication: 2,
-    layout: 'partitions',
-    workers: 1,
-    compression: 'gzip',
-    ...(base === undefined ? { chunks: 2 } : { base }),
-  })
-  return output
-}
+const builds = patchBuilds(tmp.dir, PATCH_CLUSTER, { chunks: 2, workers: 1, compression: 'gzip' })
+const path = builds.path
+const build = (recs: Map<string, string>, version: number, base?: string): Promise<string> =>
+  builds.build(recs, version, base === undefined ? {} : { base })
 
 const records = new Map(Array.from({ length: 300 }, (_, i) => [`key-${i}`, `value ${i} `.repeat(8)]))
 

@@ -1,46 +1,16 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildStore } from '../../../builder/engines/local/build-job'
-import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import { installByPatches, rebuildWidth, type PatchPlan } from '../../../fetcher/partition-patch'
 import { readManifest } from '../../../formats/store/layout/manifest-io'
-import { writeInput } from '../../../testkit/stores/input-files'
+import { PATCH_CLUSTER, patchBuilds } from '../../../testkit/stores/patch-builds'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-install-patches-')
 afterAll(tmp.cleanup)
-let seq = 0
-const path = (name: string): string => join(tmp.dir, `${seq++}-${name}`)
-
-const cluster: Cluster = parseCluster({
-  name: 'test',
-  nodes: Array.from({ length: 3 }, (_, id) => ({
-    id,
-    host: '127.0.0.1',
-    port: 7100 + id,
-    partitions: Array.from({ length: 12 }, (_, p) => p).filter((p) => p % 3 === id),
-  })),
-})
-
-async function build(recs: Map<string, string>, version: number, base?: string): Promise<string> {
-  const file = path('in.tsv')
-  await writeInput(file, 'tsv', [...recs])
-  const output = path(`v${version}`)
-  await buildStore({
-    inputs: [file],
-    format: 'tsv',
-    cluster,
-    store: 'st',
-    output,
-    version,
-    replication: 2,
-    layout: 'partitions',
-    workers: 1,
-    compression: 'none',
-    ...(base === undefined ? { chunks: 2 } : { base }),
-  })
-  return output
-}
+const builds = patchBuilds(tmp.dir, PATCH_CLUSTER, { chunks: 2, workers: 1 })
+const path = builds.path
+const build = (recs: Map<string, string>, version: number, base?: string): Promise<string> =>
+  builds.build(recs, version, base === undefined ? {} : { base })
 
 describe('installByPatches', () => {
   test('rebuilds at once on several threads: every partition as the build wrote it, a bad patch falls back, results in plan order', async () => {
