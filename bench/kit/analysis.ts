@@ -262,11 +262,15 @@ framing (request line and headers parsed, a status line and headers written per 
 same C generator over RESP, right after rostore in the same run: see the "serve-p99" entry for what sets the node's tail. A
 ratio far above 2 with Redis's own p99 in milliseconds means the machine's stalls set both; rerun on a quiet machine. The run
 of 2026-12-07 was quiet (load 4.7 falling to 1.6) and Redis's p99 was 0.39 / 0.78 ms at the same 37-39k requests/s, so the
-node's 6.5 / 8.0 ms is the node's: one process (--workers 1) pinned to one core, at 0.7 of that core, p50 0.03 ms. Not
-analysed in time; suspects, each a pause of the one event loop that ~1% of requests queue behind: young-generation
-collections (a GET allocates its key Buffer and a few objects), the residency map's refresh and metrics timers on the same
-loop, and the pinned core's share with the node's libuv and V8 threads. A perf or --trace-gc capture during the paced row is
-the next step. ${CONTENTION}`,
+node's 6.5 / 8.0 ms is the node's: one process (--workers 1) pinned to one core, at 0.7 of that core, p50 0.03 ms. The
+same paced run by hand right after (1M × 1 KiB node, --trace-gc, 10 s each): p99 1.1 ms at 20k requests/s, 1.8 ms at 30k,
+10.4 ms at 38k with a p90 of 1.7 ms, so it is queueing near saturation, not rare pauses: paced requests arrive one per read
+event and cost the server 18 µs each (the "server µs/req" of the paced row) against 12 µs at wrk's peak, where a read event
+brings several, so "half of wrk's peak" is ~0.7 of what the node sustains unbatched, plus the loopback's softirq work on the
+same core. Young-generation collections every ~54 ms of 0.3-0.9 ms (~3 KB allocated per GET: the Buffer and 'data' event of
+each read, timing BigInts) add to it. The lever: read fast HTTP connections into the listener's shared buffer (Node's onread,
+as the RESP port does since section 3b measured 17.3 against 20.0 µs per GET), which needs the handle moved back to a plain
+socket when a connection is handed to node:http. ${CONTENTION}`,
 
   'builder-rss': `The peak RSS includes what a build process holds before it reads a byte: \`rostore build\` of a 2-record input peaks at ~95 MB
 with one worker and ~112 MB with two (GNU time; plain \`node -e 0\` is ~40 MB) — the runtime, the CLI's modules and one V8
