@@ -156,7 +156,7 @@ export const SERVE_OPTIONS: readonly ServeOptionSpec[] = [
     choices: JOB_PRIORITIES,
     default: 'low',
     describe:
-      "the priority of the node's jobs (fetch, verify, install, patch rebuilds) beside its reads: low (nice 10 and the idle I/O class for their threads) or normal; docs/SERVING.md",
+      "the priority of the node's job threads (verify, patch rebuilds) beside its reads: low (nice 10 and the idle I/O class) or normal; docs/SERVING.md",
   },
   { name: 'resp-default-store', kind: 'string', describe: 'RESP keys are bare keys of this store instead of <store>:<key>' },
   { name: 'resp-max-clients', kind: 'integer', describe: 'open RESP connections at most (default 10000)' },

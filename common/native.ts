@@ -265,11 +265,8 @@ export interface NativeFunctions {
   writeBehind(fd: number, startOffset: number, startLength: number, dropOffset: number, dropLength: number): Promise<number>
   /** posix_fadvise(DONTNEED) over a range of `fd` already read (length 0: to its end; whole pages only): 0 or the errno. */
   dropRange(fd: number, offset: number, length: number): number
-  /**
-   * Nice value and I/O priority of the calling thread (`self`) or of every thread but the
-   * main one (native/io/job-priority.c): the threads changed, or -errno.
-   */
-  lowerThreadPriorities(nice: number, ioClass: number, ioLevel: number, self: boolean): number
+  /** Nice value and I/O priority of the calling thread (native/io/job-priority.c): 0 or -errno. */
+  lowerThreadPriority(nice: number, ioClass: number, ioLevel: number): number
 }
 
 /** Why a lookup failed (status < 0), as the reason of an RO_CORRUPT error. */
@@ -414,6 +411,6 @@ function wrap(raw: RawAddon): NativeFunctions {
     writeFileDurably: raw.writeFileDurably,
     writeBehind: raw.writeBehind,
     dropRange: raw.dropRange,
-    lowerThreadPriorities: raw.lowerThreadPriorities,
+    lowerThreadPriority: raw.lowerThreadPriority,
   }
 }

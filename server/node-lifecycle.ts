@@ -1,4 +1,4 @@
-import { JOB_PRIORITY_ENV, lowerThreadPriorities } from '../common/job-priority'
+import { JOB_PRIORITY_ENV } from '../common/job-priority'
 import type { DataDir } from '../swapper/data-dir'
 import type { ServingMirror } from '../swapper/serving-mirror'
 import { AdminAuth, ReadAuth, warnAboutAuth } from './auth'
@@ -32,17 +32,17 @@ export function nodeBasics(opts: NodeOptions): NodeBasics {
 }
 
 /**
- * Runs the node's jobs at its `--job-priority` (common/job-priority.ts). A supervisor serves
- * no reads, so every thread of it but the main one (which forks the serving workers, who
- * would inherit its priority for good) is lowered; in a single-process node the pool's
- * threads also serve cold reads, so only the job worker threads lower themselves.
+ * Runs the node's jobs at its `--job-priority` (common/job-priority.ts): the job worker
+ * threads (verify, patch rebuilds) lower themselves as they start. The process's other
+ * threads keep their priority: V8's collector helpers are among them, and a main thread
+ * waiting for a lowered helper on a busy machine stalls its event loop (a priority
+ * inversion), and the workers a supervisor forks would inherit a lowered main thread's
+ * priority for good.
  */
-export function applyJobPriority(setup: NodeSetup, log: Logger, kind: 'supervisor' | 'single'): void {
+export function applyJobPriority(setup: NodeSetup, log: Logger): void {
   if (setup.jobPriority !== 'low') return
   process.env[JOB_PRIORITY_ENV] = 'low'
-  const change = kind === 'supervisor' ? lowerThreadPriorities('others') : undefined
-  if (change?.error !== undefined) log.warn('job-priority-unchanged', { reason: change.error })
-  else log.info('job-priority', { priority: 'low', threads: change?.threads ?? 0, ioClass: change?.io === true ? 'idle' : 'unchanged' })
+  log.info('job-priority', { priority: 'low', threads: 'verify and patch rebuild threads: nice 10, idle I/O class' })
 }
 
 /**

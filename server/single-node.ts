@@ -25,7 +25,7 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   const dd = dataDir
   const control = createControlServices(opts, setup, dd, metrics, log, events)
   const { jobs } = control
-  applyJobPriority(setup, log, 'single')
+  applyJobPriority(setup, log)
 
   let shuttingDown = false
   let bound = { host: setup.host, port: setup.port }

@@ -83,10 +83,10 @@ carries the hot set, in 4 s instead of 63. The p99 after the swap is back at its
 push, while the hit ratio stays at 100%, so the reads do not wait for the disk as cold reads; they wait for a core or for
 memory. In the quiet run of 2026-12-07 09:40 (load 0.2-1.8), p99 before was 0.68 ms, 0.54-5.83 ms in the 5 s slices during
 the push (8.5× at worst) and 0.42 ms after. An hour earlier, at a load average of 5-8 from other sessions, it was 42 ms
-before and up to 538 ms during; 683 ms in the run before that, at load 13-32. Since that day the supervisor runs its jobs'
-threads at nice 10 and the idle I/O class (--job-priority low): the pool doing the fetch's file I/O, and the verify and
-patch threads. Its main thread, which receives and hashes the fetched bytes, keeps its priority, because the workers it
-forks would inherit a lowered one for good. So the fetch's own CPU (unthrottled here: 8.4 GB in ~30 s) still shares the
+before and up to 538 ms during; 683 ms in the run before that, at load 13-32. These runs had the supervisor's pool and
+helper threads at nice 10 and the idle I/O class; that was withdrawn the same day (on a loaded CI machine a node's event loop then stalled for
+138 ms during a push, which a main thread waiting on a lowered collector helper would explain), and now only the verify and patch threads
+lower themselves (--job-priority low). The fetch's own CPU (unthrottled here: 8.4 GB in ~30 s) shares the
 2 cores with the two workers and the load generator. The node also runs in a 3 GiB memory cgroup while the fetch writes
 into it, and a worker that allocates at the limit reclaims and waits itself. Levers: a --max-bytes-per-sec on the push,
 which is what an operator sets to protect reads; the fetch's hashing moved off the supervisor's main thread onto a lowered

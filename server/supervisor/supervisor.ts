@@ -118,7 +118,7 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     // A worker forked later gets the book in its config (the book serializes its current nodes).
     services.nodeLearning.onLearned((book) => pool?.call({ op: 'nodes', nodes: book.nodes.map(addressOf) }) ?? Promise.resolve())
     bound = await pool.start()
-    applyJobPriority(setup, log, 'supervisor')
+    applyJobPriority(setup, log)
   } catch (err) {
     control.close()
     await dd.close()

@@ -20,7 +20,7 @@ export type StoreOps = Omit<
   | 'writeFileDurably'
   | 'writeBehind'
   | 'dropRange'
-  | 'lowerThreadPriorities'
+  | 'lowerThreadPriority'
   | 'uringProbe'
   | 'openRandom'
   | 'readRecords'

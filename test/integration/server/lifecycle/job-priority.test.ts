@@ -1,13 +1,16 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { makeTmp } from '../../../../testkit/stores/tmp'
 import { startSingleNode, type NodeProcess } from '../../../../testkit/cluster/node-process'
 import { keyOf, makeVersions, STORE } from '../fixture'
 
 /**
- * `--job-priority` (common/job-priority.ts): a supervisor runs its jobs' threads at nice 10
- * and the idle I/O class, and leaves its main thread (which forks the workers) and its
- * serving workers as they were. Read from /proc and ionice(1), as an operator would.
+ * `--job-priority` (common/job-priority.ts): a job worker thread lowers itself to nice 10 and
+ * the idle I/O class when its process runs jobs low, and a node's other threads (its main
+ * thread, the pool, V8's helpers) and its serving workers keep their priority. Read from
+ * /proc and ionice(1), as an operator would.
  */
 const TOKEN = 'job-priority-token-0123456789'
 const native = process.env['ROSTORE_NATIVE'] !== '0'
@@ -18,21 +21,45 @@ interface ThreadPriority {
   readonly io: string
 }
 
-function threadsOf(pid: number): ThreadPriority[] {
-  return readdirSync(`/proc/${pid}/task`).map((t) => {
-    const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8')
-    // Fields after the command name's closing parenthesis start at field 3; nice is field 19.
-    const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
-    const io = execFileSync('ionice', ['-p', t]).toString().trim()
-    return { tid: Number(t), nice, io }
-  })
+function threadPriority(pid: number, tid: string): ThreadPriority {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+  // Fields after the command name's closing parenthesis start at field 3; nice is field 19.
+  const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+  return { tid: Number(tid), nice, io: execFileSync('ionice', ['-p', tid]).toString().trim() }
 }
+
+const threadsOf = (pid: number): ThreadPriority[] => readdirSync(`/proc/${pid}/task`).map((t) => threadPriority(pid, t))
 
 function childPids(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
 }
 
-describe('job priority of a supervised node (real processes)', () => {
+/** A worker thread that starts as a job thread does, in a child process with `env`: its priority, and its process's other threads'. */
+async function jobThread(env: Record<string, string>): Promise<{ self: ThreadPriority; others: ThreadPriority[] }> {
+  const lib = join(__dirname, '..', '..', '..', '..', 'common', 'job-priority.js')
+  const worker = `
+    const { parentPort } = require('node:worker_threads')
+    require(${JSON.stringify(lib)}).lowerIfJobThread()
+    parentPort.postMessage(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop())
+    parentPort.once('message', () => process.exit(0))`
+  const main = `
+    const { Worker } = require('node:worker_threads')
+    const w = new Worker(${JSON.stringify(worker)}, { eval: true })
+    w.once('message', (tid) => process.stdout.write(tid + '\\n'))
+    process.stdin.once('end', () => process.exit(0)).resume()`
+  const child = spawn(process.execPath, ['-e', main], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] })
+  try {
+    const [line] = (await once(child.stdout, 'data')) as [Buffer]
+    const tid = line.toString().trim()
+    const pid = child.pid as number
+    return { self: threadPriority(pid, tid), others: threadsOf(pid).filter((t) => String(t.tid) !== tid) }
+  } finally {
+    child.stdin.end()
+    await once(child, 'exit')
+  }
+}
+
+describe('job priority (real processes)', () => {
   const tmp = makeTmp('rostore-job-priority-')
   const nodes: NodeProcess[] = []
   let src: Awaited<ReturnType<typeof makeVersions>>
@@ -44,35 +71,30 @@ describe('job priority of a supervised node (real processes)', () => {
     tmp.cleanup()
   })
 
-  const maybe = native ? test : test.skip
-  maybe('low (the default): the supervisor threads but its main one lowered; main thread and workers untouched', async () => {
+  test('low (the default): a supervised node installs and serves; its own threads and its workers keep their priority', async () => {
     const node = await startSingleNode({ dir: tmp.fresh(), token: TOKEN, workers: 2 })
     nodes.push(node)
-    // A fetch and an install ran their jobs on the lowered threads and still complete.
+    // The install's verify ran on a lowered job thread and completed.
     await node.install(STORE, src[1]!, { swap: true })
     expect((await node.request(`/stores/${STORE}/keys/${keyOf(1)}`)).status).toBe(200)
-    const threads = threadsOf(node.pid)
-    const main = threads.find((t) => t.tid === node.pid)
-    expect(main).toMatchObject({ nice: 0 })
-    expect(main?.io).not.toBe('idle')
-    const others = threads.filter((t) => t.tid !== node.pid)
-    expect(others.length).toBeGreaterThan(3)
-    // Threads started after the lowering (by the main thread) are not; the pool's, V8's and libuv's are.
-    const lowered = others.filter((t) => t.nice === 10 && t.io === 'idle')
-    expect(lowered.length).toBeGreaterThanOrEqual(4)
     const workers = childPids(node.pid)
     expect(workers).toHaveLength(2)
-    for (const w of workers) {
-      for (const t of threadsOf(w)) {
+    for (const pid of [node.pid, ...workers]) {
+      for (const t of threadsOf(pid)) {
         expect(t.nice).toBe(0)
         expect(t.io).not.toBe('idle')
       }
     }
   })
 
-  test('normal: every thread as it started', async () => {
-    const node = await startSingleNode({ dir: tmp.fresh(), token: TOKEN, workers: 2, extraArgs: ['--job-priority', 'normal'] })
-    nodes.push(node)
-    for (const pid of [node.pid, ...childPids(node.pid)]) for (const t of threadsOf(pid)) expect(t.nice).toBe(0)
+  const maybe = native ? test : test.skip
+  maybe('a job worker thread lowers itself when its process runs jobs low, and only itself', async () => {
+    const lowered = await jobThread({ ROSTORE_JOB_PRIORITY: 'low' })
+    expect(lowered.self).toMatchObject({ nice: 10, io: 'idle' })
+    expect(lowered.others.length).toBeGreaterThan(3)
+    for (const t of lowered.others) expect(t.nice).toBe(0)
+    const normal = await jobThread({ ROSTORE_JOB_PRIORITY: 'normal' })
+    expect(normal.self.nice).toBe(0)
+    expect(normal.self.io).not.toBe('idle')
   })
 })
