@@ -1,5 +1,4 @@
 import { setPriority } from 'node:os'
-import { errorMessage } from './errors'
 import { nativeFunctions } from './native'
 
 /**
@@ -21,23 +20,22 @@ export const JOB_PRIORITY_ENV = 'ROSTORE_JOB_PRIORITY'
 const JOB_NICE = 10
 const IO_CLASS_IDLE = 3
 
-/** Lowers the calling thread: nice and I/O class with the addon, else its nice value only; why not, when it could not. */
-export function lowerThisThread(): { readonly io: boolean; readonly error?: string } {
+/**
+ * For a job worker thread as it starts: lowers itself (nice and I/O class with the addon,
+ * else its nice value only) when its process runs jobs low. Best effort: a thread that may
+ * not change its priority runs the job at the priority it has.
+ */
+export function lowerIfJobThread(): void {
+  if (process.env[JOB_PRIORITY_ENV] !== 'low') return
   const native = nativeFunctions()
   if (native) {
-    const r = native.lowerThreadPriority(JOB_NICE, IO_CLASS_IDLE, 0)
-    return r === 0 ? { io: true } : { io: false, error: `errno ${-r}` }
+    native.lowerThreadPriority(JOB_NICE, IO_CLASS_IDLE, 0)
+    return
   }
   try {
     // Linux: setpriority(PRIO_PROCESS, 0) applies to the calling thread.
     setPriority(0, JOB_NICE)
-    return { io: false }
-  } catch (err) {
-    return { io: false, error: errorMessage(err) }
+  } catch {
+    // Not allowed here (a sandbox): the job runs at the thread's priority.
   }
-}
-
-/** For a job worker thread as it starts: lowers itself when its process runs jobs low. */
-export function lowerIfJobThread(): void {
-  if (process.env[JOB_PRIORITY_ENV] === 'low') lowerThisThread()
 }

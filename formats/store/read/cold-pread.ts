@@ -61,13 +61,7 @@ export class ColdPreads {
     this.o.map?.readStarted()
     let rec: ColdRecord = 'unusable'
     try {
-      const first = this.firstRead(chunk, offset, length)
-      if (first > 0) {
-        const buf = this.preadSync(chunk, first, offset)
-        const total = recordLength(buf, this.room(chunk, offset))
-        rec =
-          total <= buf.length ? recordParts(buf, total) : total === Infinity ? 'unusable' : this.longRecordSync(buf, chunk, offset, total)
-      }
+      rec = this.readSync(chunk, offset, length)
     } finally {
       this.readDone(chunk, offset, rec)
     }
@@ -90,9 +84,19 @@ export class ColdPreads {
     return recordParts(buf, total)
   }
 
-  private longRecordSync(buf: Buffer, chunk: number, offset: number, total: number): ColdRecord {
-    const rest = this.preadSync(chunk, total - buf.length, offset + buf.length)
-    return rest.length < total - buf.length ? 'unusable' : recordParts(Buffer.concat([buf, rest]), total)
+  /** read() on the caller's thread. */
+  private readSync(chunk: number, offset: number, length: number): ColdRecord {
+    const first = this.firstRead(chunk, offset, length)
+    if (first === 0) return 'unusable'
+    let buf = this.preadSync(chunk, first, offset)
+    const total = recordLength(buf, this.room(chunk, offset))
+    if (total === Infinity) return 'unusable'
+    if (buf.length < total) {
+      const rest = this.preadSync(chunk, total - buf.length, offset + buf.length)
+      if (rest.length < total - buf.length) return 'unusable'
+      buf = Buffer.concat([buf, rest])
+    }
+    return recordParts(buf, total)
   }
 
   /** Bytes to read first at `offset`: the record's length when known, else the average record's; 0 when nothing can be read. */

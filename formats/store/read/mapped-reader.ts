@@ -102,11 +102,10 @@ export class MappedStoreReader implements ServingReader {
    */
   private coldGet(len: number): Buffer | undefined {
     const out = this.out
-    const key = Buffer.from(this.key.subarray(0, len))
-    const value = this.preads.valueSync(key, out[0] as number, out[4] as number, out[2] as number)
+    // A view of the key scratch: nothing writes it again before this read returns.
+    const value = this.preads.valueSync(this.key.subarray(0, len), out[0] as number, out[4] as number, out[2] as number)
     if (value !== 'unusable') return value
     // Another key under the same hash prefix, or a damaged record: the mapped path decides.
-    this.key.set(key)
     const status = this.open().get(len)
     if (status === LOOKUP_MISS) return undefined
     if (status !== LOOKUP_HIT) this.fail(status, out[0] as number, out[4] as number)
