@@ -2,6 +2,7 @@ import { StoreError } from '../../../common/errors'
 import { logLine, nativeFunctions, nativeUnavailableReason, type NativeFunctions, type ZstdPrepared } from '../../../common/native'
 import type * as Fzstd from 'fzstd'
 import type { ZstdJs } from './zstd-js'
+import { withFrameMagic } from './zstd-frame'
 
 /**
  * The zstd value codec: one frame per value (its content size in the header), with the
@@ -89,7 +90,7 @@ function fallbackParts(): ZstdCodecParts {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       fzstd ??= require('fzstd') as typeof Fzstd
       try {
-        const out = fzstd.decompress(stored)
+        const out = fzstd.decompress(withFrameMagic(stored))
         return Buffer.from(out.buffer, out.byteOffset, out.byteLength)
       } catch (err) {
         throw corruptFrame(`does not decompress (${(err as Error).message})`, err)

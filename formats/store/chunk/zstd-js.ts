@@ -1,4 +1,5 @@
 import { StoreError } from '../../../common/errors'
+import { frameContentSize, withFrameMagic } from './zstd-frame'
 
 /**
  * libzstd compiled to JavaScript (zstd-codec, an Emscripten build): the decoder of
@@ -45,7 +46,7 @@ function wrap(zstd: ZstdCodecModule): ZstdJs {
       return (stored) => {
         let out: Uint8Array | null
         try {
-          out = simple.decompressUsingDict(stored, dict)
+          out = simple.decompressUsingDict(withFrameMagic(stored), dict)
         } catch (err) {
           throw new StoreError('RO_CORRUPT', `a zstd value frame does not decompress (${(err as Error).message})`, { cause: err })
         }
@@ -56,26 +57,4 @@ function wrap(zstd: ZstdCodecModule): ZstdJs {
       }
     },
   }
-}
-
-const FRAME_MAGIC = 0xfd2fb528
-
-/**
- * The content size a zstd frame's header declares (RFC 8878, 3.1.1.1), or undefined when
- * the header is not a frame's or declares none.
- */
-export function frameContentSize(frame: Uint8Array): number | undefined {
-  if (frame.length < 6) return undefined
-  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength)
-  if (view.getUint32(0, true) !== FRAME_MAGIC) return undefined
-  const descriptor = frame[4] as number
-  const singleSegment = (descriptor >> 5) & 1
-  const fcsFlag = descriptor >> 6
-  const at = 5 + (singleSegment ? 0 : 1) + ([0, 1, 2, 4][descriptor & 3] as number)
-  const size = fcsFlag === 0 ? singleSegment : ([0, 2, 4, 8][fcsFlag] as number)
-  if (size === 0 || at + size > frame.length) return undefined
-  if (size === 1) return frame[at] as number
-  if (size === 2) return view.getUint16(at, true) + 256
-  if (size === 4) return view.getUint32(at, true)
-  return Number(view.getBigUint64(at, true))
 }

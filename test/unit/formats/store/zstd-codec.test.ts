@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { nativeFunctions } from '../../../../common/native'
 import { createCodec } from '../../../../formats/store/chunk/codec'
 import { trainZstdDictionary, zstdBound } from '../../../../formats/store/chunk/zstd-codec'
-import { frameContentSize, loadZstdJs } from '../../../../formats/store/chunk/zstd-js'
+import { loadZstdJs } from '../../../../formats/store/chunk/zstd-js'
+import { frameContentSize, hasFrameMagic, withFrameMagic } from '../../../../formats/store/chunk/zstd-frame'
 import { readDictionary, writeDictionary } from '../../../../formats/store/chunk/dictionary-file'
 import { makeTmp } from '../../../../testkit/stores/tmp'
 import { realisticValues } from '../../../../testkit/stores/realistic-values'
@@ -79,15 +80,29 @@ maybe('zstd with a trained dictionary (addon)', () => {
     expect(() => js.decoderFor(other)(frame)).toThrow(expect.objectContaining({ code: 'RO_CORRUPT' }))
   })
 
-  test('frames carry no dictionary id; the dictionary is the one the metadata checksums', async () => {
-    const writer = createCodec('zstd', { dictionary: dict, forEncode: true })
-    for (const v of values.slice(0, 50)) {
-      const frame = writer.encode(v)
-      expect(frame.readUInt32LE(0)).toBe(0xfd2fb528)
-      // Frame_Header_Descriptor: Dictionary_ID_Flag (bits 0-1) is 0, Single_Segment set.
-      expect((frame[4] as number) & 3).toBe(0)
-      expect(createCodec('zstd', { dictionary: dict }).decode(frame).equals(v)).toBe(true)
+  test('frames carry neither the magic number nor a dictionary id, and frames with the magic (older versions) read the same', async () => {
+    const reader = createCodec('zstd', { dictionary: dict })
+    const js = (await loadZstdJs()).decoderFor(dict)
+    for (const dictionary of [dict, undefined]) {
+      const writer = createCodec('zstd', { dictionary, forEncode: true })
+      const own = createCodec('zstd', { dictionary })
+      for (const v of [...values.slice(0, 50), Buffer.alloc(0), Buffer.from([0x28]), randomBytes(300)]) {
+        const frame = writer.encode(v)
+        expect(hasFrameMagic(frame)).toBe(false)
+        // Frame_Header_Descriptor first: Dictionary_ID_Flag (bits 0-1) is 0, the reserved bit (3) too.
+        expect((frame[0] as number) & 0b1011).toBe(0)
+        expect(frameContentSize(frame)).toBe(v.length)
+        const old = withFrameMagic(frame)
+        expect(old.length).toBe(frame.length + 4)
+        expect(frameContentSize(old)).toBe(v.length)
+        expect(own.decode(frame).equals(v)).toBe(true)
+        expect(own.decode(old).equals(v)).toBe(true)
+        if (dictionary !== undefined) expect(js(frame).equals(v) && js(old).equals(v)).toBe(true)
+      }
     }
+    // A magicless frame is its standard frame less the magic: libzstd's own frame, byte for byte.
+    const frame = createCodec('zstd', { dictionary: dict, forEncode: true }).encode(values[0] as Buffer)
+    expect(reader.decode(Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), frame])).equals(values[0] as Buffer)).toBe(true)
     // So another dictionary in its place is refused by its checksum, before any value is read.
     const dir = tmp.fresh()
     const entry = await writeDictionary(dir, dict)

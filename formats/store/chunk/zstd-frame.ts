@@ -1,0 +1,36 @@
+/**
+ * The zstd frames of stored values (RFC 8878): written without their 4-byte magic number
+ * since format 2.x stores (FORMAT.md, "zstd"), read with or without it. A frame header
+ * descriptor never equals the magic's first byte (0x28 sets its reserved bit), so the
+ * first four bytes tell the two kinds apart.
+ */
+const FRAME_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd])
+
+export function hasFrameMagic(stored: Uint8Array): boolean {
+  return stored.length >= 4 && stored[0] === 0x28 && stored[1] === 0xb5 && stored[2] === 0x2f && stored[3] === 0xfd
+}
+
+/** The frame with its magic number, as decoders without a magicless mode read it (a copy when it has none). */
+export function withFrameMagic(stored: Uint8Array): Uint8Array {
+  return hasFrameMagic(stored) ? stored : Buffer.concat([FRAME_MAGIC, stored])
+}
+
+/**
+ * The content size a zstd frame's header declares (RFC 8878, 3.1.1.1), or undefined when
+ * the header is not a frame's or declares none.
+ */
+export function frameContentSize(stored: Uint8Array): number | undefined {
+  const frame = withFrameMagic(stored)
+  if (frame.length < 6) return undefined
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength)
+  const descriptor = frame[4] as number
+  const singleSegment = (descriptor >> 5) & 1
+  const fcsFlag = descriptor >> 6
+  const at = 5 + (singleSegment ? 0 : 1) + ([0, 1, 2, 4][descriptor & 3] as number)
+  const size = fcsFlag === 0 ? singleSegment : ([0, 2, 4, 8][fcsFlag] as number)
+  if (size === 0 || at + size > frame.length) return undefined
+  if (size === 1) return frame[at] as number
+  if (size === 2) return view.getUint16(at, true) + 256
+  if (size === 4) return view.getUint32(at, true)
+  return Number(view.getBigUint64(at, true))
+}
