@@ -29,7 +29,25 @@ export class BatchMapper {
   }
 
   /**
-   * The map step without a sink, for stores without compression: hashes the batch and
+   * The batch with its values encoded by the store's codec in one call, keys and values
+   * in the codec's buffer (valid until the next batch), for plan(); undefined when the
+   * codec encodes per value only (map() then).
+   */
+  encode(batch: RecordBatch): RecordBatch | undefined {
+    const encodeRecords = this.ctx.codec.encodeRecords
+    if (encodeRecords === undefined) return undefined
+    const n = batch.count
+    const e = encodeRecords(batch, n)
+    for (let i = 0; i < n; i++) {
+      this.rawValueBytes += batch.valueEnd[i]! - batch.valueStart[i]!
+      this.storedValueBytes += e.valueEnd[i]! - e.valueStart[i]!
+    }
+    return { ...batch, buf: e.buf, keyStart: e.keyStart, keyEnd: e.keyEnd, valueStart: e.valueStart, valueEnd: e.valueEnd }
+  }
+
+  /**
+   * The map step without a sink, for batches whose values are stored as they are (no
+   * compression, or encoded by encode()): hashes the batch and
    * lists its entries (one per record and replica) in entryRecord/entryBucket, for
    * SortBuffer.addEntries. Returns the number of entries. Same routing as `map`.
    */

@@ -232,6 +232,25 @@ export interface NativeFunctions {
   zstdPrepare(dict: Uint8Array | null, level: number, compress: boolean): ZstdPrepared | null
   /** One frame of `src` (its content size in the header) into dst: its length. Throws when dst is too small. */
   zstdCompress(prepared: ZstdPrepared, src: Uint8Array, dst: Uint8Array): number
+  /**
+   * For each of `count` records of src, its key copied and its value compressed (as
+   * zstdCompress) into dst back to back, their ranges in dst in the out arrays: the bytes of
+   * dst used. Throws when a range is outside src or dst is too small.
+   */
+  zstdEncodeBatch(
+    prepared: ZstdPrepared,
+    src: Uint8Array,
+    keyStart: Uint32Array,
+    keyEnd: Uint32Array,
+    valueStart: Uint32Array,
+    valueEnd: Uint32Array,
+    count: number,
+    dst: Uint8Array,
+    outKeyStart: Uint32Array,
+    outKeyEnd: Uint32Array,
+    outValueStart: Uint32Array,
+    outValueEnd: Uint32Array,
+  ): number
   /** The frame of `src` into dst: the bytes written. Throws RO_ZSTD on a corrupt frame, a wrong dictionary, or too small a dst. */
   zstdDecompressWith(prepared: ZstdPrepared, src: Uint8Array, dst: Uint8Array): number
   /** The content size a frame header declares: -1 none declared, -2 not a frame, -3 no libzstd. */
@@ -404,6 +423,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     zstdTrain: raw.zstdTrain,
     zstdPrepare: raw.zstdPrepare,
     zstdCompress: raw.zstdCompress,
+    zstdEncodeBatch: raw.zstdEncodeBatch,
     zstdDecompressWith: raw.zstdDecompressWith,
     zstdFrameSize: raw.zstdFrameSize,
     anonBuffer: raw.anonBuffer,

@@ -60,16 +60,47 @@ reply; the multi-get of 100 keys, whose batch is its 100 keys, met its goal (0.6
 move the single GET: answering from the bytes read (saves the second lookup and a minor fault, ~3% measured), and a
 quiet-machine rerun: redis-benchmark shares the 2 cores with the two workers.`
 
+const DELTA_THROTTLED = `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
+follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
+a throttled delta push still costs is the rebuild itself (every byte of the node's partitions written and fsynced) and the
+push's fixed steps (lease, job polls, decision, swap), neither of which shrinks with the throttle.`
+
+const DELTA_UNTHROTTLED = `The rebuild copies the base's unchanged records and index entries as runs (only records next to a change are read
+and hashed), checksums the files as it writes them, in one worker thread per install; the verify does not read rebuilt
+files again, and the live base is left with the residency it had (before, the rebuild made it all resident and the
+install's hot-set carry read the whole new version again). What is left: writing and fsyncing every byte of the node's
+partitions, as a full fetch does (on loopback a full fetch is the same sequential write), and the push's fixed steps. On
+a machine with cores to spare, rebuilds of several partitions at once would help.`
+
+const DELTA_BUILD = `Since 2026-12-07 the diff runs in worker threads, each partition as soon as the reduce has written it, and takes
+each record's hash prefix from its index entry (keys are not hashed again); only records whose CRC and length match are
+compared byte for byte. By hand on a quiet machine the same day (the same 1M × 1 KiB, 3 nodes at replication 2, 12
+partitions, the builder alone): 2.75 s full against 3.17 s with --base (1.16×), 3.77 against 4.48 s (1.19×) in a second
+pair, with 0.05 s of patching left after the reduce. In this section the builds run beside the three nodes and nginx right
+after a push has written 2 GB, and the full build alone moves between 2.3 and 5.1 s from run to run, so the same code
+measured 1.29-1.70×. What --base adds on 2 cores is CPU the full build does not spend: a patcher thread beside the two
+reduce workers that reads both versions (~2 GB) and compares them.`
+
 const WHY: Record<string, string> = {
-  'zstd-size': `The values themselves compress to 0.31× with the 64 KiB dictionary (0.30× at level 9, the same with a 110 KiB one
-trained on 11 MiB: measured on 10,000 generated values); what the store adds per record and does not compress (the 16-byte index
-entry, the record header and the 12-byte key, about 40 bytes against ~480 bytes of value) brings the whole store to 0.37×.
-Not changed: the goal is met on the values, missed on the files.`,
-  'zstd-get': `Not analysed in time. The 100k-record quick run of the same section measured 0.63× (231,530 vs 367,829 gets/s);
-in this 1M run the uncompressed store of 503 MiB read at 90,183 gets/s where the quick run's 50 MiB one read 367,829, and on the
-uniform data zstd read faster than no compression (1.77×), which the codec cannot do: the variants are measured one after the
-other while the machine's load fell from 14 to 7.6, so these rows compare moments, not codecs. A rerun with the variants
-interleaved is what this row needs before any change.`,
+  'zstd-size': `Met since 2026-12-07: frames without their magic number (4 bytes per value) and, with a dictionary, matches of at
+least 6 bytes (1% smaller frames at level 3). The values compress to 0.30× with the 64 KiB dictionary; the store adds per
+record what does not compress (the 16-byte index entry, the 12-byte record header and the 12-byte key, 40 bytes against
+~490 of value).`,
+  'zstd-get': `Each get of a compressed value decompresses it: ~0.7 µs for a ~490-byte value (libzstd with the prepared dictionary
+about two thirds of it, the rest the call into the addon and the output Buffer), against ~1 µs for a whole uncompressed get
+on a quiet machine. So the ratio sits at the goal's edge and follows the machine: 1.08× in the run of 2026-12-07 09:17 at
+load 7.7 (uncompressed 411k gets/s), 0.49× at load 1.6 (1,039k), 0.45-0.53× in runs by hand right after. Done since: the
+frame's content size is read in JavaScript, not by a second call into the addon. What would still move it: decompressing
+from the mapping without the view Buffer a get makes of the stored bytes, in the lookup's own call.`,
+  'zstd-build': `Compressing is CPU the uncompressed build does not spend: libzstd takes ~1.8 µs per ~490-byte value against the
+dictionary at level 3 (270 MB/s, measured in C) and still ~1.1 µs at level -5, a cost per frame (the context set up on the
+dictionary, the entropy tables) more than per byte; the JavaScript around each call adds ~0.8 µs (the call, a copy out of
+the scratch buffer, two Buffers), and training the dictionary ~0.25 s before the map starts. For 1M values that is ~2.6 s
+of CPU, ~1.2 s more wall time on 2 cores, against an uncompressed build of 1.5 s on a quiet machine (this run). The run of
+2026-12-07 09:17 measured 0.98× at load 7.7, where the uncompressed build took 5.05 s: it compared moments, not codecs.
+The goal's 1.3× leaves ~0.45 s, under 1 µs of CPU per value on 2 cores: below what libzstd alone takes per frame. What
+would still move it: compressing a batch of values per call into the addon (no per-value JavaScript), and training the
+dictionary while the map parses.`,
   'cold-inproc': `One thread, one read at a time, against fio's direct reads at queue depth 1. The synchronous get used to fault its
 record's pages in through the mapping (MADV_RANDOM: one page per fault), so a 1 KiB record crossing a page boundary (about
 a quarter of them) cost two device reads in a row: 0.55-0.76× over the runs of 2026-12-04..07. Since 2026-12-07 a cold
@@ -282,34 +313,12 @@ was rerun). What would still help: count read and merge buffers inside the budge
 (\`resourceLimits.maxOldGenerationSizeMb\`) from the budget.`,
 
   fetch: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
-  'delta-1': `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
-follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
-a throttled delta push still costs is the rebuild itself (every byte of the node's partitions written and fsynced) and the
-push's fixed steps (lease, job polls, decision, swap), neither of which shrinks with the throttle.`,
-  'delta-5': `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
-follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
-a throttled delta push still costs is the rebuild itself (every byte of the node's partitions written and fsynced) and the
-push's fixed steps (lease, job polls, decision, swap), neither of which shrinks with the throttle.`,
-  'delta-2': `The rebuild copies the base's unchanged records and index entries as runs (only records next to a change are read
-and hashed), checksums the files as it writes them, in one worker thread per install; the verify does not read rebuilt
-files again, and the live base is left with the residency it had (before, the rebuild made it all resident and the
-install's hot-set carry read the whole new version again). What is left: writing and fsyncing every byte of the node's
-partitions, as a full fetch does (on loopback a full fetch is the same sequential write), and the push's fixed steps. On
-a machine with cores to spare, rebuilds of several partitions at once would help.`,
-  'delta-6': `The rebuild copies the base's unchanged records and index entries as runs (only records next to a change are read
-and hashed), checksums the files as it writes them, in one worker thread per install; the verify does not read rebuilt
-files again, and the live base is left with the residency it had (before, the rebuild made it all resident and the
-install's hot-set carry read the whole new version again). What is left: writing and fsyncing every byte of the node's
-partitions, as a full fetch does (on loopback a full fetch is the same sequential write), and the push's fixed steps. On
-a machine with cores to spare, rebuilds of several partitions at once would help.`,
-  'delta-3': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
-are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
-new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the
-second read of the new version and use every core.`,
-  'delta-7': `The patches are computed after the full build, on the main thread, partition by partition: both versions' records
-are read (2 GB at 1M × 1 KiB) and every key of both is hashed again with MD5. Running the diff inside the reduce step (the
-new chunk's records are in hand there, in order; only the base's need reading) in the worker threads would remove the
-second read of the new version and use every core.`,
+  'delta-1': DELTA_THROTTLED,
+  'delta-5': DELTA_THROTTLED,
+  'delta-2': DELTA_UNTHROTTLED,
+  'delta-6': DELTA_UNTHROTTLED,
+  'delta-3': DELTA_BUILD,
+  'delta-7': DELTA_BUILD,
   throttle: `See the fetch benchmark's own table and notes (bench/versions/fetch-bench.ts).`,
 
   'resp-get': `On 2 cores redis-benchmark saturates its own core well before either server does (see the client CPU column), so this

@@ -6,7 +6,7 @@
  * - zstdDecompress: Parquet pages into a buffer the caller sized from the page header.
  * - zstdTrain: a dictionary from samples (ZDICT_trainFromBuffer, single-threaded, so the
  *   same samples give the same bytes).
- * - zstdPrepare / zstdCompress / zstdDecompressWith: store values, one frame each, with a
+ * - zstdPrepare / zstdCompress / zstdEncodeBatch / zstdDecompressWith: store values, one frame each, with a
  *   prepared dictionary (or none). A prepared handle owns its dictionary and its contexts,
  *   so no state is shared between threads; each thread prepares its own.
  *
@@ -268,6 +268,19 @@ static napi_value zstd_prepare_napi(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* One value as a frame without its magic number (or a libzstd error code). The frame after
+ * its magic is the magicless frame, byte for byte. No dictionary id either: every value of a
+ * version has the same dictionary, which the metadata names and checksums. */
+static size_t compress_frame(prepared_t *p, uint8_t *dst, size_t dst_len, const uint8_t *src, size_t src_len) {
+  static const frame_params_t frame = {.content_size_flag = 1, .checksum_flag = 0, .no_dict_id_flag = 1};
+  size_t n = p->cdict != NULL ? z.compress_cdict(p->cctx, dst, dst_len, src, src_len, p->cdict, frame)
+                              : z.compress_cctx(p->cctx, dst, dst_len, src, src_len, p->level);
+  if (zstd_is_error(n)) return n;
+  if (!has_magic(dst, n)) return (size_t)-1; /* ZSTD_error_GENERIC: libzstd never writes this */
+  memmove(dst, dst + 4, n - 4);
+  return n - 4;
+}
+
 static prepared_t *get_prepared(napi_env env, napi_value v) {
   void *p = NULL;
   napi_valuetype type;
@@ -289,16 +302,53 @@ static napi_value zstd_compress_napi(napi_env env, napi_callback_info info) {
   if (p == NULL || p->cctx == NULL) return ro_throw_type(env, "zstdCompress: not a handle prepared for compression");
   if (ro_get_bytes(env, argv[1], &src, &src_len) != 0 || ro_get_bytes(env, argv[2], &dst, &dst_len) != 0)
     return ro_throw_type(env, "zstdCompress: src and dst must be Uint8Arrays");
-  /* No dictionary id in the frames: every value of a version has the same dictionary, which
-   * the metadata names and checksums, so the id would repeat four bytes per value. */
-  static const frame_params_t frame = {.content_size_flag = 1, .checksum_flag = 0, .no_dict_id_flag = 1};
-  size_t n = p->cdict != NULL ? z.compress_cdict(p->cctx, dst, dst_len, src, src_len, p->cdict, frame)
-                              : z.compress_cctx(p->cctx, dst, dst_len, src, src_len, p->level);
+  size_t n = compress_frame(p, dst, dst_len, src, src_len);
   if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
-  if (!has_magic(dst, n)) return zstd_fail(env, "libzstd wrote a frame without its magic number");
-  /* The frame after its magic is the magicless frame, byte for byte. */
-  memmove(dst, dst + 4, n - 4);
-  return number(env, (double)(n - 4));
+  return number(env, (double)n);
+}
+
+/* zstdEncodeBatch(prepared, src, keyStart, keyEnd, valueStart, valueEnd, count, dst,
+ * outKeyStart, outKeyEnd, outValueStart, outValueEnd): number -- for each of `count`
+ * records of src, its key copied and its value compressed (as zstdCompress) into dst, back
+ * to back, their ranges in dst in the out arrays; the bytes of dst used. One call per batch
+ * of a build's map step instead of one per value. Throws when a range is outside src or dst
+ * is too small (size it with the keys and each value's compress bound). */
+static napi_value zstd_encode_batch_napi(napi_env env, napi_callback_info info) {
+  size_t argc = 12;
+  napi_value argv[12];
+  uint8_t *src, *dst;
+  size_t src_len, dst_len, n_ks, n_ke, n_vs, n_ve, n_oks, n_oke, n_ovs, n_ove;
+  uint32_t *ks, *ke, *vs, *ve, *oks, *oke, *ovs, *ove;
+  uint32_t count;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 12) return ro_throw_type(env, "zstdEncodeBatch: 12 arguments");
+  prepared_t *p = get_prepared(env, argv[0]);
+  if (p == NULL || p->cctx == NULL) return ro_throw_type(env, "zstdEncodeBatch: not a handle prepared for compression");
+  if (ro_get_bytes(env, argv[1], &src, &src_len) != 0 || ro_get_u32_array(env, argv[2], &ks, &n_ks) != 0 ||
+      ro_get_u32_array(env, argv[3], &ke, &n_ke) != 0 || ro_get_u32_array(env, argv[4], &vs, &n_vs) != 0 ||
+      ro_get_u32_array(env, argv[5], &ve, &n_ve) != 0 || napi_get_value_uint32(env, argv[6], &count) != napi_ok ||
+      ro_get_bytes(env, argv[7], &dst, &dst_len) != 0 || ro_get_u32_array(env, argv[8], &oks, &n_oks) != 0 ||
+      ro_get_u32_array(env, argv[9], &oke, &n_oke) != 0 || ro_get_u32_array(env, argv[10], &ovs, &n_ovs) != 0 ||
+      ro_get_u32_array(env, argv[11], &ove, &n_ove) != 0)
+    return ro_throw_type(env, "zstdEncodeBatch: bad arguments");
+  if (count > n_ks || count > n_ke || count > n_vs || count > n_ve || count > n_oks || count > n_oke || count > n_ovs || count > n_ove)
+    return ro_throw_type(env, "zstdEncodeBatch: count exceeds an array");
+  if (dst_len > UINT32_MAX) return ro_throw_type(env, "zstdEncodeBatch: dst over 4 GiB");
+  size_t at = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (ks[i] > ke[i] || ke[i] > src_len || vs[i] > ve[i] || ve[i] > src_len) return ro_throw_type(env, "zstdEncodeBatch: a range is outside src");
+    size_t key_len = ke[i] - ks[i];
+    if (dst_len - at < key_len) return zstd_fail(env, "zstdEncodeBatch: dst too small");
+    memcpy(dst + at, src + ks[i], key_len);
+    oks[i] = (uint32_t)at;
+    at += key_len;
+    oke[i] = (uint32_t)at;
+    size_t n = compress_frame(p, dst + at, dst_len - at, src + vs[i], ve[i] - vs[i]);
+    if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
+    ovs[i] = (uint32_t)at;
+    at += n;
+    ove[i] = (uint32_t)at;
+  }
+  return number(env, (double)at);
 }
 
 /* zstdDecompressWith(prepared, src, dst): number -- the frame of src into dst, the bytes
@@ -352,6 +402,7 @@ int ro_register_zstd(napi_env env, napi_value exports) {
   if (ro_set_function(env, exports, "zstdTrain", zstd_train_napi) != 0) return -1;
   if (ro_set_function(env, exports, "zstdPrepare", zstd_prepare_napi) != 0) return -1;
   if (ro_set_function(env, exports, "zstdCompress", zstd_compress_napi) != 0) return -1;
+  if (ro_set_function(env, exports, "zstdEncodeBatch", zstd_encode_batch_napi) != 0) return -1;
   if (ro_set_function(env, exports, "zstdDecompressWith", zstd_decompress_with_napi) != 0) return -1;
   return ro_set_function(env, exports, "zstdFrameSize", zstd_frame_size_napi);
 }

@@ -96,24 +96,26 @@ async function mapSplit(split: InputSplit): Promise<void> {
     const t1 = process.hrtime.bigint()
     times.parse += Number(t1 - t) / 1e9
     const spillBefore = times.sort + times.spill
-    if (mapper.plain) {
+    // Values stored as read, or encoded for the whole batch in one call (zstd).
+    const whole = mapper.plain ? batch : mapper.encode(batch)
+    if (whole !== undefined) {
       // Whole batches into the sort buffer; an entry that does not fit takes the sink's way
       // (spill, or a run of its own), then the rest of the batch goes on in bulk.
-      const m = mapper.plan(batch)
+      const m = mapper.plan(whole)
       const { hashes, entryRecord, entryBucket } = mapper
       let j = 0
       while (j < m) {
-        j = buf.addEntries(batch, hashes, split.fileIndex, entryRecord, entryBucket, j, m)
+        j = buf.addEntries(whole, hashes, split.fileIndex, entryRecord, entryBucket, j, m)
         if (j === m) break
         const r = entryRecord[j]!
-        const { buf: src, keyStart, keyEnd, valueStart, valueEnd } = batch
+        const { buf: src, keyStart, keyEnd, valueStart, valueEnd } = whole
         sink(
           entryBucket[j]!,
           hashes,
           16 * r,
           split.fileIndex,
-          batch.order[r]!,
-          batch.line[r]!,
+          whole.order[r]!,
+          whole.line[r]!,
           src,
           keyStart[r]!,
           keyEnd[r]!,

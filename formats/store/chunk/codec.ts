@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync, constants } from 'node:zlib'
 import { compressSync, uncompressSync } from 'snappy'
 import type { Compression } from '../layout/metadata'
-import { DEFAULT_ZSTD_LEVEL, ZSTD_CODEC_ID, zstdParts } from './zstd-codec'
+import { DEFAULT_ZSTD_LEVEL, ZSTD_CODEC_ID, zstdParts, type RecordRanges } from './zstd-codec'
 import type { ZstdJs } from './zstd-js'
 
 /**
@@ -15,6 +15,13 @@ export interface ValueCodec {
   readonly id: number
   encode(value: Uint8Array): Buffer
   decode(stored: Uint8Array): Buffer
+  /**
+   * The first `count` records with their keys copied and their values encoded (as `encode`
+   * would) into one buffer, in one call for them all: a build's map step. The result's
+   * buffers are the codec's own and are reused by its next call. Codecs without it encode
+   * per value.
+   */
+  encodeRecords?(records: RecordRanges, count: number): RecordRanges<Buffer>
 }
 
 const asBuffer = (v: Uint8Array): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength))
@@ -53,7 +60,8 @@ export interface CodecOptions {
 export function createCodec(name: Compression, opts: CodecOptions = {}): ValueCodec {
   if (name !== 'zstd') return codecByName(name)
   const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false, opts.js)
-  return { name: 'zstd', id: ZSTD_CODEC_ID, encode: parts.encode, decode: parts.decode }
+  const codec: ValueCodec = { name: 'zstd', id: ZSTD_CODEC_ID, encode: parts.encode, decode: parts.decode }
+  return parts.encodeRecords === undefined ? codec : { ...codec, encodeRecords: parts.encodeRecords }
 }
 
 /** A codec without options: none, gzip, snappy, or zstd without a dictionary (decode only). */

@@ -2,7 +2,7 @@ import { StoreError } from '../../../common/errors'
 import { logLine, nativeFunctions, nativeUnavailableReason, type NativeFunctions, type ZstdPrepared } from '../../../common/native'
 import type * as Fzstd from 'fzstd'
 import type { ZstdJs } from './zstd-js'
-import { withFrameMagic } from './zstd-frame'
+import { frameContentSize, withFrameMagic } from './zstd-frame'
 
 /**
  * The zstd value codec: one frame per value (its content size in the header), with the
@@ -22,6 +22,17 @@ const MAX_DECODED_BYTES = 0xffffffff
 export interface ZstdCodecParts {
   encode(value: Uint8Array): Buffer
   decode(stored: Uint8Array): Buffer
+  /** Present where the addon compresses: see ValueCodec.encodeRecords. */
+  encodeRecords?(records: RecordRanges, count: number): RecordRanges<Buffer>
+}
+
+/** Records as byte ranges of one buffer: a parsed input batch, or its encoded copy. */
+export interface RecordRanges<B extends Uint8Array = Uint8Array> {
+  readonly buf: B
+  readonly keyStart: Uint32Array
+  readonly keyEnd: Uint32Array
+  readonly valueStart: Uint32Array
+  readonly valueEnd: Uint32Array
 }
 
 /** The largest frame a value of `size` bytes compresses into (ZSTD_COMPRESSBOUND). */
@@ -54,7 +65,39 @@ export function zstdParts(dictionary: Uint8Array | undefined, level: number, for
 
 function nativeParts(native: NativeFunctions, prepared: ZstdPrepared, forEncode: boolean): ZstdCodecParts {
   let scratch = Buffer.allocUnsafeSlow(64 << 10)
+  let encoded: RecordRanges<Buffer> = rangesFor(Buffer.allocUnsafeSlow(1 << 20), 4096)
   return {
+    encodeRecords: (records, count) => {
+      if (!forEncode) throw new TypeError('zstd codec prepared for reading only')
+      let bytes = 0
+      for (let i = 0; i < count; i++) {
+        bytes += (records.keyEnd[i] as number) - (records.keyStart[i] as number)
+        bytes += zstdBound((records.valueEnd[i] as number) - (records.valueStart[i] as number))
+      }
+      if (encoded.keyStart.length < count || encoded.buf.length < bytes) {
+        encoded = rangesFor(
+          encoded.buf.length < bytes ? Buffer.allocUnsafeSlow(bytes) : encoded.buf,
+          Math.max(count, encoded.keyStart.length),
+        )
+      }
+      const { buf, keyStart, keyEnd, valueStart, valueEnd } = encoded
+      const r = records
+      native.zstdEncodeBatch(
+        prepared,
+        r.buf,
+        r.keyStart,
+        r.keyEnd,
+        r.valueStart,
+        r.valueEnd,
+        count,
+        buf,
+        keyStart,
+        keyEnd,
+        valueStart,
+        valueEnd,
+      )
+      return encoded
+    },
     encode: (value) => {
       if (!forEncode) throw new TypeError('zstd codec prepared for reading only')
       const bound = zstdBound(value.length)
@@ -63,8 +106,8 @@ function nativeParts(native: NativeFunctions, prepared: ZstdPrepared, forEncode:
       return Buffer.from(scratch.subarray(0, n))
     },
     decode: (stored) => {
-      const size = native.zstdFrameSize(stored)
-      if (size < 0 || size > MAX_DECODED_BYTES) throw corruptFrame(size === -1 ? 'declares no content size' : 'has no valid frame header')
+      const size = frameContentSize(stored)
+      if (size === undefined || size > MAX_DECODED_BYTES) throw corruptFrame(invalidHeader(native, stored))
       const out = Buffer.allocUnsafe(size)
       let n: number
       try {
@@ -75,6 +118,24 @@ function nativeParts(native: NativeFunctions, prepared: ZstdPrepared, forEncode:
       if (n !== size) throw corruptFrame(`decompresses to ${n} bytes, its header says ${size}`)
       return out
     },
+  }
+}
+
+/** Why a frame's header gives no size to decode into (libzstd's reading of it). */
+function invalidHeader(native: NativeFunctions, stored: Uint8Array): string {
+  const size = native.zstdFrameSize(stored)
+  if (size === -1) return 'declares no content size'
+  if (size > MAX_DECODED_BYTES) return `declares ${size} bytes, more than a record holds`
+  return 'has no valid frame header'
+}
+
+function rangesFor(buf: Buffer, count: number): RecordRanges<Buffer> {
+  return {
+    buf,
+    keyStart: new Uint32Array(count),
+    keyEnd: new Uint32Array(count),
+    valueStart: new Uint32Array(count),
+    valueEnd: new Uint32Array(count),
   }
 }
 

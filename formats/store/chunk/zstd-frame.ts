@@ -17,20 +17,23 @@ export function withFrameMagic(stored: Uint8Array): Uint8Array {
 
 /**
  * The content size a zstd frame's header declares (RFC 8878, 3.1.1.1), or undefined when
- * the header is not a frame's or declares none.
+ * the header is not a frame's or declares none. Read in place (no copy, no native call):
+ * a lookup of a compressed value sizes its output with it.
  */
 export function frameContentSize(stored: Uint8Array): number | undefined {
-  const frame = withFrameMagic(stored)
-  if (frame.length < 6) return undefined
-  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength)
-  const descriptor = frame[4] as number
+  const start = hasFrameMagic(stored) ? 4 : 0
+  if (stored.length < start + 2) return undefined
+  const descriptor = stored[start] as number
+  if (descriptor & 0b1000) return undefined // the reserved bit
   const singleSegment = (descriptor >> 5) & 1
   const fcsFlag = descriptor >> 6
-  const at = 5 + (singleSegment ? 0 : 1) + ([0, 1, 2, 4][descriptor & 3] as number)
+  const at = start + 1 + (singleSegment ? 0 : 1) + ([0, 1, 2, 4][descriptor & 3] as number)
   const size = fcsFlag === 0 ? singleSegment : ([0, 2, 4, 8][fcsFlag] as number)
-  if (size === 0 || at + size > frame.length) return undefined
-  if (size === 1) return frame[at] as number
-  if (size === 2) return view.getUint16(at, true) + 256
-  if (size === 4) return view.getUint32(at, true)
-  return Number(view.getBigUint64(at, true))
+  if (size === 0 || at + size > stored.length) return undefined
+  const b = (i: number): number => stored[at + i] as number
+  if (size === 1) return b(0)
+  if (size === 2) return b(0) + b(1) * 256 + 256
+  const low = (b(0) | (b(1) << 8) | (b(2) << 16) | (b(3) << 24)) >>> 0
+  if (size === 4) return low
+  return low + ((b(4) | (b(5) << 8) | (b(6) << 16) | (b(7) << 24)) >>> 0) * 2 ** 32
 }

@@ -12,6 +12,7 @@ export type StoreOps = Omit<
   | 'zstdTrain'
   | 'zstdPrepare'
   | 'zstdCompress'
+  | 'zstdEncodeBatch'
   | 'zstdDecompressWith'
   | 'zstdFrameSize'
   | 'anonBuffer'

@@ -55,6 +55,60 @@ maybe('zstd with a trained dictionary (addon)', () => {
     }
   })
 
+  test('encodeRecords: one call encodes a batch of records as encode does each value, keys copied beside them', () => {
+    for (const dictionary of [dict, undefined]) {
+      const codec = createCodec('zstd', { dictionary, forEncode: true })
+      const batchOf = (vs: readonly Buffer[]) => {
+        const parts: Buffer[] = []
+        const ranges = ['keyStart', 'keyEnd', 'valueStart', 'valueEnd'].map(() => new Uint32Array(vs.length))
+        let at = 0
+        vs.forEach((v, i) => {
+          const key = Buffer.from(`key-${i}`)
+          parts.push(key, v)
+          ranges[0]![i] = at
+          ranges[1]![i] = at += key.length
+          ranges[2]![i] = at
+          ranges[3]![i] = at += v.length
+        })
+        const [keyStart, keyEnd, valueStart, valueEnd] = ranges as [Uint32Array, Uint32Array, Uint32Array, Uint32Array]
+        return { buf: Buffer.concat(parts), keyStart, keyEnd, valueStart, valueEnd }
+      }
+      // The second batch is larger than the first (more records, a 4 MiB value): the codec's buffers grow.
+      for (const vs of [values.slice(0, 100), [...values.slice(100, 5100), Buffer.alloc(0), randomBytes(4 << 20), Buffer.from([1])]]) {
+        const b = batchOf(vs)
+        const e = codec.encodeRecords!(b, vs.length)
+        vs.forEach((v, i) => {
+          expect(e.buf.subarray(e.keyStart[i], e.keyEnd[i]).toString()).toBe(`key-${i}`)
+          const stored = e.buf.subarray(e.valueStart[i], e.valueEnd[i])
+          expect(stored.equals(codec.encode(v))).toBe(true)
+          expect(e.valueStart[i]).toBe(e.keyEnd[i])
+          if (i > 0) expect(e.keyStart[i]).toBe(e.valueEnd[i - 1])
+        })
+        expect(
+          createCodec('zstd', { dictionary })
+            .decode(e.buf.subarray(e.valueStart[7], e.valueEnd[7]))
+            .equals(vs[7] as Buffer),
+        ).toBe(true)
+      }
+      const bad = batchOf(values.slice(0, 3))
+      bad.valueEnd[2] = bad.buf.length + 1
+      expect(() => codec.encodeRecords!(bad, 3)).toThrow(/outside src/)
+    }
+    expect(createCodec('zstd', { dictionary: dict }).encodeRecords).toBeDefined()
+    expect(() =>
+      createCodec('zstd', { dictionary: dict }).encodeRecords!(
+        {
+          buf: Buffer.alloc(0),
+          keyStart: new Uint32Array(0),
+          keyEnd: new Uint32Array(0),
+          valueStart: new Uint32Array(0),
+          valueEnd: new Uint32Array(0),
+        },
+        0,
+      ),
+    ).toThrow(/reading only/)
+  })
+
   test('the dictionary compresses short alike values far better than plain zstd', () => {
     const withDict = createCodec('zstd', { dictionary: dict, forEncode: true })
     const plain = createCodec('zstd', { forEncode: true })
