@@ -88,19 +88,15 @@ record what does not compress (the 16-byte index entry, the 12-byte record heade
 ~490 of value).`,
   'zstd-get': `Each get of a compressed value decompresses it: ~0.7 µs for a ~490-byte value (libzstd with the prepared dictionary
 about two thirds of it, the rest the call into the addon and the output Buffer), against ~1 µs for a whole uncompressed get
-on a quiet machine. So the ratio sits at the goal's edge and follows the machine: 1.08× in the run of 2026-12-07 09:17 at
-load 7.7 (uncompressed 411k gets/s), 0.49× at load 1.6 (1,039k), 0.45-0.53× in runs by hand right after. Done since: the
-frame's content size is read in JavaScript, not by a second call into the addon. What would still move it: decompressing
-from the mapping without the view Buffer a get makes of the stored bytes, in the lookup's own call.`,
+on a quiet machine, so the ratio sits at the goal's edge: 0.50× in the interleaved run of 2026-12-07 11:57 (486k against
+971k gets/s), 0.49× in the run before it, which measured the variants one after the other. Done: the frame's content size
+is read in JavaScript (one call into the addon per get). Tried and not kept: decoding from the mapping without the view
+Buffer of the stored bytes (no difference above the run-to-run spread).`,
   'zstd-build': `Compressing is CPU the uncompressed build does not spend: libzstd takes ~1.8 µs per ~490-byte value against the
-dictionary at level 3 (270 MB/s, measured in C) and still ~1.1 µs at level -5, a cost per frame (the context set up on the
-dictionary, the entropy tables) more than per byte; the JavaScript around each call adds ~0.8 µs (the call, a copy out of
-the scratch buffer, two Buffers), and training the dictionary ~0.25 s before the map starts. For 1M values that is ~2.6 s
-of CPU, ~1.2 s more wall time on 2 cores, against an uncompressed build of 1.5 s on a quiet machine (this run). The run of
-2026-12-07 09:17 measured 0.98× at load 7.7, where the uncompressed build took 5.05 s: it compared moments, not codecs.
-The goal's 1.3× leaves ~0.45 s, under 1 µs of CPU per value on 2 cores: below what libzstd alone takes per frame. What
-would still move it: compressing a batch of values per call into the addon (no per-value JavaScript), and training the
-dictionary while the map parses.`,
+dictionary at level 3 (270 MB/s, measured in C), and training the dictionary ~0.25 s before the map starts. Since
+2026-12-07 a batch of values goes to the addon in one call (it was a call, a scratch copy and two Buffers per value, ~0.8 µs
+of JavaScript each): 0.93× in the interleaved run of 11:57, against 1.78× in the run before it. Builds of 1M records move by
+a second from run to run on this machine, so the variants are interleaved and the median of 3 taken.`,
   'cold-inproc': `One thread, one read at a time, against fio's direct reads at queue depth 1. The synchronous get used to fault its
 record's pages in through the mapping (MADV_RANDOM: one page per fault), so a 1 KiB record crossing a page boundary (about
 a quarter of them) cost two device reads in a row: 0.55-0.76× over the runs of 2026-12-04..07. Since 2026-12-07 a cold

@@ -73,60 +73,89 @@ async function writeTsv(path: string, n: number, value: (i: number) => Buffer): 
   renameSync(`${path}.tmp`, path)
 }
 
-async function measure(
+/** One build of variant `v` and its gets; `keep`: move the build there instead of removing it. */
+async function measureRun(
   ctx: BenchContext,
   input: string,
   dir: string,
   v: Variant,
   check: (i: number) => Buffer,
+  run: number,
   keep?: string,
 ): Promise<Measured> {
   const cluster = parseCluster({ name: 'bench', nodes: [{ id: 0, host: '127.0.0.1', port: 6999, partitions: [0] }] })
-  const builds: number[] = []
-  const rates: number[] = []
-  let bytes = 0
-  for (let run = 0; run < ctx.runs; run++) {
-    const out = join(dir, `out-${v.id}`)
-    rmSync(out, { recursive: true, force: true })
-    const t0 = performance.now()
-    await buildStore({
-      inputs: [input],
-      format: 'tsv',
-      cluster,
-      store: 'bench',
-      output: out,
-      version: 1,
-      workers: 2,
-      memoryMb: 1024,
-      tmpdir: ensureDir(join(workRoot(), 'tmp')),
-      compression: v.compression,
-      ...(v.dictionary === undefined ? {} : { dictionary: v.dictionary }),
-    })
-    builds.push((performance.now() - t0) / 1000)
-    const m = await readManifest(out)
-    bytes = m.partitionFiles.flatMap((p) => p.files).reduce((s, f) => s + f.size, 0) + (m.dictionary?.size ?? 0)
-    const reader = await openStore(out, { access: 'mmap', preload: 'all' })
-    try {
-      for (let i = 0; i < 1000 && i < ctx.records; i++) {
-        if (!reader.get(keyOf(i))?.equals(check(i))) throw new Error(`${v.id}: wrong value for ${keyOf(i)}`)
-      }
-      const count = Math.min(ctx.records, 500_000)
-      const rand = mulberry32(ctx.seed + run)
-      const keys = Array.from({ length: count }, () => keyOf(rand() % ctx.records))
-      let found = 0
-      const t1 = performance.now()
-      for (const k of keys) if (reader.get(k) !== undefined) found++
-      rates.push(count / ((performance.now() - t1) / 1000))
-      if (found !== count) throw new Error(`${v.id}: ${count - found} keys not found`)
-    } finally {
-      reader.close()
+  const out = join(dir, `out-${v.id}`)
+  rmSync(out, { recursive: true, force: true })
+  const t0 = performance.now()
+  await buildStore({
+    inputs: [input],
+    format: 'tsv',
+    cluster,
+    store: 'bench',
+    output: out,
+    version: 1,
+    workers: 2,
+    memoryMb: 1024,
+    tmpdir: ensureDir(join(workRoot(), 'tmp')),
+    compression: v.compression,
+    ...(v.dictionary === undefined ? {} : { dictionary: v.dictionary }),
+  })
+  const buildSeconds = (performance.now() - t0) / 1000
+  const m = await readManifest(out)
+  const bytes = m.partitionFiles.flatMap((p) => p.files).reduce((s, f) => s + f.size, 0) + (m.dictionary?.size ?? 0)
+  const reader = await openStore(out, { access: 'mmap', preload: 'all' })
+  let getsPerSec: number
+  try {
+    for (let i = 0; i < 1000 && i < ctx.records; i++) {
+      if (!reader.get(keyOf(i))?.equals(check(i))) throw new Error(`${v.id}: wrong value for ${keyOf(i)}`)
     }
-    if (keep !== undefined && run === ctx.runs - 1) {
-      rmSync(keep, { recursive: true, force: true })
-      renameSync(out, keep)
-    } else rmSync(out, { recursive: true, force: true })
+    const count = Math.min(ctx.records, 500_000)
+    const rand = mulberry32(ctx.seed + run)
+    const keys = Array.from({ length: count }, () => keyOf(rand() % ctx.records))
+    let found = 0
+    const t1 = performance.now()
+    for (const k of keys) if (reader.get(k) !== undefined) found++
+    getsPerSec = count / ((performance.now() - t1) / 1000)
+    if (found !== count) throw new Error(`${v.id}: ${count - found} keys not found`)
+  } finally {
+    reader.close()
   }
-  return { bytes, buildSeconds: median(builds), getsPerSec: median(rates) }
+  if (keep !== undefined) {
+    rmSync(keep, { recursive: true, force: true })
+    renameSync(out, keep)
+  } else rmSync(out, { recursive: true, force: true })
+  return { bytes, buildSeconds, getsPerSec }
+}
+
+/**
+ * Every variant measured `ctx.runs` times, the variants interleaved run by run (none, zstd,
+ * ..., none, zstd, ...) so that a change of the machine's load falls on all of them; the
+ * median of each.
+ */
+async function measureVariants(
+  ctx: BenchContext,
+  input: string,
+  dir: string,
+  check: () => (i: number) => Buffer,
+  keep: (v: Variant) => string | undefined,
+): Promise<Map<string, Measured>> {
+  const runs = new Map<string, Measured[]>(VARIANTS.map((v) => [v.id, []]))
+  for (let run = 0; run < ctx.runs; run++) {
+    for (const v of VARIANTS) {
+      const last = run === ctx.runs - 1
+      runs.get(v.id)?.push(await measureRun(ctx, input, dir, v, check(), run, last ? keep(v) : undefined))
+    }
+  }
+  return new Map(
+    [...runs].map(([id, ms]) => [
+      id,
+      {
+        bytes: (ms[ms.length - 1] as Measured).bytes,
+        buildSeconds: median(ms.map((m) => m.buildSeconds)),
+        getsPerSec: median(ms.map((m) => m.getsPerSec)),
+      },
+    ]),
+  )
 }
 
 export async function runCompressionBench(ctx: BenchContext, extras: readonly CompressionExtra[] = []): Promise<Section> {
@@ -163,9 +192,8 @@ export async function runCompressionBench(ctx: BenchContext, extras: readonly Co
     // The realistic generator is sequential: the input is written in record order, once.
     const gen = realisticValues(realisticSeed)
     await writeTsv(input, ctx.records, d.file.startsWith('realistic') ? () => gen.next() : d.value())
-    const results = new Map<string, Measured>()
     const keep = (v: Variant): string | undefined => (k === 0 && (v.id === 'none' || v.id === 'zstd-dict') ? kept(v.id) : undefined)
-    for (const v of VARIANTS) results.set(v.id, await measure(ctx, input, dir, v, d.value(), keep(v)))
+    const results = await measureVariants(ctx, input, dir, d.value, keep)
     byData.push(results)
     const base = results.get('none') as Measured
     if (k === 0) {
@@ -207,7 +235,7 @@ export async function runCompressionBench(ctx: BenchContext, extras: readonly Co
     )
   }
   parts.push(
-    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s). LMDB rows: the same records loaded by asynchronous puts (lmdb-js compresses on its write thread: LZ4 with its built-in shared dictionary), store size = data.mdb, gets after one pass over the keys, one run.`,
+    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s), the variants interleaved run by run (none, zstd, ..., none, zstd, ...). LMDB rows: the same records loaded by asynchronous puts (lmdb-js compresses on its write thread: LZ4 with its built-in shared dictionary), store size = data.mdb, gets after one pass over the keys, one run.`,
     '',
   )
   const real = byData[0] as Map<string, Measured>
