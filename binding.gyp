@@ -20,6 +20,8 @@
         "native/memory/residency.c",
         "native/memory/residency-napi.c",
         "native/lookup/scan-napi.c",
+        "native/io/snappy.c",
+        "native/io/snappy-napi.c",
         "native/io/socket-send.c",
         "native/memory/unaccounted-window.cc",
         "native/hash/xxh64.c",

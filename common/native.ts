@@ -256,6 +256,11 @@ export interface NativeFunctions {
   /** The content size a frame header declares: -1 none declared, -2 not a frame, -3 no libzstd. */
   zstdFrameSize(src: Uint8Array): number
   /**
+   * A snappy block (raw format) into dst, which holds exactly its declared length: 0, or -1
+   * when src is not a valid block of that length (never reads or writes outside either).
+   */
+  snappyDecode(src: Uint8Array, dst: Uint8Array): number
+  /**
    * `bytes` of zero-filled memory in an anonymous mapping that asks for transparent huge
    * pages (far fewer page faults on first touch); unmapped when collected. Throws when the
    * mapping fails. See common/working-memory.ts.
@@ -426,6 +431,7 @@ function wrap(raw: RawAddon): NativeFunctions {
     zstdEncodeBatch: raw.zstdEncodeBatch,
     zstdDecompressWith: raw.zstdDecompressWith,
     zstdFrameSize: raw.zstdFrameSize,
+    snappyDecode: raw.snappyDecode,
     anonBuffer: raw.anonBuffer,
     sendNow: raw.sendNow,
     writeFileDurably: raw.writeFileDurably,

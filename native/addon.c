@@ -86,7 +86,7 @@ NAPI_MODULE_INIT() {
   pthread_once(&pin_once, pin_library);
   ro_crc32_init();
   if (ro_register_basic(env, exports) != 0 || ro_register_map(env, exports) != 0 || ro_register_scan(env, exports) != 0 ||
-      ro_register_lookup(env, exports) != 0 || ro_register_batch(env, exports) != 0 || ro_register_zstd(env, exports) != 0 ||
+      ro_register_lookup(env, exports) != 0 || ro_register_batch(env, exports) != 0 || ro_register_zstd(env, exports) != 0 || ro_register_snappy(env, exports) != 0 ||
       ro_register_anon(env, exports) != 0 || ro_register_socket(env, exports) != 0 || ro_register_durable(env, exports) != 0 ||
       ro_register_residency(env, exports) != 0 || ro_register_drop_behind(env, exports) != 0 ||
       ro_register_job_priority(env, exports) != 0 || ro_register_uring(env, exports) != 0) {

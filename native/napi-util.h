@@ -36,6 +36,7 @@ int ro_register_scan(napi_env env, napi_value exports);
 int ro_register_lookup(napi_env env, napi_value exports);
 int ro_register_batch(napi_env env, napi_value exports);
 int ro_register_zstd(napi_env env, napi_value exports);
+int ro_register_snappy(napi_env env, napi_value exports);
 int ro_register_anon(napi_env env, napi_value exports);
 int ro_register_socket(napi_env env, napi_value exports);
 int ro_register_durable(napi_env env, napi_value exports);

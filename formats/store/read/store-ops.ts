@@ -15,6 +15,7 @@ export type StoreOps = Omit<
   | 'zstdEncodeBatch'
   | 'zstdDecompressWith'
   | 'zstdFrameSize'
+  | 'snappyDecode'
   | 'anonBuffer'
   | 'packMapped'
   | 'sendNow'
