@@ -96,9 +96,6 @@ export const builder = (y: Argv) =>
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
   if (a.base !== undefined && a.engine !== 'local') throw new StoreError('RO_BAD_OPTION', '--base is for the local engine only')
-  // Their workers compress in their own map code, which does not take a dictionary yet.
-  if (a.engine !== 'local' && a.compression === 'zstd')
-    throw new StoreError('RO_BAD_OPTION', `--compression zstd builds with --engine local only for now, not ${a.engine}`)
   if (a.engine === 'hadoop') return printHadoopJob(a)
   if (a.engine === 'ray') return runRayBuild(a)
   if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: add --engine hadoop')

@@ -5,6 +5,7 @@ import { fsyncDir } from '../../../common/fs-durable'
 import { checksumFile } from '../../../formats/store/chunk/checksum'
 import { ChunkWriter } from '../../../formats/store/chunk/chunk-writer'
 import { codecByName } from '../../../formats/store/chunk/codec'
+import { DICTIONARY_FILE, writeDictionary } from '../../../formats/store/chunk/dictionary-file'
 import { nodeDirName } from '../../../formats/store/layout/layout'
 import { writeManifest } from '../../../formats/store/layout/manifest-io'
 import { METADATA_FILE } from '../../../formats/store/layout/metadata'
@@ -17,7 +18,7 @@ import { nodeMetadata, type MetadataOptions } from '../../node-metadata'
 import { versionManifest } from '../../version-manifest'
 import type { OutputLayout } from '../../build-options'
 import { outputLocation, type OutputLocation } from './output-location'
-import { specBuildOptions, type HadoopJobSpec } from './job-spec'
+import { specBuildOptions, specDictionary, type HadoopJobSpec } from './job-spec'
 import { atOffset } from './line-records'
 import { addKinds, emptyKinds, parseStatsText, type ChunkStats, type MapStats, type ParsedStats } from './stats'
 
@@ -108,7 +109,13 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
     emptyChunks++
   }
 
-  const metaOptions = { ...opts, clusterName: job.cluster.name }
+  const dictionary = specDictionary(job)
+  const metaOptions: FinalizeMetadataOptions = {
+    ...opts,
+    clusterName: job.cluster.name,
+    ...(job.compression === 'zstd' ? { valueBytes: sumValueBytes(maps) } : {}),
+    ...(dictionary !== undefined ? { dictionaryBytes: dictionary } : {}),
+  }
   const all = [...byBucket.values()]
   const write = plan.layout === 'partitions' ? writePartitionsMetadata : writeNodesMetadata
   const { nodes: summaryNodes, expected } = await write(location, metaOptions, plan, layout, all, kinds)
@@ -137,10 +144,13 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
 
 type SummaryNode = FinalizeSummary['nodes'][number]
 
+/** The metadata's options, and the zstd dictionary to write beside it. */
+type FinalizeMetadataOptions = MetadataOptions & { readonly dictionaryBytes?: Buffer }
+
 /** Format 1: every node's metadata.json (each in its directory); returns the root's expected entries. */
 async function writeNodesMetadata(
   location: OutputLocation,
-  o: MetadataOptions,
+  o: FinalizeMetadataOptions,
   plan: BucketPlan,
   layout: ReturnType<typeof clusterLayout>,
   all: readonly ChunkStats[],
@@ -151,16 +161,13 @@ async function writeNodesMetadata(
     const mine = all.filter((c) => c.nodeId === nodeId).sort((a, b) => a.chunk - b.chunk)
     const nodeDir = nodeDirName(nodeId)
     await checkCommitted(location, nodeDir, mine)
-    const meta = nodeMetadata(o, plan.chunks, nodeId, layout, mine, kinds)
-    if (location.remote) {
-      const dir = await location.stage(FINALIZE_ATTEMPT, nodeDir)
-      await writeMetadata(dir, meta)
-      await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, [METADATA_FILE])
-    } else {
-      const dir = join(location.root, nodeDir)
-      await writeMetadata(dir, meta)
-      await fsyncDir(dir)
-    }
+    const dir = location.remote ? await location.stage(FINALIZE_ATTEMPT, nodeDir) : join(location.root, nodeDir)
+    const dictionaryFile = o.dictionaryBytes !== undefined ? await writeDictionary(dir, o.dictionaryBytes) : undefined
+    const meta = nodeMetadata({ ...o, dictionaryFile }, plan.chunks, nodeId, layout, mine, kinds)
+    await writeMetadata(dir, meta)
+    const names = dictionaryFile !== undefined ? [DICTIONARY_FILE, METADATA_FILE] : [METADATA_FILE]
+    if (location.remote) await location.commit(dir, FINALIZE_ATTEMPT, nodeDir, names)
+    else await fsyncDir(dir)
     nodes.push({ nodeId, records: meta.records, bytes: mine.reduce((s, c) => s + c.indexSize + c.dataSize, 0) })
   }
   return { nodes, expected: new Set(plan.nodeIds.map(nodeDirName)) }
@@ -169,28 +176,42 @@ async function writeNodesMetadata(
 /** Format 2: the version manifest as the root's metadata.json; returns the root's expected entries. */
 async function writePartitionsMetadata(
   location: OutputLocation,
-  o: MetadataOptions,
+  o: FinalizeMetadataOptions,
   plan: BucketPlan,
   layout: ReturnType<typeof clusterLayout>,
   all: readonly ChunkStats[],
   kinds: ReturnType<typeof emptyKinds>,
 ): Promise<{ nodes: SummaryNode[]; expected: Set<string> }> {
   await checkCommitted(location, '', all)
-  const manifest = versionManifest(o, plan.chunks, layout, all, kinds)
-  if (location.remote) {
-    const dir = await location.stage(FINALIZE_ATTEMPT, '')
-    await writeManifest(dir, manifest)
-    await location.commit(dir, FINALIZE_ATTEMPT, '', [METADATA_FILE])
-  } else {
-    await writeManifest(location.root, manifest)
-    await fsyncDir(location.root)
-  }
+  const dir = location.remote ? await location.stage(FINALIZE_ATTEMPT, '') : location.root
+  const dictionaryFile = o.dictionaryBytes !== undefined ? await writeDictionary(dir, o.dictionaryBytes) : undefined
+  const manifest = versionManifest({ ...o, dictionaryFile }, plan.chunks, layout, all, kinds)
+  await writeManifest(dir, manifest)
+  const names = dictionaryFile !== undefined ? [DICTIONARY_FILE, METADATA_FILE] : [METADATA_FILE]
+  if (location.remote) await location.commit(dir, FINALIZE_ATTEMPT, '', names)
+  else await fsyncDir(location.root)
   const nodes = plan.nodeIds.map((nodeId) => {
     const view = nodeView(manifest, nodeId)
     return { nodeId, records: view.records, bytes: view.files.reduce((s, f) => s + f.size, 0) }
   })
-  const expected = new Set([METADATA_FILE, ...manifest.partitionFiles.flatMap((p) => p.files.map((f) => f.name))])
+  const expected = new Set([
+    METADATA_FILE,
+    ...(dictionaryFile !== undefined ? [DICTIONARY_FILE] : []),
+    ...manifest.partitionFiles.flatMap((p) => p.files.map((f) => f.name)),
+  ])
   return { nodes, expected }
+}
+
+/** The maps' value bytes before and after compression (zstd jobs). */
+function sumValueBytes(maps: readonly MapStats[]): { raw: number; stored: number } {
+  const sum = { raw: 0, stored: 0 }
+  for (const m of maps) {
+    if (m.valueBytes === undefined)
+      throw new StoreError('RO_CONFLICT', `map ${m.task} has no value byte counts: statistics of another job?`)
+    sum.raw += m.valueBytes.raw
+    sum.stored += m.valueBytes.stored
+  }
+  return sum
 }
 
 function chunksByBucket(list: readonly ChunkStats[], plan: BucketPlan, buckets: number): Map<number, ChunkStats> {

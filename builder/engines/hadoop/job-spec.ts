@@ -4,6 +4,7 @@ import { normalizeBuildOptions, type DuplicatePolicy, type NormalizedBuildOption
 import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import type { InputFormat } from '../../../formats/input/types'
 import type { Compression } from '../../../formats/store/layout/metadata'
+import { MAX_ZSTD_LEVEL, MIN_ZSTD_LEVEL } from '../../../formats/store/chunk/zstd-codec'
 
 /**
  * Everything a Hadoop task needs to know about the build, fixed once by
@@ -30,6 +31,13 @@ export interface HadoopJobSpec {
   /** Chunks per node ('nodes') or per partition ('partitions'). */
   readonly chunks: number
   readonly compression: Compression
+  /** zstd: the compression level (absent: the default). */
+  readonly zstdLevel?: number
+  /**
+   * zstd: the version's dictionary, base64, trained where the job was prepared from the
+   * same sample `rostore build` takes (builder/dictionary-training.ts); absent: plain zstd.
+   */
+  readonly zstdDictionary?: string
   readonly keyHash: string
   readonly onDuplicate: DuplicatePolicy
   /**
@@ -130,6 +138,14 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
     keyHash: j['keyHash'] as string,
     workers: 1,
   })
+  const level = j['zstdLevel']
+  if (level !== undefined && (!Number.isInteger(level) || (level as number) < MIN_ZSTD_LEVEL || (level as number) > MAX_ZSTD_LEVEL))
+    bad(`"zstdLevel" must be an integer ${MIN_ZSTD_LEVEL}..${MAX_ZSTD_LEVEL}`)
+  const dictionary = j['zstdDictionary']
+  if (dictionary !== undefined && (typeof dictionary !== 'string' || !/^[A-Za-z0-9+/]+={0,2}$/.test(dictionary)))
+    bad('"zstdDictionary" must be base64')
+  if (j['compression'] !== 'zstd' && (level !== undefined || dictionary !== undefined))
+    bad('"zstdLevel" and "zstdDictionary" go with "compression": "zstd"')
   for (const k of ['keyField', 'valueField', 'keyHash'] as const) {
     if (j[k] !== undefined && typeof j[k] !== 'string') bad(`"${k}" must be a string`)
   }
@@ -154,9 +170,15 @@ export function specBuildOptions(spec: HadoopJobSpec): NormalizedBuildOptions {
     valueField: spec.valueField,
     chunks: spec.chunks,
     compression: spec.compression,
+    ...(spec.compression === 'zstd' ? { zstdLevel: spec.zstdLevel, dictionary: spec.zstdDictionary !== undefined } : {}),
     version: spec.version,
     onDuplicate: spec.onDuplicate,
     keyHash: spec.keyHash,
     workers: 1,
   })
+}
+
+/** The job's dictionary bytes, or undefined (plain zstd, or another codec). */
+export function specDictionary(spec: HadoopJobSpec): Buffer | undefined {
+  return spec.zstdDictionary === undefined ? undefined : Buffer.from(spec.zstdDictionary, 'base64')
 }

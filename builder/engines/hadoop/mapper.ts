@@ -1,13 +1,13 @@
 import { StoreError } from '../../../common/errors'
 import { readInput } from '../../../formats/input/read-input'
 import type { InputRecord } from '../../../formats/input/types'
-import { codecByName } from '../../../formats/store/chunk/codec'
+import { codecByName, createCodec } from '../../../formats/store/chunk/codec'
 import { createKeyHasher } from '../../../formats/store/layout/key-hash'
 import { clusterLayout } from '../../../cluster/cluster'
 import { createMapContext, mapRecord } from '../../map-step'
 import type { MappedRecord } from '../../mapped-record'
 import { hdfsCommand, fetchInput, uriPath } from './job-fs'
-import type { HadoopJobSpec } from './job-spec'
+import { specDictionary, type HadoopJobSpec } from './job-spec'
 import { atOffset, LineRecords } from './line-records'
 import { rangeLines } from './range-lines'
 import { isS3Url } from '../../../s3/s3-url'
@@ -55,7 +55,9 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
     job.replication,
     job.chunks,
     await createKeyHasher(job.keyHash),
-    codecByName(job.compression),
+    job.compression === 'zstd'
+      ? createCodec('zstd', { dictionary: specDictionary(job), level: job.zstdLevel, forEncode: true })
+      : codecByName(job.compression),
     job.layout,
   )
   const out = new SyncWriter(o.output ?? 1)
@@ -64,13 +66,21 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   const kinds = emptyKinds()
   const positions = new Map<number, { firstBlank: number | null; lastLine: number | null }>()
   let records = 0
+  // zstd: value bytes before and after compression, each record once (not per replica).
+  const valueBytes = { raw: 0, stored: 0 }
+  let stored = -1
 
   const emit = (m: MappedRecord): void => {
+    if (stored < 0) stored = m.value.length
     const { buf, at } = out.reserve(shuffleLineSize(m))
     out.advance(writeShuffleLine(m, buf, at))
   }
   const take = (rec: InputRecord, fileIndex: number): void => {
+    stored = -1
     mapRecord(rec, fileIndex, ctx, emit)
+    valueBytes.raw += rec.value.length
+    valueBytes.stored += stored
+
     kinds.keys[rec.keyKind]++
     kinds.values[rec.valueKind]++
     records++
@@ -152,6 +162,7 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
     records,
     kinds,
     files: [...positions].sort((a, b) => a[0] - b[0]).map(([fileIndex, p]): FilePositions => ({ fileIndex, ...p })),
+    ...(job.compression === 'zstd' ? { valueBytes } : {}),
   }
   out.write(mapStatsLine(task.taskId, JSON.stringify(stats)))
   out.flush()

@@ -3,7 +3,8 @@ import { basename, join, resolve } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
-import { normalizeBuildOptions, type BuildOptions } from '../../build-options'
+import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions } from '../../build-options'
+import { trainBuildDictionary } from '../../dictionary-training'
 import { bucketCount, bucketPlan } from '../../bucket-plan'
 import { defaultChunks } from '../../chunk-count'
 import { clusterLayout } from '../../../cluster/cluster'
@@ -64,8 +65,28 @@ export const STREAMING_SETTINGS = {
   partitioner: 'org.apache.hadoop.mapred.lib.KeyFieldBasedPartitioner',
 } as const
 
+/**
+ * The zstd dictionary of the job, trained here from the sample `rostore build` takes
+ * (builder/dictionary-training.ts), so both engines give the version the same bytes. The
+ * sample is read from the inputs on this machine: local (or mounted) files, checked first.
+ */
+async function trainJobDictionary(listed: readonly { readonly path: string }[], b: NormalizedBuildOptions): Promise<Buffer | undefined> {
+  return trainBuildDictionary(
+    listed.map((f) => localPath(f.path)),
+    b.format,
+    { keyField: b.keyField, valueField: b.valueField },
+  )
+}
+
 export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedHadoopJob> {
   const b = normalizeBuildOptions(o.build)
+  const remote = b.compression === 'zstd' && b.dictionary ? b.inputs.find(isRemote) : undefined
+  if (remote !== undefined)
+    throw new StoreError(
+      'RO_BAD_OPTION',
+      `${remote}: a zstd dictionary is trained from the inputs where the job is prepared, which reads local (or mounted) files only; ` +
+        'build with --no-dictionary, or from local inputs',
+    )
   const cmd = o.hdfsCommand ?? hdfsCommand()
   const columnar = b.format === 'parquet' || b.format === 'arrow'
   const listed = await listAllInputs(b.inputs, cmd, o.s3Inputs === true ? { requireSuccess: b.requireSuccess } : undefined)
@@ -100,6 +121,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     }
   }
 
+  const dictionary = b.compression === 'zstd' && b.dictionary ? await trainJobDictionary(listed, b) : undefined
   const spec = makeJobSpec({
     store: b.store,
     version: b.version,
@@ -113,6 +135,8 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     ...(b.layout === 'partitions' ? { layout: b.layout } : {}),
     chunks,
     compression: b.compression,
+    ...(b.compression === 'zstd' ? { zstdLevel: b.zstdLevel } : {}),
+    ...(dictionary !== undefined ? { zstdDictionary: dictionary.toString('base64') } : {}),
     keyHash: b.keyHash,
     onDuplicate: b.onDuplicate,
     inputs: listed.map((f) => f.path),

@@ -27,6 +27,8 @@ export interface MapStats {
   readonly records: number
   readonly kinds: KindCounts
   readonly files: readonly FilePositions[]
+  /** zstd: value bytes before and after compression, each record counted once. */
+  readonly valueBytes?: { readonly raw: number; readonly stored: number }
 }
 
 export interface ChunkStats extends ReducedChunk {
@@ -100,5 +102,8 @@ function checkMap(j: unknown, bad: (why: string) => never): MapStats {
   if (typeof kinds !== 'object' || kinds === null || typeof kinds.keys !== 'object' || typeof kinds.values !== 'object')
     bad('map statistics without "kinds"')
   if (!Array.isArray(m['files'])) bad('map statistics without "files"')
+  const v = m['valueBytes'] as Record<string, unknown> | undefined
+  if (v !== undefined && (typeof v !== 'object' || v === null || !isCount(v['raw']) || !isCount(v['stored'])))
+    bad('map statistics with a malformed "valueBytes"')
   return m as unknown as MapStats
 }

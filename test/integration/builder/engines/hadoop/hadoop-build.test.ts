@@ -4,6 +4,9 @@ import { join } from 'node:path'
 import { buildStore } from '../../../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../../../builder/build-options'
 import { prepareHadoopJob } from '../../../../../builder/engines/hadoop/print-command'
+import { readJobSpec } from '../../../../../builder/engines/hadoop/job-spec'
+import { DICTIONARY_FILE } from '../../../../../formats/store/chunk/dictionary-file'
+import { realisticValues } from '../../../../../testkit/stores/realistic-values'
 import { cliPath } from '../../../../../common/paths'
 import type { InputFormat } from '../../../../../formats/input/types'
 import { runFinalize, runHarness, type HarnessOptions } from '../../../../../testkit/peers/hadoop-harness'
@@ -30,12 +33,15 @@ interface Case {
   readonly reducers?: number
   /** Parquet/Arrow: bytes of row groups / record batches per map task. */
   readonly splitBytes?: number
+  /** The records of each input file (default: engineRecords). */
+  readonly records?: (n: number, file: number) => [string, string][]
 }
 
 async function compare(c: Case): Promise<{ local: string; hadoop: string; killed: string[]; jobDir: string }> {
   const inputDir = path(`in-${c.format}`)
   mkdirSync(inputDir)
-  for (let f = 0; f < c.files; f++) await writeInput(join(inputDir, `part-${f}.${c.format}`), c.format, records(c.perFile, f))
+  for (let f = 0; f < c.files; f++)
+    await writeInput(join(inputDir, `part-${f}.${c.format}`), c.format, (c.records ?? records)(c.perFile, f))
   const options: BuildOptions = {
     inputs: [inputDir],
     format: c.format,
@@ -86,6 +92,84 @@ test('csv with the default chunk count, gzip and key/value fields is byte-identi
     perFile: 800,
     build: { chunks: undefined, compression: 'gzip', onDuplicate: 'first', keyField: 'value', valueField: 'key' },
     reducers: 3,
+  })
+})
+
+describe('--compression zstd: the job carries the dictionary trained where it is prepared', () => {
+  const realistic = (n: number, file: number): [string, string][] => {
+    const gen = realisticValues(100 + file)
+    return Array.from({ length: n }, (_, i) => [`u-${file}-${i}`, gen.next().toString()])
+  }
+
+  test.each(['partitions', 'nodes'] as const)(
+    'layout %s: byte-identical to rostore build, dictionary and value counts included',
+    async (layout) => {
+      const { local, hadoop, jobDir } = await compare({
+        format: 'tsv',
+        files: 3,
+        perFile: 1500,
+        records: realistic,
+        build: { compression: 'zstd', zstdLevel: 5, layout },
+      })
+      const dir = layout === 'partitions' ? '' : 'node-0'
+      expect(readFileSync(join(hadoop, dir, DICTIONARY_FILE)).equals(readFileSync(join(local, dir, DICTIONARY_FILE)))).toBe(true)
+      const meta = JSON.parse(readFileSync(join(hadoop, dir, 'metadata.json'), 'utf8')) as { build: Record<string, unknown> }
+      expect(meta.build).toMatchObject({ zstdLevel: 5, zstdDictionary: 'trained' })
+      expect(meta.build['storedValueBytes']).toBeLessThan((meta.build['valueBytes'] as number) / 2)
+      const spec = JSON.parse(readFileSync(join(jobDir, 'rostore-job.json'), 'utf8')) as { zstdLevel: number; zstdDictionary: string }
+      expect(spec.zstdLevel).toBe(5)
+      expect(Buffer.from(spec.zstdDictionary, 'base64').equals(readFileSync(join(local, dir, DICTIONARY_FILE)))).toBe(true)
+      const v = spawnSync(process.execPath, [cliPath(), 'verify', hadoop], { encoding: 'utf8' })
+      expect(v.status).toBe(0)
+    },
+  )
+
+  test('--no-dictionary: plain zstd frames, no dictionary in the job or the output', async () => {
+    const { hadoop, jobDir } = await compare({
+      format: 'jsonl',
+      files: 2,
+      perFile: 400,
+      records: realistic,
+      build: { compression: 'zstd', dictionary: false },
+    })
+    expect(existsSync(join(hadoop, DICTIONARY_FILE))).toBe(false)
+    expect(JSON.parse(readFileSync(join(jobDir, 'rostore-job.json'), 'utf8'))).not.toHaveProperty('zstdDictionary')
+  })
+
+  test('a dictionary needs inputs this machine can read; a spec with a bad dictionary or level is refused', async () => {
+    await expect(
+      prepareHadoopJob({
+        build: {
+          inputs: ['hdfs://nn/in/part-0.tsv'],
+          format: 'tsv',
+          cluster,
+          store: 'st',
+          output: path('out'),
+          version: 1,
+          compression: 'zstd',
+        },
+        reducers: 1,
+        jobDir: path('job'),
+        hdfsCommand: 'false',
+      }),
+    ).rejects.toMatchObject({ code: 'RO_BAD_OPTION' })
+    const input = path('in.tsv')
+    await writeInput(input, 'tsv', realistic(500, 0))
+    const job = await prepareHadoopJob({
+      build: { inputs: [input], format: 'tsv', cluster, store: 'st', output: path('out'), version: 1, compression: 'zstd' },
+      reducers: 1,
+      jobDir: path('job'),
+    })
+    const raw = JSON.parse(readFileSync(job.specPath, 'utf8')) as Record<string, unknown>
+    for (const [field, bad] of [
+      ['zstdDictionary', 'not base64!'],
+      ['zstdLevel', 99],
+    ] as const) {
+      writeFileSync(job.specPath, JSON.stringify({ ...raw, [field]: bad }))
+      await expect(readJobSpec(job.specPath)).rejects.toThrow(new RegExp(field))
+    }
+    writeFileSync(job.specPath, JSON.stringify({ ...raw, compression: 'gzip' }))
+    await expect(readJobSpec(job.specPath)).rejects.toThrow(/go with "compression": "zstd"/)
   })
 })
 

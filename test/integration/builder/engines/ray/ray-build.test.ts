@@ -9,6 +9,8 @@ import { StoreError } from '../../../../../common/errors'
 import type { InputFormat } from '../../../../../formats/input/types'
 import { writeInput } from '../../../../../testkit/stores/input-files'
 import { expectSameTree } from '../../../../../testkit/stores/file-tree'
+import { realisticValues } from '../../../../../testkit/stores/realistic-values'
+import { DICTIONARY_FILE } from '../../../../../formats/store/chunk/dictionary-file'
 import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
 import { makeTmp } from '../../../../../testkit/stores/tmp'
 import { ENGINE_TEST_CLUSTER, engineRecords } from '../../../../../testkit/stores/engine-inputs'
@@ -83,6 +85,26 @@ describe.each(['tsv', 'csv', 'jsonl', 'parquet', 'arrow'] as const)('%s input', 
     expect(s.finalize.inputRecords).toBe(2 * perFile)
   }, 180_000)
 })
+
+test('--compression zstd: the tasks compress with the dictionary trained where the job is prepared, byte-identical to rostore build', async () => {
+  const dir = path('in-zstd')
+  mkdirSync(dir)
+  for (let f = 0; f < 2; f++) {
+    const gen = realisticValues(200 + f)
+    await writeInput(
+      join(dir, `part-${f}.tsv`),
+      'tsv',
+      Array.from({ length: 1500 }, (_, i): [string, string] => [`u-${f}-${i}`, gen.next().toString()]),
+    )
+  }
+  const o = options(dir, 'tsv', { compression: 'zstd' })
+  await buildStore({ ...o, workers: 2 })
+  const rayOut = path('ray')
+  const s = await buildOnRay(rayOptions({ ...o, output: rayOut }, { splitBytes: 40 << 10 }))
+  expectSameTree(o.output, rayOut)
+  expect(s.job.mapTasks).toBeGreaterThan(2)
+  expect(readFileSync(join(rayOut, DICTIONARY_FILE)).length).toBeGreaterThan(1000)
+}, 180_000)
 
 test('rostore build --engine ray: progress on stderr, the job summary on stdout, and rostore verify accepts the output', async () => {
   const input = await inputs('tsv', 1, 1500)
