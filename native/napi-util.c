@@ -182,3 +182,9 @@ int ro_get_string(napi_env env, napi_value v, char **out) {
   *out = s;
   return 0;
 }
+
+napi_value ro_number(napi_env env, double v) {
+  napi_value result;
+  if (napi_create_double(env, v, &result) != napi_ok) return NULL;
+  return result;
+}

@@ -11,6 +11,9 @@
 /* Throws a TypeError (a caller's mistake: the loader passes well-formed arguments). */
 napi_value ro_throw_type(napi_env env, const char *msg);
 
+/* A JavaScript number; NULL (with a pending exception) when N-API fails. */
+napi_value ro_number(napi_env env, double v);
+
 /* The bytes of a Uint8Array / Buffer (any TypedArray: its bytes). 0 on success. */
 int ro_get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
 

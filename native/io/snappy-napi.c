@@ -5,12 +5,6 @@
 #include "io/snappy.h"
 #include "napi-util.h"
 
-static napi_value number(napi_env env, double v) {
-  napi_value result;
-  if (napi_create_double(env, v, &result) != napi_ok) return NULL;
-  return result;
-}
-
 static napi_value snappy_decode_napi(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -19,7 +13,7 @@ static napi_value snappy_decode_napi(napi_env env, napi_callback_info info) {
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 || ro_get_bytes(env, argv[0], &src, &src_len) != 0 ||
       ro_get_bytes(env, argv[1], &dst, &dst_len) != 0)
     return ro_throw_type(env, "snappyDecode(src, dst)");
-  return number(env, ro_snappy_decode(src, src_len, dst, dst_len));
+  return ro_number(env, ro_snappy_decode(src, src_len, dst, dst_len));
 }
 
 int ro_register_snappy(napi_env env, napi_value exports) {

@@ -111,12 +111,6 @@ static void zstd_load(void) {
   z = t;
 }
 
-static napi_value number(napi_env env, double v) {
-  napi_value result;
-  if (napi_create_double(env, v, &result) != napi_ok) return NULL;
-  return result;
-}
-
 static napi_value zstd_fail(napi_env env, const char *reason) {
   napi_throw_error(env, "RO_ZSTD", reason);
   return NULL;
@@ -134,10 +128,10 @@ static napi_value zstd_decompress_fn_napi(napi_env env, napi_callback_info info)
   if (ro_get_bytes(env, argv[0], &src, &src_len) != 0) return ro_throw_type(env, "zstdDecompress: src must be a Uint8Array");
   if (ro_get_bytes(env, argv[1], &dst, &dst_len) != 0) return ro_throw_type(env, "zstdDecompress: dst must be a Uint8Array");
   pthread_once(&zstd_once, zstd_load);
-  if (zstd_decompress == NULL) return number(env, -1);
+  if (zstd_decompress == NULL) return ro_number(env, -1);
   size_t n = zstd_decompress(dst, dst_len, src, src_len);
   if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
-  return number(env, (double)n);
+  return ro_number(env, (double)n);
 }
 
 /* zstdTrain(samples: Uint8Array, sizes: Uint32Array, count: number, dst: Uint8Array): number
@@ -158,14 +152,14 @@ static napi_value zstd_train_napi(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < count; i++) total += sizes[i];
   if (total > samples_len) return ro_throw_type(env, "zstdTrain: sizes exceed the samples");
   pthread_once(&zstd_once, zstd_load);
-  if (z.train == NULL) return number(env, -1);
+  if (z.train == NULL) return ro_number(env, -1);
   size_t *widths = malloc((count > 0 ? count : 1) * sizeof(size_t));
   if (widths == NULL) return zstd_fail(env, "out of memory");
   for (uint32_t i = 0; i < count; i++) widths[i] = sizes[i];
   size_t n = z.train(dst, dst_len, samples, widths, count);
   free(widths);
   if (z.dict_is_error(n)) return zstd_fail(env, z.dict_error_name(n));
-  return number(env, (double)n);
+  return ro_number(env, (double)n);
 }
 
 /*
@@ -304,7 +298,7 @@ static napi_value zstd_compress_napi(napi_env env, napi_callback_info info) {
     return ro_throw_type(env, "zstdCompress: src and dst must be Uint8Arrays");
   size_t n = compress_frame(p, dst, dst_len, src, src_len);
   if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
-  return number(env, (double)n);
+  return ro_number(env, (double)n);
 }
 
 /* zstdEncodeBatch(prepared, src, keyStart, keyEnd, valueStart, valueEnd, count, dst,
@@ -348,7 +342,7 @@ static napi_value zstd_encode_batch_napi(napi_env env, napi_callback_info info) 
     at += n;
     ove[i] = (uint32_t)at;
   }
-  return number(env, (double)at);
+  return ro_number(env, (double)at);
 }
 
 /* zstdDecompressWith(prepared, src, dst): number -- the frame of src into dst, the bytes
@@ -367,7 +361,7 @@ static napi_value zstd_decompress_with_napi(napi_env env, napi_callback_info inf
   size_t n = p->ddict != NULL ? z.decompress_ddict(dctx, dst, dst_len, src, src_len, p->ddict)
                               : z.decompress_dctx(dctx, dst, dst_len, src, src_len);
   if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
-  return number(env, (double)n);
+  return ro_number(env, (double)n);
 }
 
 /* zstdFrameSize(src): number -- the content size a frame's header declares (a frame with
@@ -381,7 +375,7 @@ static napi_value zstd_frame_size_napi(napi_env env, napi_callback_info info) {
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || ro_get_bytes(env, argv[0], &src, &src_len) != 0)
     return ro_throw_type(env, "zstdFrameSize(src)");
   pthread_once(&zstd_once, zstd_load);
-  if (z.frame_size == NULL) return number(env, -3);
+  if (z.frame_size == NULL) return ro_number(env, -3);
   /* A frame header is at most 18 bytes with its magic: read a magicless one behind one. */
   uint8_t header[18];
   if (!has_magic(src, src_len)) {
@@ -392,9 +386,9 @@ static napi_value zstd_frame_size_napi(napi_env env, napi_callback_info info) {
     src_len = take + 4;
   }
   unsigned long long n = z.frame_size(src, src_len);
-  if (n == 0ULL - 1) return number(env, -1);
-  if (n == 0ULL - 2) return number(env, -2);
-  return number(env, (double)n);
+  if (n == 0ULL - 1) return ro_number(env, -1);
+  if (n == 0ULL - 2) return ro_number(env, -2);
+  return ro_number(env, (double)n);
 }
 
 int ro_register_zstd(napi_env env, napi_value exports) {
