@@ -88,15 +88,19 @@ record what does not compress (the 16-byte index entry, the 12-byte record heade
 ~490 of value).`,
   'zstd-get': `Each get of a compressed value decompresses it: ~0.7 µs for a ~490-byte value (libzstd with the prepared dictionary
 about two thirds of it, the rest the call into the addon and the output Buffer), against ~1 µs for a whole uncompressed get
-on a quiet machine, so the ratio sits at the goal's edge: 0.50× in the interleaved run of 2026-12-07 11:57 (486k against
-971k gets/s), 0.49× in the run before it, which measured the variants one after the other. Done: the frame's content size
-is read in JavaScript (one call into the addon per get). Tried and not kept: decoding from the mapping without the view
-Buffer of the stored bytes (no difference above the run-to-run spread).`,
+on a quiet machine, so the ratio sits at the goal's edge: 0.46×, 0.50× and 0.58× in three interleaved runs of 2026-12-07
+(11:57-12:34, the same code but the snappy decoder). Done: the frame's content size is read in JavaScript (one call into
+the addon per get). Tried and not kept: decoding from the mapping without the view Buffer of the stored bytes, and a 32 KiB
+dictionary (neither above the run-to-run spread).`,
   'zstd-build': `Compressing is CPU the uncompressed build does not spend: libzstd takes ~1.8 µs per ~490-byte value against the
-dictionary at level 3 (270 MB/s, measured in C), and training the dictionary ~0.25 s before the map starts. Since
-2026-12-07 a batch of values goes to the addon in one call (it was a call, a scratch copy and two Buffers per value, ~0.8 µs
-of JavaScript each): 0.93× in the interleaved run of 11:57, against 1.78× in the run before it. Builds of 1M records move by
-a second from run to run on this machine, so the variants are interleaved and the median of 3 taken.`,
+dictionary at level 3 (270 MB/s, measured in C; ~1.1 µs even at level -5, a cost per frame more than per byte), ~1.8 s of
+CPU for 1M values, ~0.9 s of wall time on 2 cores, plus ~0.25 s to train the dictionary before the map starts; the
+uncompressed build takes 1.9 s here. Since 2026-12-07 a batch of values goes to the addon in one call (it was a call, a
+scratch copy and two Buffers per value, ~0.8 µs of JavaScript each), and the bench syncs before each build: without it the
+writeback of the previous build's dirty pages throttled the next one's writes, most of all the uncompressed build's 3×
+larger output, and the same code measured 0.93× and 1.38× an hour apart. Not taken: a fixed-k fastCover training (0.06
+instead of 0.23 s, frames 0.3% larger), which only helps builds as small as this one (the sample is 4 MiB at any size);
+the lever at scale is the compression itself, and a level that keeps the size goal (≥ 3) costs what is measured here.`,
   'cold-inproc': `One thread, one read at a time, against fio's direct reads at queue depth 1. The synchronous get used to fault its
 record's pages in through the mapping (MADV_RANDOM: one page per fault), so a 1 KiB record crossing a page boundary (about
 a quarter of them) cost two device reads in a row: 0.55-0.76× over the runs of 2026-12-04..07. Since 2026-12-07 a cold

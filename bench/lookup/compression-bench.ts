@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { createWriteStream, existsSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { once } from 'node:events'
@@ -86,6 +87,9 @@ async function measureRun(
   const cluster = parseCluster({ name: 'bench', nodes: [{ id: 0, host: '127.0.0.1', port: 6999, partitions: [0] }] })
   const out = join(dir, `out-${v.id}`)
   rmSync(out, { recursive: true, force: true })
+  // Every build starts with no dirty pages from the one before: the kernel's writeback of
+  // those throttled the next build's writes, by up to a second on the larger uncompressed one.
+  execFileSync('sync')
   const t0 = performance.now()
   await buildStore({
     inputs: [input],
@@ -235,7 +239,7 @@ export async function runCompressionBench(ctx: BenchContext, extras: readonly Co
     )
   }
   parts.push(
-    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s), the variants interleaved run by run (none, zstd, ..., none, zstd, ...). LMDB rows: the same records loaded by asynchronous puts (lmdb-js compresses on its write thread: LZ4 with its built-in shared dictionary), store size = data.mdb, gets after one pass over the keys, one run.`,
+    `Each build: 2 workers, format 2, one partition, chunks by default; store size = chunk files + dictionary. Gets: ${fmt(Math.min(ctx.records, 500_000), 0)} uniformly drawn present keys after \`preload: all\`, value bytes returned (decompressed); median of ${ctx.runs} run(s), the variants interleaved run by run (none, zstd, ..., none, zstd, ...), each build after a \`sync\`. LMDB rows: the same records loaded by asynchronous puts (lmdb-js compresses on its write thread: LZ4 with its built-in shared dictionary), store size = data.mdb, gets after one pass over the keys, one run.`,
     '',
   )
   const real = byData[0] as Map<string, Measured>
