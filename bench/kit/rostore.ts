@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { cliPath } from '../../common/paths'
 import type { InputFormat } from '../../formats/input/types'
 import type { Compression } from '../../formats/store/layout/metadata'
-import { openServingReader, type OpenOptions } from '../../formats/store/read/store-reader'
+import { openServingStore, type OpenOptions } from '../../formats/store/read/store-reader'
 import type { SearchStrategy } from '../../formats/store/chunk/search'
 import { datasetId, ensureDir, workRoot, type Dataset } from './data'
 import type { Getter } from '../peers/getter'
@@ -71,7 +71,7 @@ export async function rostoreBuild(ds: Dataset, output: string, o: RostoreBuildO
 }
 
 export async function openRostoreGetter(nodeDir: string, search: SearchStrategy, opts: OpenOptions = {}): Promise<Getter> {
-  const reader = await openServingReader(nodeDir, { ...opts, search })
+  const reader = await openServingStore(nodeDir, { ...opts, search })
   return {
     get: (key: string) => reader.get(key),
     probes: () => reader.lastProbes,

@@ -18,7 +18,7 @@ import { crc32 as jsCrc32 } from '../../common/crc32'
 import { md5 as jsMd5 } from '../../common/md5'
 import { nativeFunctions } from '../../common/native'
 import { encodeValues } from '../../formats/wire/multiget'
-import { openServingReader } from '../../formats/store/read/store-reader'
+import { openServingStore } from '../../formats/store/read/store-reader'
 import type { ValueFraming } from '../../formats/store/read/store-reader-api'
 import { keyOf, uniformIds } from '../kit/data'
 import { fmt, mdTable, median } from '../kit/stats'
@@ -105,7 +105,7 @@ export async function runBatch(dir: string, records: number, seed: number, quick
   }
   const keysPerSec: Record<string, Record<string, number>> = {}
   for (const access of nativeFunctions() ? (['mmap', 'pread'] as const) : (['pread'] as const)) {
-    const r = await openServingReader(dir, { access })
+    const r = await openServingStore(dir, { access })
     try {
       const methods: Record<string, (b: Buffer[]) => Buffer> = {
         'get() per key + encodeValues': (b) => encodeValues(b.map((k) => r.get(k))),

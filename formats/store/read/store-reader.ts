@@ -28,6 +28,11 @@ export const DEFAULT_MAP_WINDOW_BYTES = 1 << 30
  * read and decoded in async blocks.
  */
 export async function openStore(dir: string, opts: OpenOptions = {}): Promise<StoreReader> {
+  return openServingStore(dir, opts)
+}
+
+/** openServingReader of a node directory or a format-2 build output (its whole version), as openStore opens them. */
+export async function openServingStore(dir: string, opts: ReaderOptions = {}): Promise<ServingReader> {
   const found = await readNodeOrBuild(dir)
   return openServingReader(dir, opts, found.kind === 'build' ? wholeVersionView(found.manifest) : found.meta)
 }
