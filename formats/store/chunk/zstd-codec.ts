@@ -65,7 +65,8 @@ export function zstdParts(dictionary: Uint8Array | undefined, level: number, for
 
 function nativeParts(native: NativeFunctions, prepared: ZstdPrepared, forEncode: boolean): ZstdCodecParts {
   let scratch = Buffer.allocUnsafeSlow(64 << 10)
-  let encoded: RecordRanges<Buffer> = rangesFor(Buffer.allocUnsafeSlow(1 << 20), 4096)
+  // A build's batch buffer, made at its first batch (a reader's codec never makes one).
+  let encoded: RecordRanges<Buffer> | undefined
   return {
     encodeRecords: (records, count) => {
       if (!forEncode) throw new TypeError('zstd codec prepared for reading only')
@@ -74,11 +75,9 @@ function nativeParts(native: NativeFunctions, prepared: ZstdPrepared, forEncode:
         bytes += (records.keyEnd[i] as number) - (records.keyStart[i] as number)
         bytes += zstdBound((records.valueEnd[i] as number) - (records.valueStart[i] as number))
       }
-      if (encoded.keyStart.length < count || encoded.buf.length < bytes) {
-        encoded = rangesFor(
-          encoded.buf.length < bytes ? Buffer.allocUnsafeSlow(bytes) : encoded.buf,
-          Math.max(count, encoded.keyStart.length),
-        )
+      if (encoded === undefined || encoded.keyStart.length < count || encoded.buf.length < bytes) {
+        const buf = encoded === undefined || encoded.buf.length < bytes ? Buffer.allocUnsafeSlow(Math.max(bytes, 1 << 20)) : encoded.buf
+        encoded = rangesFor(buf, Math.max(count, encoded?.keyStart.length ?? 4096))
       }
       const { buf, keyStart, keyEnd, valueStart, valueEnd } = encoded
       const r = records
