@@ -44,11 +44,15 @@ export function memoryShapes(quick: boolean): Shape[] {
   ]
 }
 
-/** A store of `ds` built with rostore's defaults (chunk count from the input size). */
+/**
+ * A store of `ds` built with rostore's defaults (chunk count from the input size): the
+ * directory a reader opens, the build output (format 2, the default) or a format-1 build's
+ * `node-0` (artifacts built before format 2 was the default).
+ */
 export async function ensureDefaultBuild(ds: Dataset): Promise<string> {
   const dir = join(workRoot(), 'stores', datasetId(ds.shape, ds.seed), 'rostore-default')
-  const node = join(dir, 'out', 'node-0')
-  if (existsSync(join(dir, '.done'))) return node
+  const opened = (): string => (existsSync(join(dir, 'out', 'node-0')) ? join(dir, 'out', 'node-0') : join(dir, 'out'))
+  if (existsSync(join(dir, '.done'))) return opened()
   log(`preparing rostore-default for ${ds.shape.name}`)
   rmSync(dir, { recursive: true, force: true })
   const tmp = `${dir}.tmp`
@@ -57,7 +61,7 @@ export async function ensureDefaultBuild(ds: Dataset): Promise<string> {
   await rostoreBuild(ds, join(tmp, 'out'))
   writeFileSync(join(tmp, '.done'), new Date().toISOString())
   renameSync(tmp, dir)
-  return node
+  return opened()
 }
 
 /** Builds one store after the other: each build uses every core. */
