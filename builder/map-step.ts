@@ -51,7 +51,8 @@ export function createMapContext(
   }
 }
 
-export function mapRecord(rec: InputRecord, fileIndex: number, ctx: MapContext, emit: (m: MappedRecord) => void): void {
+/** Maps one record; returns its value as stored (encoded by the store's codec), emitted once per bucket. */
+export function mapRecord(rec: InputRecord, fileIndex: number, ctx: MapContext, emit: (m: MappedRecord) => void): Uint8Array {
   const hash = ctx.hasher.hash(rec.key)
   const chunk = chunkOf(hash, ctx.chunks)
   const value = ctx.codec.encode(rec.value)
@@ -59,4 +60,5 @@ export function mapRecord(rec: InputRecord, fileIndex: number, ctx: MapContext, 
   for (const base of ctx.bucketBases[masterPartition(hash, ctx.ring.partitionCount)] as readonly number[]) {
     emit({ bucket: base + chunk, hash, fileIndex, order: rec.order, line, key: rec.key, value })
   }
+  return value
 }

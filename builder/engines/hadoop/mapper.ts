@@ -1,7 +1,7 @@
 import { StoreError } from '../../../common/errors'
 import { readInput } from '../../../formats/input/read-input'
 import type { InputRecord } from '../../../formats/input/types'
-import { codecByName, createCodec } from '../../../formats/store/chunk/codec'
+import { createCodec } from '../../../formats/store/chunk/codec'
 import { createKeyHasher } from '../../../formats/store/layout/key-hash'
 import { clusterLayout } from '../../../cluster/cluster'
 import { createMapContext, mapRecord } from '../../map-step'
@@ -55,9 +55,7 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
     job.replication,
     job.chunks,
     await createKeyHasher(job.keyHash),
-    job.compression === 'zstd'
-      ? createCodec('zstd', { dictionary: specDictionary(job), level: job.zstdLevel, forEncode: true })
-      : codecByName(job.compression),
+    createCodec(job.compression, { dictionary: specDictionary(job), level: job.zstdLevel, forEncode: true }),
     job.layout,
   )
   const out = new SyncWriter(o.output ?? 1)
@@ -68,19 +66,14 @@ export async function runMapTask(o: MapTaskOptions): Promise<MapStats> {
   let records = 0
   // zstd: value bytes before and after compression, each record once (not per replica).
   const valueBytes = { raw: 0, stored: 0 }
-  let stored = -1
 
   const emit = (m: MappedRecord): void => {
-    if (stored < 0) stored = m.value.length
     const { buf, at } = out.reserve(shuffleLineSize(m))
     out.advance(writeShuffleLine(m, buf, at))
   }
   const take = (rec: InputRecord, fileIndex: number): void => {
-    stored = -1
-    mapRecord(rec, fileIndex, ctx, emit)
+    valueBytes.stored += mapRecord(rec, fileIndex, ctx, emit).length
     valueBytes.raw += rec.value.length
-    valueBytes.stored += stored
-
     kinds.keys[rec.keyKind]++
     kinds.values[rec.valueKind]++
     records++

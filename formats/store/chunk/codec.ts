@@ -93,8 +93,7 @@ export interface CodecOptions {
 export function createCodec(name: Compression, opts: CodecOptions = {}): ValueCodec {
   if (name !== 'zstd') return codecByName(name)
   const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false, opts.js)
-  const codec: ValueCodec = { name: 'zstd', id: ZSTD_CODEC_ID, encode: parts.encode, decode: parts.decode }
-  return parts.encodeRecords === undefined ? codec : { ...codec, encodeRecords: parts.encodeRecords }
+  return { name: 'zstd', id: ZSTD_CODEC_ID, ...parts }
 }
 
 /** A codec without options: none, gzip, snappy, or zstd without a dictionary (decode only). */

@@ -1,6 +1,6 @@
 /**
  * The zstd frames of stored values (RFC 8878): written without their 4-byte magic number
- * since format 2.x stores (FORMAT.md, "zstd"), read with or without it. A frame header
+ * (FORMAT.md, ".data", zstd), read with or without it (versions built before). A frame header
  * descriptor never equals the magic's first byte (0x28 sets its reserved bit), so the
  * first four bytes tell the two kinds apart.
  */
