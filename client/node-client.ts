@@ -3,6 +3,8 @@ import { StoreError } from '../common/errors'
 import type { NodeAddress } from '../cluster/address-book'
 import type { ClusterNode } from '../cluster/cluster'
 import { decodeValuesPartial, encodeKeys } from '../formats/wire/multiget'
+import { storedCodecOf, type StoredCodecRef, type ValuesMode } from '../formats/wire/stored-values'
+import { xxh64Hex } from '../formats/store/chunk/checksum'
 import { errorFromResponse, httpRequest, nodeAgent, type HttpResponse } from './http'
 import type { Outcome, RemoteDecisions, RemoteLease, RemotePrepared, RemoteVote } from './push/remote-answers'
 
@@ -70,6 +72,20 @@ export interface RemotePushRecord {
   readonly partitioned?: boolean
 }
 
+/** A value as the version stores it: `codec` says how it is compressed (undefined when the key is absent). */
+export interface StoredGet {
+  readonly value: Buffer | undefined
+  readonly version: number
+  readonly codec: StoredCodecRef | undefined
+}
+
+/** Values as the version stores them, all compressed as `codec` says. */
+export interface StoredGetMany {
+  readonly values: (Buffer | undefined)[]
+  readonly version: number
+  readonly codec: StoredCodecRef | undefined
+}
+
 export interface NodeClientOptions {
   readonly timeoutMs?: number
   readonly adminToken?: string
@@ -124,11 +140,32 @@ export class NodeClient implements NodeReads {
 
   /** The value (undefined when absent) and the store version that answered. */
   async get(store: string, key: Uint8Array | string): Promise<{ value: Buffer | undefined; version: number }> {
-    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}`, undefined, this.readHeaders())
+    const { value, version } = await this.getAs(store, key, 'plain')
+    return { value, version }
+  }
+
+  /**
+   * get() of the value as the version stores it (`?values=stored`, docs/API.md "Compressed
+   * values"), with how it is compressed: `codec` is undefined only when the key is absent.
+   */
+  async getStored(store: string, key: Uint8Array | string): Promise<StoredGet> {
+    return this.getAs(store, key, 'stored')
+  }
+
+  private async getAs(store: string, key: Uint8Array | string, mode: ValuesMode): Promise<StoredGet> {
+    const query = mode === 'stored' ? '?values=stored' : ''
+    const path = `/stores/${encodeURIComponent(store)}/keys/${percentEncode(key)}${query}`
+    const res = await this.call('GET', path, undefined, this.readHeaders())
     if (res.status === 404 && res.body.length === 0 && res.headers[VERSION_HEADER] !== undefined)
-      return { value: undefined, version: versionOf(res) }
+      return { value: undefined, version: versionOf(res), codec: undefined }
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
-    return { value: res.body, version: versionOf(res) }
+    return { value: res.body, version: versionOf(res), codec: mode === 'stored' ? storedCodecOf(res.headers, this.endpoint) : undefined }
+  }
+
+  /** The live version's zstd dictionary (`GET /stores/<store>/dictionary`), checked against the checksum the node names. */
+  async dictionary(store: string): Promise<{ bytes: Buffer; checksum: string; version: number }> {
+    const res = await this.call('GET', `/stores/${encodeURIComponent(store)}/dictionary`, undefined, this.readHeaders())
+    return this.checkedDictionary(store, res)
   }
 
   /**
@@ -137,16 +174,26 @@ export class NodeClient implements NodeReads {
    * and if a swap came in between the whole list is read again from one version.
    */
   async getMany(store: string, keys: readonly (Uint8Array | string)[]): Promise<{ values: (Buffer | undefined)[]; version: number }> {
+    const { values, version } = await this.getManyAs(store, keys, 'plain')
+    return { values, version }
+  }
+
+  /** getMany() of values as the version stores them (see getStored). */
+  async getManyStored(store: string, keys: readonly (Uint8Array | string)[]): Promise<StoredGetMany> {
+    return this.getManyAs(store, keys, 'stored')
+  }
+
+  private async getManyAs(store: string, keys: readonly (Uint8Array | string)[], mode: ValuesMode): Promise<StoredGetMany> {
     for (let attempt = 1; ; attempt++) {
       const values: (Buffer | undefined)[] = []
       let version: number | undefined
       for (let at = 0; ;) {
-        const page = await this.multiGet(store, at === 0 ? keys : keys.slice(at))
+        const page = await this.multiGet(store, at === 0 ? keys : keys.slice(at), mode)
         if (version !== undefined && page.version !== version) break
         version = page.version
         values.push(...page.values)
         at += page.values.length
-        if (!page.truncated) return { values, version }
+        if (!page.truncated) return { values, version, codec: page.codec }
         if (page.values.length === 0) {
           throw new StoreError('RO_TOO_LARGE', `${this.endpoint}: a value is larger than the node's response limit`)
         }
@@ -159,17 +206,41 @@ export class NodeClient implements NodeReads {
   private async multiGet(
     store: string,
     keys: readonly (Uint8Array | string)[],
-  ): Promise<{ values: (Buffer | undefined)[]; truncated: boolean; version: number }> {
+    mode: ValuesMode,
+  ): Promise<{ values: (Buffer | undefined)[]; truncated: boolean; version: number; codec: StoredCodecRef | undefined }> {
     // A read: safe to send again when the connection was reset.
     const res = await this.call(
       'POST',
-      `/stores/${encodeURIComponent(store)}/multi-get`,
+      `/stores/${encodeURIComponent(store)}/multi-get${mode === 'stored' ? '?values=stored' : ''}`,
       encodeKeys(keys),
       { 'Content-Type': 'application/octet-stream', ...this.readHeaders() },
       true,
     )
     if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
-    return { ...decodeValuesPartial(res.body, keys.length), version: versionOf(res) }
+    const codec = mode === 'stored' ? storedCodecOf(res.headers, this.endpoint) : undefined
+    return { ...decodeValuesPartial(res.body, keys.length), version: versionOf(res), codec }
+  }
+
+  /**
+   * The zstd dictionary of a version the node holds, for a dump of stored values (`GET
+   * /admin/stores/<s>/dump/dictionary`, the admin token or, where reads are protected, the
+   * read token); checked against the checksum the node names.
+   */
+  async dumpDictionary(store: string, version: number): Promise<{ bytes: Buffer; checksum: string }> {
+    if (!this.opts.adminToken)
+      throw new StoreError('RO_UNAUTHORIZED', `${this.endpoint}: no admin token (give --admin-token or set ROSTORE_ADMIN_TOKEN)`)
+    const path = `/admin/stores/${encodeURIComponent(store)}/dump/dictionary?version=${version}`
+    const res = await this.call('GET', path, undefined, { Authorization: `Bearer ${this.opts.adminToken}` })
+    return this.checkedDictionary(store, res)
+  }
+
+  private async checkedDictionary(store: string, res: HttpResponse): Promise<{ bytes: Buffer; checksum: string; version: number }> {
+    if (res.status !== 200) throw errorFromResponse(this.endpoint, res)
+    const ref = storedCodecOf(res.headers, this.endpoint)
+    if (ref.dictionary === undefined) throw new StoreError('RO_BAD_FORMAT', `${this.endpoint}: a dictionary without its checksum`)
+    if ((await xxh64Hex(res.body)) !== ref.dictionary)
+      throw new StoreError('RO_CORRUPT', `${this.endpoint}: the dictionary of store ${store} does not match its checksum`)
+    return { bytes: res.body, checksum: ref.dictionary, version: versionOf(res) }
   }
 
   async storeInfo(store: string): Promise<RemoteStoreInfo> {

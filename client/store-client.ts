@@ -4,6 +4,7 @@ import type { KeyHasher } from '../formats/store/layout/key-hash'
 import { NodeClient, type NodeReads, type RemoteStoreInfo } from './node-client'
 import { readOneVersion } from '../cluster/one-version-read'
 import { RespNodeClient } from './resp-node-client'
+import { DecompressingReads, ValueDecoders } from './stored-reads'
 import { discoverView, NodeBook, replicasIn, type StoreView } from './store-view'
 
 export interface StoreClientOptions {
@@ -25,6 +26,14 @@ export interface StoreClientOptions {
   readonly transport?: StoreTransport
   /** The read token, when the nodes require one. */
   readonly readToken?: string
+  /**
+   * Where values are decompressed: 'node' (default), or 'client': they travel as the
+   * version stores them (`?values=stored`) and this client decompresses them, with the
+   * version's zstd dictionary fetched once per version and checked against its checksum.
+   * A compressed store then moves its compressed bytes and the nodes skip decompression.
+   * Reads go over HTTP ('auto' picks it; 'resp' is refused: RESP answers plain values).
+   */
+  readonly decompress?: 'node' | 'client'
   /**
    * Called each time a replica's answer is not used and the next replica is asked: the
    * node was unreachable, failing, stale, or answered that its copy is damaged. For an
@@ -103,6 +112,8 @@ export class StoreClient {
       readonly batchSize: number
       readonly onFailover: ((e: FailoverEvent) => void) | undefined
       readonly hashers: Map<string, KeyHasher>
+      /** decompress 'client': the decoders of values read as stored. */
+      readonly decoders: ValueDecoders | undefined
     },
   ) {}
 
@@ -144,6 +155,9 @@ export class StoreClient {
   static async connect(opts: StoreClientOptions): Promise<StoreClient> {
     const timeoutMs = opts.timeoutMs ?? 2000
     const asked = opts.transport ?? 'auto'
+    const decompress = opts.decompress ?? 'node'
+    if (decompress === 'client' && asked === 'resp')
+      throw new StoreError('RO_BAD_OPTION', "decompress 'client' reads over HTTP: RESP answers plain values")
     if (asked === 'resp') {
       const missing = opts.cluster.nodes.filter((n) => n.respPort === undefined).map((n) => n.id)
       if (missing.length > 0)
@@ -152,7 +166,7 @@ export class StoreClient {
     const book = new NodeBook(opts.cluster)
     const hashers = new Map<string, KeyHasher>()
     const view = await discoverView(book, { store: opts.store, timeoutMs, readToken: opts.readToken, hashers })
-    const transport = asked === 'auto' ? cheapestTransport(view, book) : asked
+    const transport = decompress === 'client' ? 'http' : asked === 'auto' ? cheapestTransport(view, book) : asked
     return new StoreClient(opts.store, view, book, {
       timeoutMs,
       readToken: opts.readToken,
@@ -161,6 +175,7 @@ export class StoreClient {
       batchSize: opts.batchSize ?? 1000,
       onFailover: opts.onFailover,
       hashers,
+      decoders: decompress === 'client' ? new ValueDecoders() : undefined,
     })
   }
 
@@ -347,7 +362,12 @@ export class StoreClient {
     const resp = this.o.transport === 'resp' && node.respPort !== undefined
     if (this.o.transport === 'resp' && !resp && !this.o.fallBackToHttp) return undefined
     const opts = { timeoutMs: this.o.timeoutMs, readToken: this.o.readToken }
-    const reads = resp ? new RespNodeClient(node, opts) : new NodeClient(node, opts)
+    const decoders = this.o.decoders
+    const reads = resp
+      ? new RespNodeClient(node, opts)
+      : decoders
+        ? new DecompressingReads(new NodeClient(node, opts), decoders)
+        : new NodeClient(node, opts)
     this.reads.set(id, { node, reads })
     return reads
   }

@@ -47,6 +47,9 @@ async function main(): Promise<void> {
     lastProbes: 0,
     get,
     getMany: (keys) => keys.map(get),
+    getStored: get,
+    getManyStored: (keys) => keys.map(get),
+    storedValues: () => ({ compression: 'none' }),
     getManyFramed: ((keys, framing, maxBytes?: number) =>
       writeFramed(framing, keys.length, keys.map(get), undefined, maxBytes)) as ServingReader['getManyFramed'],
     getManyFramedInto: (keys, framing, sink, maxBytes) => writeFramedInto(sink, framing, keys.length, keys.map(get), undefined, maxBytes),

@@ -1,8 +1,11 @@
 import { Presets, SingleBar } from 'cli-progress'
-import { dirname, resolve } from 'node:path'
+import { writeFile, rename, rm } from 'node:fs/promises'
+import { basename, dirname, join, resolve } from 'node:path'
 import type { Argv } from 'yargs'
 import { StoreError } from '../../common/errors'
-import { dumpBuild, dumpCluster, type DumpProgress, type DumpSummary } from '../../client/dump/dump'
+import { dumpBuild, dumpCluster, type DumpInfo, type DumpProgress, type DumpSummary } from '../../client/dump/dump'
+import type { OutputColumns } from '../../client/dump/dump-columns'
+import type { StoredValues } from '../../formats/store/read/store-reader-api'
 import { columnsFor, createOutput, DUMP_OUTPUT_FORMATS, type DumpOutputFormat, type OutputSink } from '../../client/dump/dump-output'
 import { adminToken, adminTokenOption, loadClusterOption } from '../cluster-options'
 import { integerOption } from '../integer-option'
@@ -20,6 +23,11 @@ export const builder = (y: Argv) =>
     .option('version', { ...integerOption('version'), describe: 'the version to dump (default: the live one)' })
     .option('partitions', { type: 'string', describe: 'comma-separated master partitions (default: all)' })
     .option('keys-only', { type: 'boolean', default: false, describe: 'keys without their values' })
+    .option('stored-values', {
+      type: 'boolean',
+      default: false,
+      describe: `values as the store keeps them (compressed; the file's metadata names the codec), the version's zstd dictionary beside the output as OUTPUT${DICTIONARY_SUFFIX}; --format arrow or parquet`,
+    })
     .option('format', { choices: DUMP_OUTPUT_FORMATS, demandOption: true, describe: 'output format' })
     .option('output', { type: 'string', demandOption: true, describe: 'output file (written whole or not at all)' })
     .option('max-bytes-per-sec', { ...integerOption('max-bytes-per-sec'), describe: "per-stream limit, below each node's own" })
@@ -30,16 +38,26 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
   const format = a.format as DumpOutputFormat
   const partitions = a.partitions === undefined ? undefined : parsePartitions(a.partitions)
   const bar = a.progress ? progressBar() : undefined
+  const storedValues = a['stored-values']
+  if (storedValues && a['keys-only']) throw new StoreError('RO_BAD_OPTION', 'give --stored-values or --keys-only, not both')
+  if (storedValues && format !== 'arrow' && format !== 'parquet')
+    throw new StoreError('RO_BAD_OPTION', '--stored-values writes compressed bytes: use --format arrow or parquet')
   let sink: OutputSink | undefined
-  const prepare = async (info: { keySerializer: string; valueSerializer: string }): Promise<OutputSink> => {
-    sink = await createOutput(output, format, columnsFor(info.keySerializer, info.valueSerializer, a['keys-only']))
+  let dictionary: DictionaryOutput | undefined
+  const prepare = async (info: DumpInfo): Promise<OutputSink> => {
+    const cols = columnsFor(info.keySerializer, info.valueSerializer, a['keys-only'])
+    if (info.stored?.dictionary) dictionary = await stageDictionary(output, info.stored.dictionary.bytes)
+    sink = await createOutput(output, format, info.stored ? storedColumns(cols, info.stored, basename(output)) : cols)
     return sink
   }
   let summary: DumpSummary
   try {
     if (a['from-build'] !== undefined) {
       if (a.cluster !== undefined) throw new StoreError('RO_BAD_OPTION', 'give --cluster or --from-build, not both')
-      summary = await dumpBuild({ dir: a['from-build'], partitions, keysOnly: a['keys-only'], onProgress: bar?.update }, prepare)
+      summary = await dumpBuild(
+        { dir: a['from-build'], partitions, keysOnly: a['keys-only'], storedValues, onProgress: bar?.update },
+        prepare,
+      )
     } else {
       if (a.cluster === undefined || a.store === undefined)
         throw new StoreError('RO_BAD_OPTION', 'give --cluster and --store, or --from-build')
@@ -50,6 +68,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
           version: a.version,
           partitions,
           keysOnly: a['keys-only'],
+          storedValues,
           token: adminToken(a['admin-token']),
           maxBytesPerSec: a['max-bytes-per-sec'],
           tmpDir: dirname(output),
@@ -61,13 +80,53 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
       )
     }
     await sink?.commit()
+    await dictionary?.commit()
   } catch (err) {
     await sink?.abort()
+    await dictionary?.abort()
     throw err
   } finally {
     bar?.stop()
   }
   process.stdout.write(`dumped ${summary.records} records of version ${summary.version} to ${output}\n`)
+  if (dictionary) process.stdout.write(`values as stored (zstd frames without their magic number); dictionary: ${dictionary.path}\n`)
+}
+
+/** The output's dictionary file, beside it. */
+export const DICTIONARY_SUFFIX = '.zstd.dict'
+
+interface DictionaryOutput {
+  readonly path: string
+  commit(): Promise<void>
+  abort(): Promise<void>
+}
+
+/** The dictionary written under a temporary name now, renamed beside the output once the output is. */
+async function stageDictionary(output: string, bytes: Buffer): Promise<DictionaryOutput> {
+  const path = `${output}${DICTIONARY_SUFFIX}`
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`)
+  await writeFile(tmp, bytes)
+  return { path, commit: () => rename(tmp, path), abort: () => rm(tmp, { force: true }) }
+}
+
+/**
+ * Stored values are bytes whatever the store's serializer; the file's metadata says how
+ * they are compressed (docs/CLI.md, dump): rostore.compression, and for zstd with a
+ * trained dictionary rostore.dictionary (its xxh64) and rostore.dictionary-file.
+ */
+function storedColumns(cols: OutputColumns, stored: StoredValues, outputName: string): OutputColumns {
+  const d = stored.dictionary
+  return {
+    ...cols,
+    valueBinary: true,
+    fileMetadata: {
+      'rostore.compression': stored.compression,
+      ...(stored.compression === 'zstd'
+        ? { 'rostore.zstd-frames': 'without their magic number, unless a value starts with 28 B5 2F FD' }
+        : {}),
+      ...(d ? { 'rostore.dictionary': d.checksum, 'rostore.dictionary-file': `${outputName}${DICTIONARY_SUFFIX}` } : {}),
+    },
+  }
 }
 
 function parsePartitions(text: string): number[] {

@@ -19,6 +19,11 @@ export const builder = (y: Argv) =>
       default: 'auto' as const,
       describe: "read over HTTP or the nodes' RESP ports; auto: RESP when every node of the store's layout has a RESP port",
     })
+    .option('decompress', {
+      choices: ['node', 'client'] as const,
+      default: 'node' as const,
+      describe: "where values are decompressed; client: they travel as stored, with the version's dictionary fetched once (HTTP only)",
+    })
 
 /** One key without --json: the raw value on stdout, exit 1 when absent. */
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
@@ -30,6 +35,7 @@ export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): P
     store: a.store,
     timeoutMs: a.timeout,
     transport: a.transport,
+    decompress: a.decompress,
     readToken: readToken(a),
   })
   try {

@@ -48,7 +48,7 @@ export async function arrowSink(
   const keyType = cols.keyBinary ? new Binary() : new Utf8()
   const valueType = cols.valueBinary ? new Binary() : new Utf8()
   const fields = [new Field('key', keyType, false), ...(cols.keysOnly ? [] : [new Field('value', valueType, false)])]
-  const schema = new Schema(fields)
+  const schema = new Schema(fields, new Map(Object.entries(cols.fileMetadata ?? {})))
   const writer = new RecordBatchFileWriter()
   const out = createWriteStream(path)
   let failed: Error | undefined

@@ -4,4 +4,6 @@ export interface OutputColumns {
   readonly keyBinary: boolean
   readonly valueBinary: boolean
   readonly keysOnly: boolean
+  /** Key/value pairs of the file's own metadata (Arrow schema metadata, Parquet key_value_metadata); not in text formats. */
+  readonly fileMetadata?: Readonly<Record<string, string>>
 }

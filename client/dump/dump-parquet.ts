@@ -22,7 +22,13 @@ interface ParquetWriterLike {
   finish(): void | Promise<void>
 }
 interface HyparquetWriter {
-  ParquetWriter: new (opts: { writer: unknown; schema: SchemaElement[]; statistics?: boolean; createdBy?: string }) => ParquetWriterLike
+  ParquetWriter: new (opts: {
+    writer: unknown
+    schema: SchemaElement[]
+    statistics?: boolean
+    createdBy?: string
+    kvMetadata?: { key: string; value: string }[]
+  }) => ParquetWriterLike
   fileWriter(filename: string): unknown
 }
 
@@ -47,7 +53,14 @@ export function parquetSink(
   const schema: SchemaElement[] = [{ name: 'root', num_children: fields.length }, ...fields]
   let writer: ParquetWriterLike
   try {
-    writer = new hw.ParquetWriter({ writer: hw.fileWriter(path), schema, statistics: false, createdBy: 'rostore dump' })
+    const kvMetadata = Object.entries(cols.fileMetadata ?? {}).map(([key, value]) => ({ key, value }))
+    writer = new hw.ParquetWriter({
+      writer: hw.fileWriter(path),
+      schema,
+      statistics: false,
+      createdBy: 'rostore dump',
+      ...(kvMetadata.length > 0 ? { kvMetadata } : {}),
+    })
   } catch (err) {
     throw new StoreError('RO_IO', `${path}: ${(err as Error).message}`, { cause: err })
   }

@@ -4,6 +4,7 @@ import { StoreError } from '../../common/errors'
 import type { ClusterNode } from '../../cluster/cluster'
 import { DumpDecoder, type DumpEnd, type DumpFrame, type DumpFraming } from '../../formats/wire/dump-frames'
 import { errorFromResponse } from '../http'
+import { storedCodecOf, type StoredCodecRef, type ValuesMode } from '../../formats/wire/stored-values'
 
 /** One streaming request to one node: `GET /admin/stores/<store>/dump/{entries,keys}`. */
 export interface NodeDumpRequest {
@@ -13,6 +14,8 @@ export interface NodeDumpRequest {
   /** Master partitions wanted; default every partition the node holds. */
   readonly partitions?: readonly number[]
   readonly keysOnly?: boolean
+  /** 'stored': values as the version stores them (compressed), described by NodeDumpHead.codec. */
+  readonly values?: ValuesMode
   /** Only this chunk of the node's version (one run in hash-prefix order). */
   readonly chunk?: number
   readonly framing?: DumpFraming
@@ -31,6 +34,8 @@ export interface NodeDumpHead {
   readonly estimatedRecords: number
   /** Chunks of the version on the node. */
   readonly chunks: number
+  /** With values 'stored': how they are compressed. */
+  readonly codec?: StoredCodecRef
 }
 
 export interface NodeDump {
@@ -48,6 +53,7 @@ export function dumpPath(r: NodeDumpRequest): string {
   if (r.chunk !== undefined) q.set('chunk', String(r.chunk))
   q.set('format', r.framing ?? 'binary')
   if (r.maxBytesPerSec !== undefined) q.set('maxBytesPerSec', String(r.maxBytesPerSec))
+  if (r.values === 'stored') q.set('values', 'stored')
   return `/admin/stores/${encodeURIComponent(r.store)}/dump/${r.keysOnly ? 'keys' : 'entries'}?${q.toString()}`
 }
 
@@ -86,12 +92,20 @@ export function openNodeDump(node: ClusterNode, r: NodeDumpRequest): Promise<Nod
         const v = res.headers[name]
         return typeof v === 'string' ? v : ''
       }
+      let codec: StoredCodecRef | undefined
+      try {
+        codec = r.values === 'stored' ? storedCodecOf(res.headers, endpoint) : undefined
+      } catch (err) {
+        req.destroy()
+        return reject(err)
+      }
       const head: NodeDumpHead = {
         version: Number(header('x-rostore-version')),
         keySerializer: header('x-rostore-key-serializer'),
         valueSerializer: header('x-rostore-value-serializer'),
         estimatedRecords: Number(header('x-rostore-estimated-records')) || 0,
         chunks: Number(header('x-rostore-chunks')) || 0,
+        ...(codec ? { codec } : {}),
       }
       let received = 0
       const decoder = new DumpDecoder(r.framing ?? 'binary')

@@ -9,6 +9,10 @@ import { openVersion, walkPartitions } from '../../formats/store/scan/partition-
 import { buildParts } from './build-parts'
 import { openNodeDump } from './dump-stream'
 import { NodeClient, type RemoteStoreInfo } from '../node-client'
+import type { StoredCodecRef } from '../../formats/wire/stored-values'
+import type { StoredValues } from '../../formats/store/read/store-reader-api'
+import type { StoreMetadata } from '../../formats/store/layout/metadata'
+import { readDictionary } from '../../formats/store/chunk/dictionary-file'
 
 /** Where the records of a dump go (client/dump/dump-output.ts writes the output formats). */
 export interface RecordSink {
@@ -31,6 +35,8 @@ export interface ClusterDumpOptions {
   /** Master partitions to dump; default all. */
   readonly partitions?: readonly number[]
   readonly keysOnly?: boolean
+  /** Values as the version stores them (compressed), with the version's dictionary: see DumpInfo.stored. */
+  readonly storedValues?: boolean
   readonly token?: string
   /** Per-stream limit, below each node's own. */
   readonly maxBytesPerSec?: number
@@ -64,10 +70,7 @@ interface Part {
  * every part arrived whole (end frame checked), `prepare` is called with the stores'
  * serializers and the parts are replayed into the sink it returns.
  */
-export async function dumpCluster(
-  opts: ClusterDumpOptions,
-  prepare: (info: { keySerializer: string; valueSerializer: string; version: number }) => Promise<RecordSink>,
-): Promise<DumpSummary> {
+export async function dumpCluster(opts: ClusterDumpOptions, prepare: (info: DumpInfo) => Promise<RecordSink>): Promise<DumpSummary> {
   const infos = await nodeInfos(opts)
   const info = [...infos.values()][0]
   if (!info) throw new StoreError('RO_UNAVAILABLE', `no node answered for store ${opts.store}`)
@@ -84,7 +87,7 @@ export async function dumpCluster(
   const servedBy = new Map<number, number>()
   const parts: Part[] = []
   const progress: DumpProgress = { records: 0, bytes: 0, estimatedRecords: 0 }
-  let head: { keySerializer: string; valueSerializer: string } | undefined
+  let head: PartHead | undefined
   const tmp = await mkdtemp(join(opts.tmpDir, '.rostore-dump-'))
   try {
     let todo = [...wanted]
@@ -101,6 +104,8 @@ export async function dumpCluster(
           const file = join(tmp, `part-${node}-${partitions[0]}${opts.keysOnly ? '.keys' : ''}`)
           try {
             const h = await streamToPart(opts, nodeById(opts.cluster, node), version, partitions, file, progress)
+            if (head !== undefined && !sameCodec(head.codec, h.codec))
+              throw new StoreError('RO_CONFLICT', `node ${node} stores version ${version}'s values otherwise than another node`)
             head ??= h
             parts.push({ node, partitions, file })
             for (const p of partitions) servedBy.set(p, node)
@@ -114,7 +119,13 @@ export async function dumpCluster(
         }),
       )
     }
-    const sink = await prepare({ ...(head ?? { keySerializer: info.keySerializer, valueSerializer: info.valueSerializer }), version })
+    const stored = opts.storedValues ? await clusterStoredValues(opts, head?.codec, version, [...servedBy.values()]) : undefined
+    const sink = await prepare({
+      keySerializer: head?.keySerializer ?? info.keySerializer,
+      valueSerializer: head?.valueSerializer ?? info.valueSerializer,
+      version,
+      ...(stored ? { stored } : {}),
+    })
     let records = 0
     for (const part of parts) records += await replayPart(part.file, sink)
     return {
@@ -127,6 +138,53 @@ export async function dumpCluster(
   } finally {
     await rm(tmp, { recursive: true, force: true })
   }
+}
+
+/** What a dump's output is prepared with: the version's serializers and, for stored values, how they are compressed. */
+export interface DumpInfo {
+  readonly keySerializer: string
+  readonly valueSerializer: string
+  readonly version: number
+  /** With storedValues: the codec and, for zstd with a trained dictionary, its bytes (checked) and checksum. */
+  readonly stored?: StoredValues
+}
+
+interface PartHead {
+  readonly keySerializer: string
+  readonly valueSerializer: string
+  readonly codec: StoredCodecRef | undefined
+}
+
+function sameCodec(a: StoredCodecRef | undefined, b: StoredCodecRef | undefined): boolean {
+  return a?.compression === b?.compression && a?.dictionary === b?.dictionary
+}
+
+/** The StoredValues of a cluster dump: the codec the streams named, the dictionary from a node that streamed. */
+async function clusterStoredValues(
+  opts: ClusterDumpOptions,
+  codec: StoredCodecRef | undefined,
+  version: number,
+  nodes: readonly number[],
+): Promise<StoredValues> {
+  // No stream (no partition wanted): the codec is not known, and no value needs one.
+  if (codec === undefined) return { compression: 'none' }
+  const checksum = codec.dictionary
+  if (checksum === undefined) return { compression: codec.compression }
+  const errors: string[] = []
+  for (const id of new Set(nodes)) {
+    const c = new NodeClient(nodeById(opts.cluster, id), { adminToken: opts.token })
+    try {
+      const d = await c.dumpDictionary(opts.store, version)
+      if (d.checksum === checksum) return { compression: codec.compression, dictionary: d }
+      errors.push(`node ${id}: another dictionary than its stream named`)
+    } catch (err) {
+      if (!isFailover(err)) throw err
+      errors.push(errorMessage(err))
+    } finally {
+      c.close()
+    }
+  }
+  throw new StoreError('RO_UNAVAILABLE', `no node gave the dictionary of version ${version}: ${errors.slice(0, 3).join('; ')}`)
 }
 
 /** A node that cannot serve the stream now: ask another replica. Anything else (a bad request) stops the dump. */
@@ -173,12 +231,13 @@ async function streamToPart(
   partitions: number[],
   file: string,
   progress: DumpProgress,
-): Promise<{ keySerializer: string; valueSerializer: string }> {
+): Promise<PartHead> {
   const dump = await openNodeDump(node, {
     store: opts.store,
     version,
     partitions,
     keysOnly: opts.keysOnly,
+    ...(opts.storedValues ? { values: 'stored' as const } : {}),
     token: opts.token,
     maxBytesPerSec: opts.maxBytesPerSec,
     signal: opts.signal,
@@ -211,7 +270,7 @@ async function streamToPart(
     }
     out.end()
     await once(out, 'close')
-    return { keySerializer: dump.head.keySerializer, valueSerializer: dump.head.valueSerializer }
+    return { keySerializer: dump.head.keySerializer, valueSerializer: dump.head.valueSerializer, codec: dump.head.codec }
   } catch (err) {
     out.destroy()
     progress.records -= records
@@ -256,20 +315,25 @@ export interface BuildDumpOptions {
   readonly dir: string
   readonly partitions?: readonly number[]
   readonly keysOnly?: boolean
+  /** As ClusterDumpOptions.storedValues. */
+  readonly storedValues?: boolean
   readonly onProgress?: (p: Readonly<DumpProgress>) => void
   readonly signal?: AbortSignal
 }
 
 /** `rostore dump --from-build DIR`: the same records from a build's output directory, no cluster needed. */
-export async function dumpBuild(
-  opts: BuildDumpOptions,
-  prepare: (info: { keySerializer: string; valueSerializer: string; version: number }) => Promise<RecordSink>,
-): Promise<DumpSummary> {
+export async function dumpBuild(opts: BuildDumpOptions, prepare: (info: DumpInfo) => Promise<RecordSink>): Promise<DumpSummary> {
   const { first, partitionCount, parts } = await buildParts(opts.dir, opts.partitions)
   const servedBy = new Map<number, number>()
   for (const part of parts) for (const p of part.partitions) servedBy.set(p, part.meta.nodeId)
   const progress: DumpProgress = { records: 0, bytes: 0, estimatedRecords: 0 }
-  const sink = await prepare({ keySerializer: first.keySerializer, valueSerializer: first.valueSerializer, version: first.version })
+  const stored = opts.storedValues ? await buildStoredValues(parts[0]?.dir ?? opts.dir, first) : undefined
+  const sink = await prepare({
+    keySerializer: first.keySerializer,
+    valueSerializer: first.valueSerializer,
+    version: first.version,
+    ...(stored ? { stored } : {}),
+  })
   for (const { dir, meta, partitions: mine } of parts) {
     progress.estimatedRecords += meta.records
     const v = await openVersion(dir, meta)
@@ -278,6 +342,7 @@ export async function dumpBuild(
         partitions: new Set(mine),
         partitionCount,
         values: !opts.keysOnly,
+        stored: opts.storedValues === true,
         signal: opts.signal,
       })) {
         if (item.key === undefined) continue
@@ -297,4 +362,11 @@ export async function dumpBuild(
     valueSerializer: first.valueSerializer,
     servedBy,
   }
+}
+
+/** The StoredValues of a build's output: its codec, and its dictionary read from `dir` (checked). */
+async function buildStoredValues(dir: string, meta: StoreMetadata): Promise<StoredValues> {
+  if (meta.dictionary === undefined) return { compression: meta.compression }
+  const bytes = await readDictionary(dir, meta.dictionary)
+  return { compression: meta.compression, dictionary: { bytes, checksum: meta.dictionary.checksum } }
 }

@@ -13,6 +13,7 @@ import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../http/re
 import type { GrowableBuffer } from '../../common/growable-buffer'
 import { ResponseBuffers } from '../http/response-buffers'
 import { readRoute } from './route'
+import { storedValuesHeaders, valuesModeOf, type ValuesMode } from '../../formats/wire/stored-values'
 import { ownershipOf, ownsAll, ownsKey, type Ownership } from '../http/key-ownership'
 import { checkServable, servedStore, noLiveVersion, sendMisdirected, VERSION_HEADER } from './store-access'
 
@@ -40,7 +41,7 @@ function meanRecordBytes(meta: StoreMetadata): number {
 /** Bodies of multi-get answers that fit one window, reused once sent (one pool per process). */
 const BODIES = new ResponseBuffers()
 
-/** The public read routes: store list, client metadata, single get, multi-get. */
+/** The public read routes: store list, client metadata, single get, multi-get, the live version's dictionary. */
 export const READ_ROUTES = [
   readRoute({ path: '/stores', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
   readRoute({ path: '/stores/', methods: ['GET'], access: 'read', op: 'stores', handle: (ctx, _req, res) => listStores(ctx, res) }),
@@ -56,7 +57,7 @@ export const READ_ROUTES = [
     methods: ['GET', 'HEAD'],
     access: 'read',
     op: 'get',
-    handle: (ctx, _req, res, p) => getKey(ctx, p.store, p.key, res),
+    handle: (ctx, req, res, p) => getKey(ctx, p.store, p.key, valuesMode(req), res),
   }),
   readRoute({
     path: '/stores/:store/multi-get',
@@ -65,7 +66,49 @@ export const READ_ROUTES = [
     op: 'multi_get',
     handle: (ctx, req, res, p) => multiGet(ctx, p.store, req, res),
   }),
+  readRoute({
+    path: '/stores/:store/dictionary',
+    methods: ['GET', 'HEAD'],
+    access: 'read',
+    op: 'dictionary',
+    handle: (ctx, _req, res, p) => dictionary(ctx, p.store, res),
+  }),
 ]
+
+/** `?values=stored` (formats/wire/stored-values.ts): values as the version stores them. */
+function valuesMode(req: IncomingMessage): ValuesMode {
+  const url = req.url ?? ''
+  const q = url.indexOf('?')
+  return q < 0 ? 'plain' : valuesModeOf(new URLSearchParams(url.slice(q + 1)))
+}
+
+/**
+ * The live version's zstd dictionary, for clients that decompress stored values
+ * themselves; its checksum in DICTIONARY_HEADER, which the client compares with the one
+ * its values named (a swap in between gives another). 404 RO_NOT_FOUND when the version
+ * has none. The reader holds the bytes it checked when it opened the version: no I/O here.
+ */
+function dictionary(ctx: ReadContext, store: string, res: ServerResponse): void {
+  const sv = servedStore(ctx, store)
+  checkServable(sv)
+  const lease = sv.live.acquire(() => res.destroy())
+  if (!lease) throw noLiveVersion(sv)
+  try {
+    const stored = lease.reader.storedValues()
+    if (stored.dictionary === undefined)
+      throw new StoreError('RO_NOT_FOUND', `store ${store} version ${lease.version} has no zstd dictionary`)
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Length': stored.dictionary.bytes.length,
+      [VERSION_HEADER]: String(lease.version),
+      ...storedValuesHeaders(stored),
+    })
+    res.end(stored.dictionary.bytes)
+    armSendTimeout(res, (ctx.readLimits ?? DEFAULT_READ_LIMITS).sendTimeoutMs)
+  } finally {
+    lease.release()
+  }
+}
 
 function listStores(ctx: ReadContext, res: ServerResponse): void {
   sendJson(res, 200, {
@@ -127,7 +170,7 @@ function layoutAddresses(
   })
 }
 
-function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResponse): Promise<void> | void {
+function getKey(ctx: ReadContext, store: string, rawKey: string, mode: ValuesMode, res: ServerResponse): Promise<void> | void {
   const sv = servedStore(ctx, store)
   if (rawKey.length > 3 * MAX_KEY_BYTES) throw new KeyTooLong()
   const key = percentDecodeBytes(rawKey)
@@ -138,8 +181,8 @@ function getKey(ctx: ReadContext, store: string, rawKey: string, res: ServerResp
   // Released once the response is done: this request reads one version only.
   res.once('close', lease.release)
   const own = ownershipOf(lease.reader.metadata)
-  if (own instanceof Promise) return own.then((o) => answerGet(ctx, sv, lease, key, o, res))
-  return answerGet(ctx, sv, lease, key, own, res)
+  if (own instanceof Promise) return own.then((o) => answerGet(ctx, sv, lease, key, o, mode, res))
+  return answerGet(ctx, sv, lease, key, own, mode, res)
 }
 
 function answerGet(
@@ -148,6 +191,7 @@ function answerGet(
   lease: ReaderLease,
   key: Uint8Array,
   own: Ownership,
+  mode: ValuesMode,
   res: ServerResponse,
   warmed = false,
 ): Promise<void> | void {
@@ -158,9 +202,9 @@ function answerGet(
   // A cold record is read on the libuv pool first: the event loop goes on meanwhile.
   const warming = warmed ? undefined : lease.reader.warm([key])
   // The lease is released when the response closes: a client gone meanwhile is not answered.
-  if (warming) return warming.then(() => (res.destroyed ? undefined : answerGet(ctx, sv, lease, key, own, res, true)))
+  if (warming) return warming.then(() => (res.destroyed ? undefined : answerGet(ctx, sv, lease, key, own, mode, res, true)))
   const limits = ctx.readLimits ?? DEFAULT_READ_LIMITS
-  const value = readMany(sv, lease, [key])[0]
+  const value = readMany(sv, lease, [key], mode)[0]
   ctx.metrics.keys.inc({ store, result: value === undefined ? 'miss' : 'hit' })
   if (value === undefined) {
     res.writeHead(404, { [VERSION_HEADER]: String(lease.version), 'Content-Length': 0, 'Cache-Control': 'no-store' })
@@ -172,6 +216,7 @@ function answerGet(
     'Content-Type': 'application/octet-stream',
     'Content-Length': value.length,
     [VERSION_HEADER]: String(lease.version),
+    ...(mode === 'stored' ? storedValuesHeaders(lease.reader.storedValues()) : {}),
   })
   res.end(value)
   // A big value the client does not take is not held for as long as TCP keeps trying.
@@ -179,9 +224,11 @@ function answerGet(
 }
 
 /** Lookups of one version; a read that finds damaged files is counted for /status before it fails. */
-function readMany(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[]): (Buffer | undefined)[] {
+function readMany(sv: ServedStore, lease: ReaderLease, keys: readonly Uint8Array[], mode: ValuesMode): (Buffer | undefined)[] {
+  const r = lease.reader
   try {
-    return keys.length === 1 ? [lease.reader.get(keys[0] as Uint8Array)] : lease.reader.getMany(keys)
+    if (mode === 'stored') return keys.length === 1 ? [r.getStored(keys[0] as Uint8Array)] : r.getManyStored(keys)
+    return keys.length === 1 ? [r.get(keys[0] as Uint8Array)] : r.getMany(keys)
   } catch (err) {
     sv.noteReadFault(lease.version, err)
     throw err
@@ -228,6 +275,7 @@ class KeyTooLong extends HttpStatusError {
  * (formats/wire/multiget.ts); the client asks for the other keys again.
  */
 async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const mode = valuesMode(req)
   const sv = servedStore(ctx, store)
   checkServable(sv)
   const body = await readBody(
@@ -253,10 +301,11 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
     [VERSION_HEADER]: String(lease.version),
     'X-Rostore-Keys': String(keys.length),
     'Cache-Control': 'no-store',
+    ...(mode === 'stored' ? storedValuesHeaders(lease.reader.storedValues()) : {}),
   }
   // The common case, an answer that fits in one window: the reader frames every value
   // straight from the mapping into a reused body (no Buffer per value, none per answer).
-  if (keys.length <= MULTIGET_BATCH) {
+  if (keys.length <= MULTIGET_BATCH && mode === 'plain') {
     const sink = BODIES.acquire()
     let framed: boolean
     try {
@@ -305,7 +354,7 @@ async function multiGet(ctx: ReadContext, store: string, req: IncomingMessage, r
       const warming = lease.reader.warm(batch)
       if (warming) await warming
       if (res.destroyed) break
-      for (const value of readMany(sv, lease, batch)) {
+      for (const value of readMany(sv, lease, batch, mode)) {
         const frame = 4 + (value?.length ?? 0)
         if (bodyBytes + frame > budget) {
           if (next === 0) throw tooLarge(value?.length ?? 0, limits)

@@ -13,6 +13,8 @@ import type { AppContext } from '../context'
 import { badRequest } from '../http/http-util'
 import { DEFAULT_READ_LIMITS } from '../http/read-limits'
 import { controlRoute } from './route'
+import { storedValuesHeaders, valuesModeOf, type ValuesMode } from '../../formats/wire/stored-values'
+import { readDictionary } from '../../formats/store/chunk/dictionary-file'
 import { knownStore } from './store-access'
 
 /**
@@ -35,6 +37,13 @@ export const STREAM_ROUTES = [
     access: 'admin',
     op: 'dump_keys',
     handle: (ctx, req, res, p) => streamDump(ctx, p.store, req, res, true),
+  }),
+  controlRoute({
+    path: '/admin/stores/:store/dump/dictionary',
+    methods: ['GET'],
+    access: 'admin',
+    op: 'dump_dictionary',
+    handle: (ctx, req, res, p) => dumpDictionary(ctx, p.store, req, res),
   }),
 ]
 
@@ -63,6 +72,8 @@ interface StreamQuery {
   readonly maxBytesPerSec: number | undefined
   /** Only this chunk: one run sorted by hash prefix (diffs merge such runs). */
   readonly chunk: number | undefined
+  /** 'stored': values as the version stores them (formats/wire/stored-values.ts). */
+  readonly values: ValuesMode
 }
 
 function parseQuery(req: IncomingMessage): StreamQuery {
@@ -70,7 +81,7 @@ function parseQuery(req: IncomingMessage): StreamQuery {
   const q = url.indexOf('?')
   const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
   for (const name of params.keys()) {
-    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk'].includes(name))
+    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk', 'values'].includes(name))
       throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
   }
   const versionText = params.get('version')
@@ -92,7 +103,7 @@ function parseQuery(req: IncomingMessage): StreamQuery {
   const chunkText = params.get('chunk')
   if (chunkText !== null && !/^(0|[1-9][0-9]{0,8})$/.test(chunkText)) throw badRequest('chunk must be a chunk number')
   const chunk = chunkText === null ? undefined : Number(chunkText)
-  return { version, partitions, framing: format as DumpFraming, maxBytesPerSec: rate, chunk }
+  return { version, partitions, framing: format as DumpFraming, maxBytesPerSec: rate, chunk, values: valuesModeOf(params) }
 }
 
 async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse, keysOnly: boolean): Promise<void> {
@@ -146,6 +157,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       'X-Rostore-Value-Serializer': meta.valueSerializer,
       'X-Rostore-Estimated-Records': String(estimate),
       'X-Rostore-Chunks': String(chunks),
+      ...(query.values === 'stored' ? storedValuesHeaders(meta) : {}),
     })
     const enc = new DumpEncoder(query.framing)
     let batch: Buffer[] = []
@@ -168,6 +180,7 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
       partitions: new Set(wanted),
       partitionCount: buildRing(meta.layout).partitionCount,
       values: !keysOnly,
+      stored: query.values === 'stored',
       chunk: query.chunk,
       batchBytes: writeBatch,
       signal: ac.signal,
@@ -189,6 +202,45 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
   } finally {
     await opened.close()
   }
+}
+
+/**
+ * The zstd dictionary of a version the node holds (the live one by default, `?version=V`
+ * another kept one), for a dump of stored values: checked against its checksum as it is
+ * read, its checksum in DICTIONARY_HEADER. 404 RO_NOT_FOUND when the version has none.
+ */
+async function dumpDictionary(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  checkStreamAccess(ctx, req)
+  const url = req.url ?? '/'
+  const q = url.indexOf('?')
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
+  for (const name of params.keys()) if (name !== 'version') throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
+  const sv = knownStore(ctx, store)
+  const versionText = params.get('version')
+  const version = versionText === null ? sv.liveVersion : parseVersionText(versionText)
+  if (versionText !== null && version === undefined) throw badRequest('version must be a positive integer')
+  if (version === undefined) throw new StoreError('RO_UNAVAILABLE', `store ${store} has no live version on this node`)
+  const meta = await sv.versionMetadata(version)
+  if (meta.dictionary === undefined) throw new StoreError('RO_NOT_FOUND', `store ${store} version ${version} has no zstd dictionary`)
+  let bytes: Buffer
+  try {
+    bytes = await readDictionary(sv.versionDir(version), meta.dictionary)
+  } catch (err) {
+    // The reason goes to the node's log; the answer names no path.
+    ctx.log.warn('dump_dictionary_failed', { store, version, error: (err as Error).message })
+    throw new StoreError(
+      isStoreError(err) ? err.code : 'RO_IO',
+      `the dictionary of store ${store} version ${version} cannot be read on this node`,
+    )
+  }
+  res.writeHead(200, {
+    'Content-Type': 'application/octet-stream',
+    'Content-Length': bytes.length,
+    'Cache-Control': 'no-store',
+    'X-Rostore-Version': String(version),
+    ...storedValuesHeaders(meta),
+  })
+  res.end(bytes)
 }
 
 /**

@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { buildStore } from '../../builder/engines/local/build-job'
 import type { OutputLayout } from '../../builder/build-options'
+import type { Compression } from '../../formats/store/layout/metadata'
 import type { Cluster } from '../../cluster/cluster'
 import { writeInput } from '../stores/input-files'
 
@@ -25,6 +26,8 @@ export interface VersionBuild {
   readonly chunks?: number
   /** Default the builder's (partition files); `nodes` for tests of format-1 directories. */
   readonly layout?: OutputLayout
+  /** Default none; zstd trains a dictionary when the values are enough to. */
+  readonly compression?: Compression
 }
 
 /**
@@ -46,6 +49,7 @@ export async function buildVersion(o: VersionBuild): Promise<string> {
     replication: o.replication ?? 2,
     chunks: o.chunks ?? 2,
     ...(o.layout === undefined ? {} : { layout: o.layout }),
+    ...(o.compression === undefined ? {} : { compression: o.compression }),
     workers: 1,
     memoryMb: 16,
   })

@@ -22,6 +22,13 @@ export async function createFileHasher(algorithm: ChecksumAlgorithm): Promise<Fi
   }
 }
 
+/** The xxh64 checksum of `bytes`, in hex as metadata.json names files by. */
+export async function xxh64Hex(bytes: Uint8Array): Promise<string> {
+  const hasher = await createFileHasher('xxh64')
+  hasher.update(bytes)
+  return hasher.digest()
+}
+
 /**
  * The checksum of a whole file. `dropBehind`: what was read leaves the page cache as the
  * read goes on (native/io/drop-behind.c), for files read once that must not evict hot pages

@@ -24,6 +24,8 @@ export interface ValueCodec {
    * per value.
    */
   encodeRecords?(records: RecordRanges, count: number): RecordRanges<Buffer>
+  /** zstd with a dictionary: the dictionary's bytes (a reader hands them to clients that decompress themselves). */
+  readonly dictionary?: Buffer
 }
 
 const asBuffer = (v: Uint8Array): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength))
@@ -93,7 +95,8 @@ export interface CodecOptions {
 export function createCodec(name: Compression, opts: CodecOptions = {}): ValueCodec {
   if (name !== 'zstd') return codecByName(name)
   const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false, opts.js)
-  return { name: 'zstd', id: ZSTD_CODEC_ID, ...parts }
+  const dictionary = opts.dictionary === undefined ? {} : { dictionary: Buffer.from(opts.dictionary) }
+  return { name: 'zstd', id: ZSTD_CODEC_ID, ...parts, ...dictionary }
 }
 
 /** A codec without options: none, gzip, snappy, or zstd without a dictionary (decode only). */

@@ -1,7 +1,7 @@
 import { readFile, writeFile, open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
-import { createFileHasher } from './checksum'
+import { xxh64Hex } from './checksum'
 import { createCodec, type ValueCodec } from './codec'
 import type { Compression, FileEntry } from '../layout/metadata'
 import { loadZstdJs } from './zstd-js'
@@ -33,9 +33,7 @@ export async function writeDictionary(dir: string, bytes: Uint8Array): Promise<F
   } finally {
     await fh.close()
   }
-  const hasher = await createFileHasher('xxh64')
-  hasher.update(bytes)
-  return { name: DICTIONARY_FILE, size: bytes.length, checksum: hasher.digest() }
+  return { name: DICTIONARY_FILE, size: bytes.length, checksum: await xxh64Hex(bytes) }
 }
 
 /** The dictionary `entry` names in `dir`, its size and checksum checked (RO_CHECKSUM_MISMATCH). */
@@ -47,9 +45,7 @@ export async function readDictionary(dir: string, entry: FileEntry): Promise<Buf
   } catch (err) {
     throw new StoreError('RO_IO', `${file}: cannot read the version's zstd dictionary`, { cause: err })
   }
-  const hasher = await createFileHasher('xxh64')
-  hasher.update(bytes)
-  if (bytes.length !== entry.size || hasher.digest() !== entry.checksum)
+  if (bytes.length !== entry.size || (await xxh64Hex(bytes)) !== entry.checksum)
     throw new StoreError('RO_CHECKSUM_MISMATCH', `${file}: the zstd dictionary does not match its size and checksum in the metadata`)
   return bytes
 }
@@ -57,7 +53,11 @@ export async function readDictionary(dir: string, entry: FileEntry): Promise<Buf
 /** The codec that reads the values of the version in `dir` (its dictionary loaded, checked and prepared once). */
 export async function versionCodec(dir: string, meta: CodecFields): Promise<ValueCodec> {
   if (meta.compression !== 'zstd') return createCodec(meta.compression)
-  const dictionary = meta.dictionary ? await readDictionary(dir, meta.dictionary) : undefined
+  return zstdDecoder(meta.dictionary ? await readDictionary(dir, meta.dictionary) : undefined)
+}
+
+/** A zstd codec that decodes with `dictionary` (or none): through the addon, else the JavaScript decoder. */
+export async function zstdDecoder(dictionary: Uint8Array | undefined): Promise<ValueCodec> {
   // Without the addon, a dictionary's frames need the JavaScript build of libzstd, which starts asynchronously.
   const js = dictionary !== undefined && nativeFunctions() === undefined ? await loadZstdJs() : undefined
   return createCodec('zstd', { dictionary, ...(js ? { js } : {}) })

@@ -11,7 +11,15 @@ import type { StoreMetadata } from '../layout/metadata'
 import type { ChunkGeometry } from '../layout/partition-files'
 import type { ResidencyMap, ResidencyStats } from './residency'
 import type { StoreOps } from './store-ops'
-import { FRAMED_COLD, type AccessMode, type FrameSink, type ServingReader, type ValueFraming } from './store-reader-api'
+import {
+  FRAMED_COLD,
+  storedValuesOf,
+  type AccessMode,
+  type FrameSink,
+  type ServingReader,
+  type StoredValues,
+  type ValueFraming,
+} from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from '../chunk/value-framing'
 
 /** Keys up to this many bytes go through the reader's scratch buffer; longer ones through a one-key batch. */
@@ -192,12 +200,30 @@ export class MappedStoreReader implements ServingReader {
   }
 
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
+    return this.readMany(keys, true)
+  }
+
+  getStored(key: Uint8Array | string): Buffer | undefined {
+    return this.readMany([key], false)[0]
+  }
+
+  getManyStored(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
+    return this.readMany(keys, false)
+  }
+
+  storedValues(): StoredValues {
+    return storedValuesOf(this.metadata, this.codec)
+  }
+
+  /** getMany(), the values decompressed or (`decode` false) as stored. */
+  private readMany(keys: readonly (Uint8Array | string)[], decode: boolean): (Buffer | undefined)[] {
     const out = this.lookupMany(keys)
     const values = new Array<Buffer | undefined>(keys.length)
     for (let i = 0; i < keys.length; i++) {
       const status = out[4 * i] as number
       if (status === LOOKUP_MISS) values[i] = undefined
-      else if (status === LOOKUP_HIT) values[i] = this.value(out[4 * i + 1] as number, out[4 * i + 2] as number, out[4 * i + 3] as number)
+      else if (status === LOOKUP_HIT)
+        values[i] = this.value(out[4 * i + 1] as number, out[4 * i + 2] as number, out[4 * i + 3] as number, decode)
       else this.fail(status, out[4 * i + 1] as number, out[4 * i + 2] as number)
     }
     return values
@@ -327,7 +353,7 @@ export class MappedStoreReader implements ServingReader {
     return key.length
   }
 
-  private value(chunk: number, offset: number, length: number): Buffer {
+  private value(chunk: number, offset: number, length: number, decode = true): Buffer {
     const windows = (this.chunks[chunk] as MappedChunk).data
     const w = (windows[0] as ArrayBufferLike).byteLength
     let v: Buffer
@@ -338,7 +364,7 @@ export class MappedStoreReader implements ServingReader {
       if (local + length <= w) v = Buffer.from(windows[k] as ArrayBuffer, local, length)
       else v = copyAcross(windows, w, offset, length)
     }
-    return this.plain ? v : this.codec.decode(v)
+    return this.plain || !decode ? v : this.codec.decode(v)
   }
 
   private fail(status: number, chunk: number, recordOffset: number): never {

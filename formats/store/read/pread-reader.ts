@@ -11,7 +11,16 @@ import { chunkGeometry, chunkSlot, type ChunkGeometry } from '../layout/partitio
 import { RECORD_HEADER_SIZE, recordCrc } from '../chunk/record'
 import { slotCount } from '../layout/slots'
 import { searchFn, type ProbeCounter, type SearchFn, type SearchStrategy } from '../chunk/search'
-import type { AccessMode, FrameSink, Preload, ResidencyStats, ServingReader, ValueFraming } from './store-reader-api'
+import {
+  storedValuesOf,
+  type AccessMode,
+  type FrameSink,
+  type Preload,
+  type ResidencyStats,
+  type ServingReader,
+  type StoredValues,
+  type ValueFraming,
+} from './store-reader-api'
 import { writeFramed, writeFramedInto, writeValueInto } from '../chunk/value-framing'
 
 /** Largest first read of a record; records beyond it take a second read. */
@@ -69,13 +78,34 @@ class PreadStoreReader implements ServingReader {
   ) {}
 
   get(key: Uint8Array | string): Buffer | undefined {
-    if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
-    const kb = keyBytes(key)
-    return this.find(kb, this.hasher.hash(kb))
+    return this.getOne(key, true)
   }
 
-  /** Keys in index order (chunk slot, then hash prefix), answers in request order. */
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
+    return this.readMany(keys, true)
+  }
+
+  getStored(key: Uint8Array | string): Buffer | undefined {
+    return this.getOne(key, false)
+  }
+
+  getManyStored(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[] {
+    return this.readMany(keys, false)
+  }
+
+  storedValues(): StoredValues {
+    return storedValuesOf(this.metadata, this.codec)
+  }
+
+  /** get(), the value decompressed or (`decode` false) as stored. */
+  private getOne(key: Uint8Array | string, decode: boolean): Buffer | undefined {
+    if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
+    const kb = keyBytes(key)
+    return this.find(kb, this.hasher.hash(kb), decode)
+  }
+
+  /** getMany() with getOne's `decode`: keys in index order (chunk slot, then hash prefix), answers in request order. */
+  private readMany(keys: readonly (Uint8Array | string)[], decode: boolean): (Buffer | undefined)[] {
     if (this.closed) throw new StoreError('RO_CONFLICT', `${this.dir}: reader is closed`)
     const n = keys.length
     const bytes = keys.map(keyBytes)
@@ -97,7 +127,7 @@ class PreadStoreReader implements ServingReader {
     let firstError: { at: number; err: unknown } | undefined
     for (const i of order) {
       try {
-        values[i] = this.find(bytes[i] as Uint8Array, hashes[i] as Uint8Array)
+        values[i] = this.find(bytes[i] as Uint8Array, hashes[i] as Uint8Array, decode)
       } catch (err) {
         // The error of the first damaged key in request order, as one get() per key would throw.
         if (!firstError || i < firstError.at) firstError = { at: i, err }
@@ -143,7 +173,7 @@ class PreadStoreReader implements ServingReader {
     return writeFramedInto(sink, framing, keys.length, this.getMany(keys), undefined, maxBytes)
   }
 
-  private find(kb: Uint8Array, hash: Uint8Array): Buffer | undefined {
+  private find(kb: Uint8Array, hash: Uint8Array, decode: boolean): Buffer | undefined {
     const slot = chunkSlot(hash, this.geometry)
     if (slot < 0) return undefined
     const chunk = this.chunks[slot] as OpenChunk
@@ -153,15 +183,15 @@ class PreadStoreReader implements ServingReader {
     const pos = this.search(chunk, targetHi, targetLo, this.counter)
     this.lastProbes = this.counter.probes
     if (pos >= chunk.hi.length || chunk.hi[pos] !== targetHi || chunk.lo[pos] !== targetLo) return undefined
-    const hit = this.readIfKey(chunk, chunk.offsets[pos] as number, kb, hash)
+    const hit = this.readIfKey(chunk, chunk.offsets[pos] as number, kb, hash, decode)
     if (hit !== undefined) return hit
     // Equal prefixes are hash collisions: the key stored in the data file decides.
     for (let i = pos - 1; i >= 0 && chunk.hi[i] === targetHi && chunk.lo[i] === targetLo; i--) {
-      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash)
+      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash, decode)
       if (value !== undefined) return value
     }
     for (let i = pos + 1; i < chunk.hi.length && chunk.hi[i] === targetHi && chunk.lo[i] === targetLo; i++) {
-      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash)
+      const value = this.readIfKey(chunk, chunk.offsets[i] as number, kb, hash, decode)
       if (value !== undefined) return value
     }
     return undefined
@@ -207,7 +237,7 @@ class PreadStoreReader implements ServingReader {
   }
 
   /** One pread of the chunk's read-ahead covers header, key and a typical value. `hash` is the key's. */
-  private readIfKey(chunk: OpenChunk, offset: number, key: Uint8Array, hash: Uint8Array): Buffer | undefined {
+  private readIfKey(chunk: OpenChunk, offset: number, key: Uint8Array, hash: Uint8Array, decode: boolean): Buffer | undefined {
     const avail = chunk.dataSize - offset
     let buf = this.scratch
     const got = readSync(chunk.dataFd, buf, 0, Math.min(chunk.readAhead, avail), offset)
@@ -226,7 +256,7 @@ class PreadStoreReader implements ServingReader {
     if (this.verifyRecords && recordCrc(storedKey, stored) !== buf.readUInt32LE(8))
       corrupt(chunk.dataFile, `record at offset ${offset} fails its checksum`)
     if (!storedKey.equals(key)) return this.collision(chunk, offset, storedKey, hash)
-    const value = this.codec.decode(stored)
+    const value = decode ? this.codec.decode(stored) : stored
     // The scratch buffer is reused by the next lookup: hand out a copy.
     return value.buffer === this.scratch.buffer ? Buffer.from(value) : value
   }

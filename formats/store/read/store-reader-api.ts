@@ -1,6 +1,7 @@
-import type { StoreMetadata } from '../layout/metadata'
+import type { Compression, StoreMetadata } from '../layout/metadata'
 import type { ColdReadMode, ResidencyStats } from './residency'
 import type { SearchStrategy } from '../chunk/search'
+import type { ValueCodec } from '../chunk/codec'
 import type { FrameSink, ValueFraming } from '../chunk/value-framing'
 
 export type { ColdReadMode, ResidencyStats } from './residency'
@@ -12,6 +13,23 @@ export type AccessMode = (typeof ACCESS_MODES)[number]
 
 export const PRELOADS = ['index', 'all', 'none'] as const
 export type Preload = (typeof PRELOADS)[number]
+
+/**
+ * How a version stores its values: their codec, and for zstd with a trained dictionary the
+ * dictionary's bytes and the checksum metadata.json names it by (xxh64, hex). A stored zstd
+ * value is a frame without its magic number (docs/FORMAT.md, `.data`).
+ */
+export interface StoredValues {
+  readonly compression: Compression
+  readonly dictionary?: { readonly bytes: Buffer; readonly checksum: string }
+}
+
+/** A version's StoredValues, from its metadata and the codec its reader decodes with. */
+export function storedValuesOf(metadata: StoreMetadata, codec: ValueCodec): StoredValues {
+  const entry = metadata.dictionary
+  if (codec.dictionary === undefined || entry === undefined) return { compression: metadata.compression }
+  return { compression: metadata.compression, dictionary: { bytes: codec.dictionary, checksum: entry.checksum } }
+}
 
 /**
  * Read side of one node directory of one store version. get() and getMany() are
@@ -42,6 +60,16 @@ export interface StoreReader {
    * chunk and hash), so a batch walks each file forward.
    */
   getMany(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[]
+  /**
+   * The value as the version stores it, not decompressed (see storedValues()), or undefined
+   * when the key is absent: for a caller that sends values on and lets its own client
+   * decompress them. The record's CRC is checked as by get().
+   */
+  getStored(key: Uint8Array | string): Buffer | undefined
+  /** getMany() of stored values (getStored). */
+  getManyStored(keys: readonly (Uint8Array | string)[]): (Buffer | undefined)[]
+  /** How getStored's values are compressed, with what the decompression needs. */
+  storedValues(): StoredValues
   /** get() that reads a cold record on the libuv pool instead of the caller's thread. */
   getAsync(key: Uint8Array | string): Promise<Buffer | undefined>
   /** getMany() whose cold records are read on the libuv pool, all at once, first. */

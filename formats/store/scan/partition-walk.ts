@@ -2,6 +2,7 @@ import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { versionCodec } from '../chunk/dictionary-file'
+import { codecByName } from '../chunk/codec'
 import { HEADER_SIZE } from '../chunk/header'
 import type { StoreMetadata } from '../layout/metadata'
 import { slotFileNames } from '../layout/partition-files'
@@ -63,6 +64,8 @@ export interface WalkOptions {
   readonly partitionCount: number
   /** Values are decoded with the version's codec unless false (keys-only walks skip them). */
   readonly values?: boolean
+  /** Values as the version stores them, not decoded (a dump of stored values). */
+  readonly stored?: boolean
   /** Only this chunk slot (diffs merge the slots, each a sorted run); default all, in order. */
   readonly chunk?: number
   /** Bytes per read of each file (default 1 MiB): memory is about twice this per walk. */
@@ -168,7 +171,7 @@ const MAX_BATCH_BYTES = 64 << 10
  * walk with RO_CORRUPT.
  */
 export async function* walkBatches(v: OpenVersion, opts: WalkOptions): AsyncGenerator<WalkBatch> {
-  const codec = await versionCodec(v.dir, v.meta)
+  const codec = opts.stored === true ? codecByName('none') : await versionCodec(v.dir, v.meta)
   const decode = opts.values !== false && codec.name !== 'none'
   const P = opts.partitionCount
   const block = opts.blockBytes ?? BLOCK

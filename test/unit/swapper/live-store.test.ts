@@ -18,6 +18,13 @@ function fakeReader(version: number): ServingReader & { closed: boolean } {
     getMany(keys: readonly (Uint8Array | string)[]) {
       return keys.map((k) => r.get(k))
     },
+    getStored(key: Uint8Array | string) {
+      return r.get(key)
+    },
+    getManyStored(keys: readonly (Uint8Array | string)[]) {
+      return keys.map((k) => r.get(k))
+    },
+    storedValues: () => ({ compression: 'none' as const }),
     getManyFramed(): Buffer {
       throw new Error('not used here')
     },

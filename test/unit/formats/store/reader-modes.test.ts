@@ -11,6 +11,9 @@ import { MULTIGET_FRAMING, respMgetFraming } from '../../../../formats/store/chu
 import { makeNodeDir } from '../../../../testkit/stores/make-store'
 import { makeTmp } from '../../../../testkit/stores/tmp'
 import { openIn, READER_MODES } from './reader-modes'
+import { codecByName } from '../../../../formats/store/chunk/codec'
+import { nativeFunctions } from '../../../../common/native'
+import type { Compression } from '../../../../formats/store/layout/metadata'
 
 /** What the access modes add to the reader: options, batches, framing, windows, refusals at open. */
 const tmp = makeTmp()
@@ -251,4 +254,29 @@ test('rostore inspect prints the access mode; ROSTORE_NATIVE=0 makes it pread', 
   }
   expect(run({ ROSTORE_NATIVE: '0' })['accessMode']).toBe('pread')
   expect(run({})['accessMode']).toBe(READER_MODES.includes('mmap') ? 'mmap' : 'pread')
+})
+
+describe.each(READER_MODES)('%s reader, stored values', (mode) => {
+  const codecs: Compression[] = ['none', 'gzip', 'snappy', ...(nativeFunctions() ? (['zstd'] as const) : [])]
+  test.each(codecs)('%s: getStored and getManyStored answer the bytes get() decompresses', async (compression) => {
+    const r = await openIn(mode, await store(300, { compression, chunks: 3 }))
+    try {
+      expect(r.storedValues()).toEqual({ compression })
+      const codec = codecByName(compression)
+      const keys = [...Array.from({ length: 300 }, (_, i) => `k${i}`), 'absent']
+      const stored = r.getManyStored(keys)
+      expect(stored[300]).toBeUndefined()
+      expect(r.getStored('absent')).toBeUndefined()
+      for (let i = 0; i < 300; i++) {
+        const one = r.getStored(keys[i]!)!
+        expect(Buffer.from(one).equals(Buffer.from(stored[i]!))).toBe(true)
+        expect(codec.decode(one).toString()).toBe(valueOf(i))
+        // Compressed codecs store other bytes than the value (an empty value included: a frame or a header).
+        if (compression === 'none') expect(one.toString()).toBe(valueOf(i))
+        else expect(one.equals(Buffer.from(valueOf(i)))).toBe(false)
+      }
+    } finally {
+      r.close()
+    }
+  })
 })
