@@ -54,6 +54,11 @@ export interface BuildOptions {
   readonly zstdLevel?: number
   /** zstd: train a dictionary from a sample of the values (builder/dictionary-training.ts); default true. */
   readonly dictionary?: boolean
+  /**
+   * zstd: compress with this dictionary file (libzstd's format: a version's zstd.dict, a
+   * dump's .zstd.dict) instead of one trained from the input or, with `base`, the base's.
+   */
+  readonly zstdDictionary?: string
   /** Positive integer; default: the current Unix time in seconds. */
   readonly version?: number
   /**
@@ -96,9 +101,9 @@ export interface BuildProgress {
 }
 
 export type NormalizedBuildOptions = Required<
-  Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
+  Omit<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly' | 'zstdDictionary'>
 > &
-  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly'>
+  Pick<BuildOptions, 'keyField' | 'valueField' | 'chunks' | 'signal' | 'onProgress' | 'base' | 'patchOnly' | 'zstdDictionary'>
 
 export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const bad = (msg: string): never => {
@@ -125,8 +130,9 @@ export function normalizeBuildOptions(o: BuildOptions): NormalizedBuildOptions {
   const zstdLevel = o.zstdLevel ?? DEFAULT_ZSTD_LEVEL
   if (!Number.isInteger(zstdLevel) || zstdLevel < MIN_ZSTD_LEVEL || zstdLevel > MAX_ZSTD_LEVEL)
     bad(`--zstd-level ${zstdLevel} must be ${MIN_ZSTD_LEVEL}..${MAX_ZSTD_LEVEL}`)
-  if (compression !== 'zstd' && (o.zstdLevel !== undefined || o.dictionary !== undefined))
-    bad('--zstd-level and --no-dictionary go with --compression zstd')
+  if (compression !== 'zstd' && (o.zstdLevel !== undefined || o.dictionary !== undefined || o.zstdDictionary !== undefined))
+    bad('--zstd-level, --zstd-dictionary and --no-dictionary go with --compression zstd')
+  if (o.zstdDictionary !== undefined && o.dictionary === false) bad('give --zstd-dictionary or --no-dictionary, not both')
   const version = o.version ?? Math.floor(Date.now() / 1000)
   if (!Number.isSafeInteger(version) || version < 1) bad(`--version ${version} must be a positive integer`)
   const memoryMb = o.memoryMb ?? 1024

@@ -1,4 +1,9 @@
+import { readFile } from 'node:fs/promises'
+import { StoreError } from '../common/errors'
 import { readRecordBatches } from '../formats/input/record-batch'
+import { MAX_DICTIONARY_BYTES, readDictionary } from '../formats/store/chunk/dictionary-file'
+import type { FileEntry } from '../formats/store/layout/metadata'
+import type { NormalizedBuildOptions } from './build-options'
 import type { InputFormat } from '../formats/input/types'
 import { trainZstdDictionary } from '../formats/store/chunk/zstd-codec'
 
@@ -56,6 +61,53 @@ export async function sampleValues(files: readonly string[], format: InputFormat
     }
   }
   return samples
+}
+
+/**
+ * The dictionary a zstd build compresses with, or undefined for plain zstd: the file given
+ * (--zstd-dictionary); else, with --base, the base's, so that a value that did not change
+ * compresses to the same bytes and the partition patches carry only what changed (a new
+ * dictionary would change every stored value, and the nodes could not rebuild the version
+ * from their base: patch-apply.ts); else one trained from the input. A full build (no
+ * --base) trains afresh, so a store's dictionary follows its data at that rate.
+ */
+export async function buildDictionary(
+  o: Pick<NormalizedBuildOptions, 'compression' | 'dictionary' | 'zstdDictionary' | 'format' | 'keyField' | 'valueField' | 'signal'>,
+  files: readonly string[],
+  base?: { readonly dir: string; readonly manifest: { readonly dictionary?: FileEntry } },
+): Promise<BuildDictionary | undefined> {
+  if (o.compression !== 'zstd' || !o.dictionary) return undefined
+  if (o.zstdDictionary !== undefined) return { bytes: await readGivenDictionary(o.zstdDictionary), source: 'given' }
+  if (base?.manifest.dictionary !== undefined) return { bytes: await readDictionary(base.dir, base.manifest.dictionary), source: 'base' }
+  const trained = await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
+  return trained === undefined ? undefined : { bytes: trained, source: 'trained' }
+}
+
+/** Where a build's dictionary came from: metadata.json's build.zstdDictionary says it. */
+export type DictionarySource = 'trained' | 'given' | 'base'
+
+export interface BuildDictionary {
+  readonly bytes: Buffer
+  readonly source: DictionarySource
+}
+
+/** ZDICT_trainFromBuffer's output starts with this magic (0xEC30A437, little-endian). */
+const DICTIONARY_MAGIC = Buffer.from([0x37, 0xa4, 0x30, 0xec])
+
+/** A dictionary file given to the build: libzstd's format, bounded (RO_BAD_OPTION naming the file otherwise). */
+export async function readGivenDictionary(path: string): Promise<Buffer> {
+  let bytes: Buffer
+  try {
+    bytes = await readFile(path)
+  } catch (err) {
+    throw new StoreError('RO_BAD_OPTION', `--zstd-dictionary ${path}: ${(err as Error).message}`, { cause: err })
+  }
+  if (bytes.length < 8 || bytes.length > MAX_DICTIONARY_BYTES || !bytes.subarray(0, 4).equals(DICTIONARY_MAGIC))
+    throw new StoreError(
+      'RO_BAD_OPTION',
+      `--zstd-dictionary ${path}: not a zstd dictionary of at most ${MAX_DICTIONARY_BYTES} bytes (libzstd's format, magic 37 A4 30 EC)`,
+    )
+  return bytes
 }
 
 /** The build's dictionary, or undefined when the input is too small to train one. */

@@ -8,6 +8,7 @@ import {
   type ValueSerializer,
 } from '../formats/store/layout/metadata'
 import type { KindCounts, ReducedChunk } from './engines/local/worker-protocol'
+import type { DictionarySource } from './dictionary-training'
 
 export interface MetadataOptions {
   readonly store: string
@@ -18,8 +19,10 @@ export interface MetadataOptions {
   readonly compression: Compression
   /** zstd: the level values were compressed at. */
   readonly zstdLevel?: number
-  /** zstd: the dictionary file written beside the metadata, when one was trained. */
+  /** zstd: the dictionary file written beside the metadata, when the build has one. */
   readonly dictionaryFile?: FileEntry
+  /** zstd: where that dictionary came from (default 'trained'). */
+  readonly dictionarySource?: DictionarySource
   /** zstd: value bytes before and after compression, over the input (replicas counted once). */
   readonly valueBytes?: { readonly raw: number; readonly stored: number }
   readonly format: string
@@ -79,7 +82,7 @@ export function buildRecord(o: MetadataOptions, chunks: number): Record<string, 
     ...(o.compression === 'zstd'
       ? {
           zstdLevel: o.zstdLevel ?? null,
-          zstdDictionary: o.dictionaryFile ? 'trained' : 'none',
+          zstdDictionary: o.dictionaryFile ? (o.dictionarySource ?? 'trained') : 'none',
           valueBytes: o.valueBytes?.raw ?? null,
           storedValueBytes: o.valueBytes?.stored ?? null,
         }

@@ -58,7 +58,12 @@ export const builder = (y: Argv) =>
     .option('zstd-level', { ...integerOption('zstd-level'), describe: 'zstd: compression level, -7..22 (default 3)' })
     .option('dictionary', {
       type: 'boolean',
-      describe: 'zstd: train a dictionary from a sample of the values (default); --no-dictionary: plain zstd',
+      describe:
+        "zstd: train a dictionary from a sample of the values (default; with --base, the base's is kept); --no-dictionary: plain zstd",
+    })
+    .option('zstd-dictionary', {
+      type: 'string',
+      describe: "zstd: compress with this dictionary file (a version's zstd.dict, a dump's .zstd.dict) instead of training one",
     })
     .option('version', { ...integerOption('version'), describe: 'version number (default: Unix time in seconds)' })
     .option('workers', { ...integerOption('workers'), describe: 'worker threads (default: number of cores)' })
@@ -175,6 +180,7 @@ async function commonBuildOptions(a: Awaited<ReturnType<typeof builder>['argv']>
     compression: a.compression as Compression,
     zstdLevel: a['zstd-level'],
     dictionary: a.dictionary,
+    ...(a['zstd-dictionary'] === undefined ? {} : { zstdDictionary: a['zstd-dictionary'] }),
     version: a.version,
     onDuplicate: a['on-duplicate'] as DuplicatePolicy,
   }

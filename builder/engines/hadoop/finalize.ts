@@ -114,7 +114,7 @@ export async function finalizeHadoopBuild(o: FinalizeOptions): Promise<FinalizeS
     ...opts,
     clusterName: job.cluster.name,
     ...(job.compression === 'zstd' ? { valueBytes: sumValueBytes(maps) } : {}),
-    ...(dictionary !== undefined ? { dictionaryBytes: dictionary } : {}),
+    ...(dictionary !== undefined ? { dictionaryBytes: dictionary, dictionarySource: job.zstdDictionarySource ?? 'trained' } : {}),
   }
   const all = [...byBucket.values()]
   const write = plan.layout === 'partitions' ? writePartitionsMetadata : writeNodesMetadata

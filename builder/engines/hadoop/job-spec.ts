@@ -38,6 +38,8 @@ export interface HadoopJobSpec {
    * same sample `rostore build` takes (builder/dictionary-training.ts); absent: plain zstd.
    */
   readonly zstdDictionary?: string
+  /** Where it came from: trained where the job was prepared (absent: the same), or given (--zstd-dictionary). */
+  readonly zstdDictionarySource?: 'trained' | 'given'
   readonly keyHash: string
   readonly onDuplicate: DuplicatePolicy
   /**
@@ -144,6 +146,9 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
   const dictionary = j['zstdDictionary']
   if (dictionary !== undefined && (typeof dictionary !== 'string' || !/^[A-Za-z0-9+/]+={0,2}$/.test(dictionary)))
     bad('"zstdDictionary" must be base64')
+  const source = j['zstdDictionarySource']
+  if (source !== undefined && (dictionary === undefined || (source !== 'trained' && source !== 'given')))
+    bad('"zstdDictionarySource" must be trained or given, with "zstdDictionary"')
   if (j['compression'] !== 'zstd' && (level !== undefined || dictionary !== undefined))
     bad('"zstdLevel" and "zstdDictionary" go with "compression": "zstd"')
   for (const k of ['keyField', 'valueField', 'keyHash'] as const) {

@@ -4,7 +4,7 @@ import { StoreError } from '../../../common/errors'
 import { listInputFiles } from '../../../formats/input/read-input'
 import { planSplits } from '../../../formats/input/splits'
 import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions } from '../../build-options'
-import { trainBuildDictionary } from '../../dictionary-training'
+import { buildDictionary, type BuildDictionary } from '../../dictionary-training'
 import { bucketCount, bucketPlan } from '../../bucket-plan'
 import { defaultChunks } from '../../chunk-count'
 import { clusterLayout } from '../../../cluster/cluster'
@@ -66,26 +66,27 @@ export const STREAMING_SETTINGS = {
 } as const
 
 /**
- * The zstd dictionary of the job, trained here from the sample `rostore build` takes
- * (builder/dictionary-training.ts), so both engines give the version the same bytes. The
- * sample is read from the inputs on this machine: local (or mounted) files, checked first.
+ * The zstd dictionary of the job: the file given (--zstd-dictionary), else trained here from
+ * the sample `rostore build` takes (builder/dictionary-training.ts), so both engines give
+ * the version the same bytes. The sample is read from the inputs on this machine: local (or
+ * mounted) files, checked first.
  */
-async function trainJobDictionary(listed: readonly { readonly path: string }[], b: NormalizedBuildOptions): Promise<Buffer | undefined> {
-  return trainBuildDictionary(
-    listed.map((f) => localPath(f.path)),
-    b.format,
-    { keyField: b.keyField, valueField: b.valueField },
-  )
+async function jobDictionary(
+  listed: readonly { readonly path: string }[],
+  b: NormalizedBuildOptions,
+): Promise<BuildDictionary | undefined> {
+  // Inputs are read only to train: with a given dictionary they may be remote.
+  return buildDictionary(b, b.zstdDictionary === undefined ? listed.map((f) => localPath(f.path)) : [])
 }
 
 export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedHadoopJob> {
   const b = normalizeBuildOptions(o.build)
-  const remote = b.compression === 'zstd' && b.dictionary ? b.inputs.find(isRemote) : undefined
+  const remote = b.compression === 'zstd' && b.dictionary && b.zstdDictionary === undefined ? b.inputs.find(isRemote) : undefined
   if (remote !== undefined)
     throw new StoreError(
       'RO_BAD_OPTION',
       `${remote}: a zstd dictionary is trained from the inputs where the job is prepared, which reads local (or mounted) files only; ` +
-        'build with --no-dictionary, or from local inputs',
+        "give it one with --zstd-dictionary (a version's zstd.dict), build with --no-dictionary, or from local inputs",
     )
   const cmd = o.hdfsCommand ?? hdfsCommand()
   const columnar = b.format === 'parquet' || b.format === 'arrow'
@@ -121,7 +122,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     }
   }
 
-  const dictionary = b.compression === 'zstd' && b.dictionary ? await trainJobDictionary(listed, b) : undefined
+  const dictionary = await jobDictionary(listed, b)
   const spec = makeJobSpec({
     store: b.store,
     version: b.version,
@@ -136,7 +137,12 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     chunks,
     compression: b.compression,
     ...(b.compression === 'zstd' ? { zstdLevel: b.zstdLevel } : {}),
-    ...(dictionary !== undefined ? { zstdDictionary: dictionary.toString('base64') } : {}),
+    ...(dictionary !== undefined
+      ? {
+          zstdDictionary: dictionary.bytes.toString('base64'),
+          zstdDictionarySource: dictionary.source === 'given' ? ('given' as const) : ('trained' as const),
+        }
+      : {}),
     keyHash: b.keyHash,
     onDuplicate: b.onDuplicate,
     inputs: listed.map((f) => f.path),

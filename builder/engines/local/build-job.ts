@@ -9,7 +9,7 @@ import { nodeDirName } from '../../../formats/store/layout/layout'
 import { writeMetadata } from '../../../formats/store/layout/metadata-io'
 import { writeDictionary } from '../../../formats/store/chunk/dictionary-file'
 import type { FileEntry } from '../../../formats/store/layout/metadata'
-import { trainBuildDictionary } from '../../dictionary-training'
+import { buildDictionary, type DictionarySource } from '../../dictionary-training'
 import { normalizeBuildOptions, type BuildOptions, type NormalizedBuildOptions, type OutputLayout } from '../../build-options'
 import { nodeMetadata } from '../../node-metadata'
 import { clusterLayout } from '../../../cluster/cluster'
@@ -120,11 +120,9 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const progress = progressTracker(o, inputBytes)
     // Each reply carries its worker's cumulative stage times: the last one counts.
     const times: StageTimes[] = Array.from({ length: o.workers }, emptyStageTimes)
-    // Trained before any worker starts: every value is compressed with it in the map step.
-    const dictionary =
-      o.compression === 'zstd' && o.dictionary
-        ? await trainBuildDictionary(files, o.format, { keyField: o.keyField, valueField: o.valueField, signal: o.signal })
-        : undefined
+    // Chosen before any worker starts: every value is compressed with it in the map step.
+    const chosen = await buildDictionary(o, files, base)
+    const dictionary = chosen?.bytes
     const perWorker = Math.floor((o.memoryMb * (1 << 20)) / o.workers)
     const setupFor = (i: number): WorkerSetup => ({
       format: o.format,
@@ -214,10 +212,16 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     const patched = await phase?.finish(workers)
     const patchSeconds = (Date.now() - t0) / 1000
 
-    const metaOptions: typeof o & { clusterName: string; dictionaryFile?: FileEntry; valueBytes: typeof valueBytes } = {
+    const metaOptions: typeof o & {
+      clusterName: string
+      dictionaryFile?: FileEntry
+      dictionarySource?: DictionarySource
+      valueBytes: typeof valueBytes
+    } = {
       ...o,
       clusterName: o.cluster.name,
       valueBytes,
+      ...(chosen ? { dictionarySource: chosen.source } : {}),
     }
     const nodes = []
     let patches: BuildSummary['patches']

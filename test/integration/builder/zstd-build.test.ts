@@ -6,6 +6,8 @@ import { buildStore } from '../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
 import { parseCluster } from '../../../cluster/cluster'
 import { buildSide, diffSides } from '../../../client/dump/diff'
+import { dumpBuild } from '../../../client/dump/dump'
+import { columnsFor, createOutput } from '../../../client/dump/dump-output'
 import { fetchPartitions } from '../../../fetcher/partition-fetch'
 import { nativeFunctions } from '../../../common/native'
 import { DICTIONARY_FILE, versionCodec } from '../../../formats/store/chunk/dictionary-file'
@@ -178,6 +180,43 @@ maybe('--compression zstd through the build, readers, verify and install', () =>
       code: 'RO_BAD_OPTION',
     })
     await expect(buildStore(opts(join(tmp.dir, 'x2'), { zstdLevel: 23 }))).rejects.toMatchObject({ code: 'RO_BAD_OPTION' })
+  })
+
+  test("a plain dump rebuilt with --zstd-dictionary (the version's own) gives the same files", async () => {
+    // The dump is in file order, not the input's: a dictionary trained from it would differ.
+    const dumped = join(tmp.dir, 'dumped.arrow')
+    const sink = await createOutput(dumped, 'arrow', columnsFor('string', 'string', false))
+    await dumpBuild({ dir: out }, () => Promise.resolve(sink))
+    await sink.commit()
+    const rebuilt = join(tmp.dir, 'rebuilt')
+    await buildStore(opts(rebuilt, { inputs: [dumped], format: 'arrow', zstdDictionary: join(out, DICTIONARY_FILE) }))
+    const [a, b] = [await readManifest(out), await readManifest(rebuilt)]
+    expect(b.dictionary).toEqual(a.dictionary)
+    expect(b.build['zstdDictionary']).toBe('given')
+    expect(b.partitionFiles).toEqual(a.partitionFiles)
+    const retrained = join(tmp.dir, 'retrained')
+    await buildStore(opts(retrained, { inputs: [dumped], format: 'arrow' }))
+    expect((await readManifest(retrained)).dictionary?.checksum).not.toBe(a.dictionary?.checksum)
+  })
+
+  test('--zstd-dictionary: a file that is not a zstd dictionary, or with --no-dictionary or another codec, is refused', async () => {
+    const junk = join(tmp.dir, 'junk.dict')
+    writeFileSync(junk, randomBytes(4096))
+    await expect(buildStore(opts(join(tmp.dir, 'x3'), { zstdDictionary: junk }))).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+      message: expect.stringContaining(junk),
+    })
+    await expect(buildStore(opts(join(tmp.dir, 'x4'), { zstdDictionary: join(tmp.dir, 'missing.dict') }))).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+    })
+    const dict = join(out, DICTIONARY_FILE)
+    await expect(buildStore(opts(join(tmp.dir, 'x5'), { zstdDictionary: dict, dictionary: false }))).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+    })
+    await expect(buildStore(opts(join(tmp.dir, 'x6'), { zstdDictionary: dict, compression: 'snappy' }))).rejects.toMatchObject({
+      code: 'RO_BAD_OPTION',
+    })
+    for (const x of ['x3', 'x4', 'x5', 'x6']) expect(existsSync(join(tmp.dir, x))).toBe(false)
   })
 })
 

@@ -12,6 +12,9 @@ import { writeInput } from '../../../testkit/stores/input-files'
 import { nodePorts, writeLayoutFile } from '../../../testkit/cluster/layout-files'
 import { startClusterFromFile, type TestCluster } from '../../../testkit/cluster/node-process'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { realisticValues } from '../../../testkit/stores/realistic-values'
+import { nativeFunctions } from '../../../common/native'
+import type { Compression } from '../../../formats/store/layout/metadata'
 
 /**
  * Delta pushes between real node processes: 3 nodes at R=2 take a version by patch from
@@ -28,7 +31,7 @@ let nodes: TestCluster | undefined
 
 type Records = Map<string, string>
 
-async function build(store: string, recs: Records, version: number, base?: string): Promise<string> {
+async function build(store: string, recs: Records, version: number, base?: string, compression?: Compression): Promise<string> {
   const input = join(tmp.dir, `${store}-in-${version}.tsv`)
   await writeInput(input, 'tsv', [...recs])
   const output = join(tmp.dir, `${store}-v${version}`)
@@ -44,6 +47,7 @@ async function build(store: string, recs: Records, version: number, base?: strin
     memoryMb: 32,
     onDuplicate: 'last',
     ...(base === undefined ? { chunks: 2 } : { base }),
+    ...(compression === undefined ? {} : { compression }),
   })
   return output
 }
@@ -116,6 +120,38 @@ describe('delta push', () => {
       expect(n.partitions!.bytes).toBe(plan.nodes[i]!.fetchBytes)
     }
     await readsAll('st', v2)
+  })
+
+  // A zstd version trained its own dictionary, which changed every stored value: the
+  // patches carried everything and the nodes could not rebuild from their base.
+  const nativeTest = nativeFunctions() ? test : test.skip
+  nativeTest("a zstd store: --base keeps the base's dictionary, and the nodes take the new version by patch", async () => {
+    const gen = realisticValues(5)
+    const z1: Records = new Map(Array.from({ length: 3000 }, (_, i) => [`key-${i}`, gen.next().toString()]))
+    // Every 50th value changes, the first ones included: the sample a new dictionary is trained on changes too.
+    const z2 = new Map(z1)
+    for (let i = 0; i < z1.size; i += 50) z2.set(`key-${i}`, gen.next().toString())
+    const b1 = await build('zs', z1, 1, undefined, 'zstd')
+    const first = await push('zs', b1)
+    expect(first.status).toBe('live')
+    const full = first.nodes.map((n) => n.partitions?.bytes ?? 0)
+    const b2 = await build('zs', z2, 2, b1, 'zstd')
+    const [m1, m2] = [await readManifest(b1), await readManifest(b2)]
+    expect(m1.dictionary?.checksum).toMatch(/^[0-9a-f]+$/)
+    expect(m2.dictionary).toEqual(m1.dictionary)
+    expect([m1.build['zstdDictionary'], m2.build['zstdDictionary']]).toEqual(['trained', 'base'])
+    expect(readFileSync(join(b2, 'zstd.dict')).equals(readFileSync(join(b1, 'zstd.dict')))).toBe(true)
+    const r = await push('zs', b2)
+    expect(r.status).toBe('live')
+    for (const [i, n] of r.nodes.entries()) {
+      expect({ node: n.nodeId, byPatch: n.partitions?.byPatch.length, byFiles: n.partitions?.byFiles }).toEqual({
+        node: n.nodeId,
+        byPatch: 8,
+        byFiles: [],
+      })
+      expect(n.partitions!.bytes).toBeLessThan((full[i] as number) / 5)
+    }
+    await readsAll('zs', z2)
   })
 
   test('a node without the base takes the full files; a patch with a flipped byte falls back to them', async () => {

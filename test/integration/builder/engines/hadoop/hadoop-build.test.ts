@@ -168,6 +168,28 @@ describe('--compression zstd: the job carries the dictionary trained where it is
       writeFileSync(job.specPath, JSON.stringify({ ...raw, [field]: bad }))
       await expect(readJobSpec(job.specPath)).rejects.toThrow(new RegExp(field))
     }
+    expect(raw['zstdDictionarySource']).toBe('trained')
+    // A dictionary given to the job (--zstd-dictionary) is carried as it is, and said so.
+    const given = path('given.dict')
+    writeFileSync(given, Buffer.from(raw['zstdDictionary'] as string, 'base64'))
+    const withGiven = await prepareHadoopJob({
+      build: {
+        inputs: [input],
+        format: 'tsv',
+        cluster,
+        store: 'st',
+        output: path('out'),
+        version: 1,
+        compression: 'zstd',
+        zstdDictionary: given,
+      },
+      reducers: 1,
+      jobDir: path('job-given'),
+    })
+    const spec2 = JSON.parse(readFileSync(withGiven.specPath, 'utf8')) as Record<string, unknown>
+    expect([spec2['zstdDictionary'], spec2['zstdDictionarySource']]).toEqual([raw['zstdDictionary'], 'given'])
+    writeFileSync(job.specPath, JSON.stringify({ ...raw, zstdDictionarySource: 'base' }))
+    await expect(readJobSpec(job.specPath)).rejects.toThrow(/zstdDictionarySource/)
     writeFileSync(job.specPath, JSON.stringify({ ...raw, compression: 'gzip' }))
     await expect(readJobSpec(job.specPath)).rejects.toThrow(/go with "compression": "zstd"/)
   })
