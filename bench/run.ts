@@ -23,6 +23,7 @@ import { DEFAULT_SEED, ensureDir, label, parseCount, shapes, workRoot } from './
 import { EXTERNALS, runExternal } from './kit/external'
 import { COMPRESSION_TITLE, runCompressionBench } from './lookup/compression-bench'
 import { compressionRespRows } from './serve/compression-resp'
+import { compressionHttpRows } from './serve/compression-http'
 import { compressionColdRows } from './cold/compression-cold'
 import { runLookupBench } from './lookup/lookup-bench'
 import { runMemoryBench } from './lookup/memory-bench'
@@ -272,7 +273,11 @@ async function main(): Promise<void> {
     else if (id === 'replication') plan.push({ id, title: REPLICATION_TITLE, run: () => runReplicationBench(ctx) })
     else if (id === 'lookup') plan.push({ id, title: '2. In-process lookups (one thread)', run: () => runLookupBench(ctx) })
     else if (id === 'compression')
-      plan.push({ id, title: COMPRESSION_TITLE, run: () => runCompressionBench(ctx, [compressionRespRows, compressionColdRows]) })
+      plan.push({
+        id,
+        title: COMPRESSION_TITLE,
+        run: () => runCompressionBench(ctx, [compressionRespRows, compressionHttpRows, compressionColdRows]),
+      })
     else if (id === 'serve') plan.push({ id, title: '3. Serving over loopback', run: () => runServeBench(ctx) })
     else if (id === 'resp') plan.push({ id, title: '3b. Serving over RESP (the Redis protocol)', run: () => runRespServeBench(ctx) })
     else if (id === 'memory') plan.push({ id, title: '5. Memory', run: () => runMemoryBench(ctx) })

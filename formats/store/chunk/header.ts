@@ -116,3 +116,22 @@ export function writeU64(b: Buffer, at: number, v: number): void {
 export function corrupt(file: string, reason: string): never {
   throw new StoreError('RO_CORRUPT', `${file}: ${reason}`)
 }
+
+/**
+ * `codec.decode(stored)`, a failure reported as RO_CORRUPT naming the data file and the
+ * value's offset: the record's CRC passed, so the frame was written so (a bad writer), and
+ * the operator needs to know which file holds it.
+ */
+export function decodeIn(
+  codec: { readonly name: string; decode(stored: Uint8Array): Buffer },
+  stored: Uint8Array,
+  file: string,
+  offset: number,
+): Buffer {
+  try {
+    return codec.decode(stored)
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err)
+    throw new StoreError('RO_CORRUPT', `${file}: the ${codec.name} value at offset ${offset} does not decompress (${why})`, { cause: err })
+  }
+}

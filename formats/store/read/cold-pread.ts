@@ -1,6 +1,7 @@
 import { closeSync, openSync, read, readSync } from 'node:fs'
 import type { ValueCodec } from '../chunk/codec'
 import { RECORD_HEADER_SIZE } from '../chunk/record'
+import { decodeIn } from '../chunk/header'
 import type { ResidencyMap } from './residency'
 
 /** Bytes read at a record's start when its length is not known yet (its header page was cold). */
@@ -53,7 +54,7 @@ export class ColdPreads {
     } finally {
       this.readDone(chunk, offset, rec)
     }
-    return this.answer(key, rec)
+    return this.answer(key, rec, chunk, offset)
   }
 
   /** value() on the caller's thread: the synchronous get's cold read (one pread, one device request). */
@@ -65,7 +66,7 @@ export class ColdPreads {
     } finally {
       this.readDone(chunk, offset, rec)
     }
-    return this.answer(key, rec)
+    return this.answer(key, rec, chunk, offset)
   }
 
   /** The record at `offset` of chunk `chunk`; 'unusable' when the bytes read are not a whole record. */
@@ -115,11 +116,13 @@ export class ColdPreads {
     this.o.map?.readDone(chunk, offset, rec === 'unusable' ? 0 : RECORD_HEADER_SIZE + rec.key.length + rec.stored.length)
   }
 
-  private answer(key: Buffer, rec: ColdRecord): Buffer | 'unusable' {
+  private answer(key: Buffer, rec: ColdRecord, chunk: number, offset: number): Buffer | 'unusable' {
     if (rec === 'unusable' || !rec.key.equals(key)) return 'unusable'
     const crc32 = this.o.crc32
     if (crc32 && crc32(rec.stored, crc32(rec.key, 0)) !== rec.crc) return 'unusable'
-    return this.o.codec.name === 'none' ? rec.stored : this.o.codec.decode(rec.stored)
+    if (this.o.codec.name === 'none') return rec.stored
+    const file = (this.files[chunk] as { path: string }).path
+    return decodeIn(this.o.codec, rec.stored, file, offset + RECORD_HEADER_SIZE + rec.key.length)
   }
 
   close(): void {

@@ -2,7 +2,7 @@ import { StoreError } from '../../../common/errors'
 import { LOOKUP_COLD, LOOKUP_HIT, LOOKUP_MISS, LOOKUP_NEEDS_ROOM, lookupFailure, type LookupFunctions } from '../../../common/native'
 import type { ValueCodec } from '../chunk/codec'
 import { ColdPreads } from './cold-pread'
-import { corrupt } from '../chunk/header'
+import { corrupt, decodeIn } from '../chunk/header'
 import type { HotSetParts } from './hot-set'
 import { KeyBatch } from './key-batch'
 import { releaseMappingsSoon } from './mapping-release'
@@ -364,7 +364,7 @@ export class MappedStoreReader implements ServingReader {
       if (local + length <= w) v = Buffer.from(windows[k] as ArrayBuffer, local, length)
       else v = copyAcross(windows, w, offset, length)
     }
-    return this.plain || !decode ? v : this.codec.decode(v)
+    return this.plain || !decode ? v : decodeIn(this.codec, v, (this.chunks[chunk] as MappedChunk).dataFile, offset)
   }
 
   private fail(status: number, chunk: number, recordOffset: number): never {

@@ -4,7 +4,7 @@ import { StoreError } from '../../../common/errors'
 import { openChunk, readFully, warmFile, type OpenChunk } from '../chunk/chunk-reader'
 import type { ValueCodec } from '../chunk/codec'
 import { versionCodec } from '../chunk/dictionary-file'
-import { corrupt } from '../chunk/header'
+import { corrupt, decodeIn } from '../chunk/header'
 import { createKeyHasher, keyBytes, type KeyHasher } from '../layout/key-hash'
 import type { StoreMetadata } from '../layout/metadata'
 import { chunkGeometry, chunkSlot, type ChunkGeometry } from '../layout/partition-files'
@@ -256,7 +256,7 @@ class PreadStoreReader implements ServingReader {
     if (this.verifyRecords && recordCrc(storedKey, stored) !== buf.readUInt32LE(8))
       corrupt(chunk.dataFile, `record at offset ${offset} fails its checksum`)
     if (!storedKey.equals(key)) return this.collision(chunk, offset, storedKey, hash)
-    const value = decode ? this.codec.decode(stored) : stored
+    const value = decode ? decodeIn(this.codec, stored, chunk.dataFile, offset + RECORD_HEADER_SIZE + keyLen) : stored
     // The scratch buffer is reused by the next lookup: hand out a copy.
     return value.buffer === this.scratch.buffer ? Buffer.from(value) : value
   }

@@ -241,6 +241,17 @@ describeNative('stored values of a zstd version', () => {
       // The node itself cannot decompress it either.
       const plain = await nodes.nodes[0]!.request(`/stores/st/keys/${key}`)
       expect(plain.status).toBe(422)
+      expect(plain.body.toString()).not.toContain(tmp.dir)
+      // A reader names the file and the value's offset, for the operator.
+      const dir = join(tmp.dir, 'data-0', 'st', 'version-1')
+      for (const access of ['mmap', 'pread'] as const) {
+        const r = await openStore(dir, { access })
+        try {
+          expect(() => r.get(key)).toThrow(/p\d+-c\d+\.data: the zstd value at offset \d+ does not decompress/)
+        } finally {
+          r.close()
+        }
+      }
       expect((await client.get(key))?.toString()).toBe(want.get(key))
       expect((await client.getMany([key, 'key-1']))[0]?.toString()).toBe(want.get(key))
       expect(client.stats().corruptByNode).toEqual({ 0: 2 })
