@@ -98,9 +98,11 @@ CPU for 1M values, ~0.9 s of wall time on 2 cores, plus ~0.25 s to train the dic
 uncompressed build takes 1.9 s here. Since 2026-12-07 a batch of values goes to the addon in one call (it was a call, a
 scratch copy and two Buffers per value, ~0.8 µs of JavaScript each), and the bench syncs before each build: without it the
 writeback of the previous build's dirty pages throttled the next one's writes, most of all the uncompressed build's 3×
-larger output, and the same code measured 0.93× and 1.38× an hour apart. Not taken: a fixed-k fastCover training (0.06
-instead of 0.23 s, frames 0.3% larger), which only helps builds as small as this one (the sample is 4 MiB at any size);
-the lever at scale is the compression itself, and a level that keeps the size goal (≥ 3) costs what is measured here.`,
+larger output, and the same code measured 0.93× and 1.38× an hour apart. Since the same day the sample is 2 MiB, not 4
+(training 0.11 s instead of 0.21 s, frames 0.4% larger: 1.24× in the run after), and builds with --base keep the base's
+dictionary and train nothing. Not taken: a fixed-k fastCover training (0.05 s, frames 0.3% larger, but no choice of k for
+other data). The lever at scale is the compression itself, and a level that keeps the size goal (≥ 3) costs what is
+measured here.`,
   'cold-inproc': `One thread, one read at a time, against fio's direct reads at queue depth 1. The synchronous get used to fault its
 record's pages in through the mapping (MADV_RANDOM: one page per fault), so a 1 KiB record crossing a page boundary (about
 a quarter of them) cost two device reads in a row: 0.55-0.76× over the runs of 2026-12-04..07. Since 2026-12-07 a cold
