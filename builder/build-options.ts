@@ -73,9 +73,10 @@ export interface BuildOptions {
   /** Default 'error'. */
   readonly onDuplicate?: DuplicatePolicy
   /**
-   * An earlier format-2 build output of the store (a local directory): the build also writes
-   * one patch per partition against it (docs/FORMAT.md "Partition patches"), and takes its
-   * chunk count unless `chunks` is given. Local engine only.
+   * An earlier format-2 build output of the store (a local directory, or an s3:// prefix,
+   * downloaded under `tmpdir` first: builder/s3-base.ts): the build also writes one patch
+   * per partition against it (docs/FORMAT.md "Partition patches"), and takes its chunk
+   * count unless `chunks` is given. Local engine only.
    */
   readonly base?: string
   /**

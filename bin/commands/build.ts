@@ -48,7 +48,8 @@ export const builder = (y: Argv) =>
     })
     .option('base', {
       type: 'string',
-      describe: 'an earlier build output of the store: also write a patch per partition against it (local engine, --layout partitions)',
+      describe:
+        'an earlier build output of the store (a directory or an s3:// prefix): also write a patch per partition against it (local engine, --layout partitions)',
     })
     .option('patch-only', {
       type: 'boolean',

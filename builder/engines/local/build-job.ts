@@ -64,8 +64,28 @@ const TMP_MARK = '.rostore-tmp-'
  */
 export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
   const o = normalizeBuildOptions(options)
+  if (o.base !== undefined && isS3Url(o.base)) return buildOnObjectStorageBase(o, o.base)
   if (isS3Url(o.output)) return buildToObjectStorage(o)
   return buildLocally(o)
+}
+
+/**
+ * `--base s3://...`: the base downloaded under --tmpdir (builder/s3-base.ts, every file
+ * checked against its manifest), the build made against that copy, the copy removed.
+ */
+async function buildOnObjectStorageBase(o: NormalizedBuildOptions, base: string): Promise<BuildSummary> {
+  // A local output that exists fails now, not after the download.
+  if (!isS3Url(o.output) && (await exists(resolve(o.output))))
+    throw new StoreError('RO_BAD_OPTION', `output ${resolve(o.output)} already exists; choose a new directory`)
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { downloadBase } = require('../../s3-base') as typeof import('../../s3-base')
+  const local = await downloadBase(base, o.tmpdir, o.signal)
+  try {
+    const onCopy = { ...o, base: local.dir }
+    return await (isS3Url(o.output) ? buildToObjectStorage(onCopy) : buildLocally(onCopy))
+  } finally {
+    await local.remove()
+  }
 }
 
 /**
@@ -280,9 +300,8 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   }
 }
 
-/** A local format-2 build output to patch against; object storage is not read here. */
+/** A local format-2 build output to patch against (an s3:// one was downloaded before: buildOnObjectStorageBase). */
 async function readBase(dir: string): Promise<BaseBuild> {
-  if (isS3Url(dir)) throw new StoreError('RO_BAD_OPTION', '--base must be a local build output directory')
   return { dir: resolve(dir), manifest: await readManifest(resolve(dir)) }
 }
 
