@@ -188,7 +188,7 @@ static const uint8_t frame_magic[4] = {0x28, 0xB5, 0x2F, 0xFD};
 static int has_magic(const uint8_t *src, size_t len) { return len >= 4 && memcmp(src, frame_magic, 4) == 0; }
 
 /* A prepared dictionary (or none) and the contexts that use it: one decompression context
- * per frame kind (with and without the magic). */
+ * per frame kind (without the magic; with it, made at the first such frame). */
 typedef struct {
   void *cdict, *ddict, *cctx, *dctx, *dctx_magicless;
   int level;
@@ -239,7 +239,8 @@ static napi_value zstd_prepare_napi(napi_env env, napi_callback_info info) {
   prepared_t *p = calloc(1, sizeof *p);
   if (p == NULL) return zstd_fail(env, "out of memory");
   p->level = level;
-  p->dctx = z.create_dctx();
+  // The context for frames with their magic (versions built before magicless frames) is made
+  // at the first such frame: a version built since never needs it.
   p->dctx_magicless = z.create_dctx();
   if (compress) p->cctx = z.create_cctx();
   if (dict != NULL) {
@@ -250,7 +251,7 @@ static napi_value zstd_prepare_napi(napi_env env, napi_callback_info info) {
     prepared_free(env, p, NULL);
     return zstd_fail(env, "libzstd does not read frames without a magic number");
   }
-  if (p->dctx == NULL || p->dctx_magicless == NULL || (compress && p->cctx == NULL) ||
+  if (p->dctx_magicless == NULL || (compress && p->cctx == NULL) ||
       (dict != NULL && (p->ddict == NULL || (compress && p->cdict == NULL)))) {
     prepared_free(env, p, NULL);
     return zstd_fail(env, "libzstd refused the dictionary");
@@ -357,7 +358,12 @@ static napi_value zstd_decompress_with_napi(napi_env env, napi_callback_info inf
   if (p == NULL) return ro_throw_type(env, "zstdDecompressWith: not a prepared handle");
   if (ro_get_bytes(env, argv[1], &src, &src_len) != 0 || ro_get_bytes(env, argv[2], &dst, &dst_len) != 0)
     return ro_throw_type(env, "zstdDecompressWith: src and dst must be Uint8Arrays");
-  void *dctx = has_magic(src, src_len) ? p->dctx : p->dctx_magicless;
+  void *dctx = p->dctx_magicless;
+  if (has_magic(src, src_len)) {
+    if (p->dctx == NULL) p->dctx = z.create_dctx();
+    if (p->dctx == NULL) return zstd_fail(env, "out of memory");
+    dctx = p->dctx;
+  }
   size_t n = p->ddict != NULL ? z.decompress_ddict(dctx, dst, dst_len, src, src_len, p->ddict)
                               : z.decompress_dctx(dctx, dst, dst_len, src, src_len);
   if (zstd_is_error(n)) return zstd_fail(env, zstd_error_name(n));
