@@ -30,7 +30,10 @@ export class ValueDecoders {
       return zstdDecoder(d.bytes)
     })
     this.dictionaries.set(checksum, made)
-    made.catch(() => this.dictionaries.delete(checksum))
+    made.catch(() => {
+      // A failed fetch is asked again by the next read (unless a newer attempt took its place).
+      if (this.dictionaries.get(checksum) === made) this.dictionaries.delete(checksum)
+    })
     while (this.dictionaries.size > MAX_DICTIONARIES) this.dictionaries.delete(this.dictionaries.keys().next().value as string)
     return made
   }

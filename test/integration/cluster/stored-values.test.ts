@@ -8,6 +8,9 @@ import { tableFromIPC } from 'apache-arrow'
 import { pushStore } from '../../../client/push/push-store'
 import { dumpBuild, dumpCluster, type DumpInfo } from '../../../client/dump/dump'
 import { NodeClient } from '../../../client/node-client'
+import { DecompressingReads, ValueDecoders } from '../../../client/stored-reads'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { StoreClient } from '../../../client/store-client'
 import { loadCluster, type Cluster } from '../../../cluster/cluster'
 import { isStoreError } from '../../../common/errors'
@@ -231,6 +234,31 @@ describeNative('stored values of a zstd version', () => {
     )
     expect((refused as { stderr: string }).stderr).toMatch(/--stored-values writes compressed bytes: use --format arrow or parquet/)
     expect(existsSync(join(tmp.dir, 'x.jsonl'))).toBe(false)
+  })
+
+  test('a dictionary damaged on its way to the client is refused by its checksum (RO_CORRUPT), never used', async () => {
+    // A relay in front of node 0 that flips one byte of every dictionary it passes on.
+    const target = nodes.nodes[0]!
+    const relay = createServer((req, res) => {
+      void target.request(req.url ?? '/').then((r) => {
+        const body = Buffer.from(r.body)
+        if ((req.url ?? '').endsWith('/dictionary') && body.length > 0) body[body.length >> 1] = (body[body.length >> 1] as number) ^ 0xff
+        const headers = Object.fromEntries(Object.entries(r.headers).filter(([k]) => k.startsWith('x-rostore-') || k === 'content-type'))
+        res.writeHead(r.status, headers)
+        res.end(body)
+      })
+    })
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+    const port = (relay.address() as AddressInfo).port
+    const node = new NodeClient({ id: 0, host: '127.0.0.1', port, partitions: [0, 1] })
+    try {
+      await expect(node.dictionary('st')).rejects.toMatchObject({ code: 'RO_CORRUPT' })
+      const reads = new DecompressingReads(node, new ValueDecoders())
+      await expect(reads.get('st', 'key-1')).rejects.toMatchObject({ code: 'RO_CORRUPT' })
+    } finally {
+      node.close()
+      relay.close()
+    }
   })
 
   test("a frame damaged on one node (its record CRC rewritten to match) is corrupt there; decompress 'client' reads it from the other", async () => {
