@@ -1,9 +1,10 @@
 import { execFile, spawn } from 'node:child_process'
 import { connect, type Socket } from 'node:net'
+import Redis from 'ioredis'
 
 /**
  * Real Redis clients against a RESP port, for tests: `redis-cli` (Debian redis-tools) as a
- * child process, and a raw socket that sends exact bytes and collects what comes back.
+ * child process, a raw socket that sends exact bytes and collects what comes back, and ioredis.
  * Loopback only.
  */
 
@@ -121,4 +122,11 @@ export class RawConnection {
     this.waiters = []
     for (const f of w) f()
   }
+}
+
+/** An ioredis client of a RESP port on 127.0.0.1, connected, one try per command (tests fail fast). */
+export async function connectIoredis(port: number): Promise<Redis> {
+  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1 })
+  await redis.connect()
+  return redis
 }

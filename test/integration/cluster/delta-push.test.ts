@@ -66,6 +66,19 @@ async function push(store: string, from: string, o: { throttle?: number } = {}):
   return pushStore({ cluster, store, from, adminToken: TOKEN, ...o })
 }
 
+/** Every node took its 8 held partitions (12 partitions, 3 nodes, R=2) by patch, with under a fifth of its full push's bytes. */
+function expectAllByPatch(r: PushResult, full: readonly number[]): void {
+  expect(r.status).toBe('live')
+  for (const [i, n] of r.nodes.entries()) {
+    expect({ node: n.nodeId, byPatch: n.partitions?.byPatch.length, byFiles: n.partitions?.byFiles }).toEqual({
+      node: n.nodeId,
+      byPatch: 8,
+      byFiles: [],
+    })
+    expect(n.partitions!.bytes).toBeLessThan((full[i] as number) / 5)
+  }
+}
+
 async function readsAll(store: string, recs: Records): Promise<void> {
   const client = await StoreClient.connect({ cluster, store, timeoutMs: 10_000 })
   try {
@@ -108,17 +121,8 @@ describe('delta push', () => {
     }
     expect(formatPlan(plan)).toMatch(/fetches 8 files \(partitions \[[0-9,]+\] by patch\)/)
     const r = await push('st', d2)
-    expect(r.status).toBe('live')
-    for (const [i, n] of r.nodes.entries()) {
-      // 12 partitions, 3 nodes, R=2: 8 held partitions each.
-      expect({ node: n.nodeId, byPatch: n.partitions?.byPatch.length, byFiles: n.partitions?.byFiles }).toEqual({
-        node: n.nodeId,
-        byPatch: 8,
-        byFiles: [],
-      })
-      expect(n.partitions!.bytes).toBeLessThan((full[i] as number) / 5)
-      expect(n.partitions!.bytes).toBe(plan.nodes[i]!.fetchBytes)
-    }
+    expectAllByPatch(r, full)
+    for (const [i, n] of r.nodes.entries()) expect(n.partitions!.bytes).toBe(plan.nodes[i]!.fetchBytes)
     await readsAll('st', v2)
   })
 
@@ -141,16 +145,7 @@ describe('delta push', () => {
     expect(m2.dictionary).toEqual(m1.dictionary)
     expect([m1.build['zstdDictionary'], m2.build['zstdDictionary']]).toEqual(['trained', 'base'])
     expect(readFileSync(join(b2, 'zstd.dict')).equals(readFileSync(join(b1, 'zstd.dict')))).toBe(true)
-    const r = await push('zs', b2)
-    expect(r.status).toBe('live')
-    for (const [i, n] of r.nodes.entries()) {
-      expect({ node: n.nodeId, byPatch: n.partitions?.byPatch.length, byFiles: n.partitions?.byFiles }).toEqual({
-        node: n.nodeId,
-        byPatch: 8,
-        byFiles: [],
-      })
-      expect(n.partitions!.bytes).toBeLessThan((full[i] as number) / 5)
-    }
+    expectAllByPatch(await push('zs', b2), full)
     await readsAll('zs', z2)
   })
 

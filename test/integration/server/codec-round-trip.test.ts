@@ -1,4 +1,4 @@
-import Redis from 'ioredis'
+import type Redis from 'ioredis'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
@@ -16,6 +16,7 @@ import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node
 import { writeInput } from '../../../testkit/stores/input-files'
 import { realisticValues } from '../../../testkit/stores/realistic-values'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { connectIoredis } from '../../../testkit/net/redis-cli'
 
 /**
  * Every codec carries every value shape (empty, 1 byte, incompressible, 64 KiB, 4 MiB)
@@ -82,8 +83,7 @@ describe('every codec, every value shape, every way in and out', () => {
       await buildStore(opts(v.store, out, v.build))
       await node.install(v.store, out, { swap: true })
     }
-    redis = new Redis({ host: '127.0.0.1', port: node.respPort!, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1 })
-    await redis.connect()
+    redis = await connectIoredis(node.respPort!)
   })
   afterAll(async () => {
     redis?.disconnect()

@@ -6,6 +6,7 @@ import { makeNodeDir } from '../../../testkit/stores/make-store'
 import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { evictTree } from '../../../testkit/stores/page-cache'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { connectIoredis } from '../../../testkit/net/redis-cli'
 
 /**
  * A node serving a store whose files are not in the page cache (evicted before the node
@@ -66,8 +67,7 @@ describeNative.each(IOS)('cold reads on a serving node (2 workers, data evicted 
     await started.sigterm()
     expect(evictTree(join(tmp.dir, 'data'))).toBeGreaterThan(4)
     node = await started.restart()
-    redis = new Redis({ host: '127.0.0.1', port: node.respPort!, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1 })
-    await redis.connect()
+    redis = await connectIoredis(node.respPort!)
   })
   afterAll(async () => {
     redis?.disconnect()

@@ -1,4 +1,4 @@
-import Redis from 'ioredis'
+import type Redis from 'ioredis'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
@@ -8,6 +8,7 @@ import { writeInput } from '../../../testkit/stores/input-files'
 import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { realisticValues } from '../../../testkit/stores/realistic-values'
 import { makeTmp } from '../../../testkit/stores/tmp'
+import { connectIoredis } from '../../../testkit/net/redis-cli'
 
 /**
  * A node serving a version built with --compression zstd and a trained dictionary: HTTP
@@ -46,8 +47,7 @@ describeNative('a zstd version with a dictionary, served', () => {
     })
     node = await startSingleNode({ dir: tmp.dir, token: TOKEN, workers: 1, extraArgs: ['--resp-port', '0', '--resp-default-store', 'st'] })
     await node.install('st', out, { swap: true })
-    redis = new Redis({ host: '127.0.0.1', port: node.respPort!, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1 })
-    await redis.connect()
+    redis = await connectIoredis(node.respPort!)
   })
   afterAll(async () => {
     redis?.disconnect()

@@ -137,29 +137,26 @@ describe('--compression zstd: the job carries the dictionary trained where it is
   })
 
   test('a dictionary needs inputs this machine can read; a spec with a bad dictionary or level is refused', async () => {
-    await expect(
+    const zstdJob = (input: string, jobDir: string, zstdDictionary?: string) =>
       prepareHadoopJob({
         build: {
-          inputs: ['hdfs://nn/in/part-0.tsv'],
+          inputs: [input],
           format: 'tsv',
           cluster,
           store: 'st',
           output: path('out'),
           version: 1,
           compression: 'zstd',
+          ...(zstdDictionary === undefined ? {} : { zstdDictionary }),
         },
         reducers: 1,
-        jobDir: path('job'),
+        jobDir: path(jobDir),
         hdfsCommand: 'false',
-      }),
-    ).rejects.toMatchObject({ code: 'RO_BAD_OPTION' })
+      })
+    await expect(zstdJob('hdfs://nn/in/part-0.tsv', 'job')).rejects.toMatchObject({ code: 'RO_BAD_OPTION' })
     const input = path('in.tsv')
     await writeInput(input, 'tsv', realistic(500, 0))
-    const job = await prepareHadoopJob({
-      build: { inputs: [input], format: 'tsv', cluster, store: 'st', output: path('out'), version: 1, compression: 'zstd' },
-      reducers: 1,
-      jobDir: path('job'),
-    })
+    const job = await zstdJob(input, 'job')
     const raw = JSON.parse(readFileSync(job.specPath, 'utf8')) as Record<string, unknown>
     for (const [field, bad] of [
       ['zstdDictionary', 'not base64!'],
@@ -172,20 +169,7 @@ describe('--compression zstd: the job carries the dictionary trained where it is
     // A dictionary given to the job (--zstd-dictionary) is carried as it is, and said so.
     const given = path('given.dict')
     writeFileSync(given, Buffer.from(raw['zstdDictionary'] as string, 'base64'))
-    const withGiven = await prepareHadoopJob({
-      build: {
-        inputs: [input],
-        format: 'tsv',
-        cluster,
-        store: 'st',
-        output: path('out'),
-        version: 1,
-        compression: 'zstd',
-        zstdDictionary: given,
-      },
-      reducers: 1,
-      jobDir: path('job-given'),
-    })
+    const withGiven = await zstdJob(input, 'job-given', given)
     const spec2 = JSON.parse(readFileSync(withGiven.specPath, 'utf8')) as Record<string, unknown>
     expect([spec2['zstdDictionary'], spec2['zstdDictionarySource']]).toEqual([raw['zstdDictionary'], 'given'])
     writeFileSync(job.specPath, JSON.stringify({ ...raw, zstdDictionarySource: 'base' }))
