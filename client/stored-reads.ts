@@ -1,8 +1,10 @@
 import { StoreError, isStoreError } from '../common/errors'
-import { codecByName, type ValueCodec } from '../formats/store/chunk/codec'
+import { codecByName, decodeAtMost, type ValueCodec } from '../formats/store/chunk/codec'
 import { zstdDecoder } from '../formats/store/chunk/dictionary-file'
 import type { StoredCodecRef } from '../formats/wire/stored-values'
 import type { NodeClient, NodeReads } from './node-client'
+
+const DEFAULT_MAX_VALUE_BYTES = 64 << 20
 
 /** Dictionaries a client keeps prepared: the versions it may read at once (the live one, the one before it while a swap settles). */
 const MAX_DICTIONARIES = 4
@@ -46,9 +48,14 @@ export class ValueDecoders {
  * routing client ask the next replica, as for a node that reports damaged files.
  */
 export class DecompressingReads implements NodeReads {
+  /**
+   * `maxValueBytes`: the largest value decompressed (default 64 MiB, a node's default
+   * --max-response-bytes: the most a plain read would have answered).
+   */
   constructor(
     private readonly node: NodeClient,
     private readonly decoders: ValueDecoders,
+    private readonly maxValueBytes: number = DEFAULT_MAX_VALUE_BYTES,
   ) {}
 
   get endpoint(): string {
@@ -79,8 +86,9 @@ export class DecompressingReads implements NodeReads {
 
   private decode(codec: ValueCodec, stored: Buffer): Buffer {
     try {
-      return codec.decode(stored)
+      return decodeAtMost(codec, stored, this.maxValueBytes)
     } catch (err) {
+      if (isStoreError(err, 'RO_TOO_LARGE')) throw new StoreError('RO_TOO_LARGE', `${this.endpoint}: ${err.message}`, { cause: err })
       if (isStoreError(err, 'RO_CORRUPT')) throw new StoreError('RO_CORRUPT', `${this.endpoint}: ${err.message}`, { cause: err })
       throw new StoreError('RO_CORRUPT', `${this.endpoint}: a ${codec.name} value does not decompress`, { cause: err })
     }

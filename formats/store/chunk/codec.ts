@@ -5,6 +5,7 @@ import { nativeFunctions } from '../../../common/native'
 import type { Compression } from '../layout/metadata'
 import { DEFAULT_ZSTD_LEVEL, ZSTD_CODEC_ID, zstdParts, type RecordRanges } from './zstd-codec'
 import type { ZstdJs } from './zstd-js'
+import { frameContentSize } from './zstd-frame'
 
 /**
  * Value codecs, applied per value so a lookup decompresses only what it returns.
@@ -78,6 +79,51 @@ function snappyLength(stored: Uint8Array): number {
 }
 
 const CODECS: readonly ValueCodec[] = [none, gzip, snappy]
+
+/**
+ * `codec.decode(stored)` for a reader that bounds its memory (a client decompressing values
+ * a node sent as stored): a value whose header declares more than `maxBytes` (zstd's
+ * frame content size, snappy's preamble) is refused before anything is allocated, a gzip
+ * member is inflated at most that far; RO_TOO_LARGE, as a node refuses a value larger than
+ * its response limit. A few bytes can declare gigabytes: the node checked the record's CRC,
+ * not what the frame says it decompresses to.
+ */
+export function decodeAtMost(codec: ValueCodec, stored: Uint8Array, maxBytes: number): Buffer {
+  const declared = declaredSize(codec.name, stored)
+  if (declared !== undefined && declared > maxBytes) throw tooLarge(declared, maxBytes)
+  if (codec.name === 'gzip') {
+    try {
+      return gunzipSync(stored, { maxOutputLength: Math.max(1, maxBytes) })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(undefined, maxBytes)
+      throw err
+    }
+  }
+  const out = codec.decode(stored)
+  if (out.length > maxBytes) throw tooLarge(out.length, maxBytes)
+  return out
+}
+
+/** The size a value's header says it decompresses to; undefined where the format does not say (gzip) or the header is bad. */
+function declaredSize(name: Compression, stored: Uint8Array): number | undefined {
+  switch (name) {
+    case 'none':
+      return stored.length
+    case 'snappy': {
+      const n = snappyLength(stored)
+      return n < 0 ? undefined : n
+    }
+    case 'zstd':
+      return frameContentSize(stored)
+    case 'gzip':
+      return undefined
+  }
+}
+
+function tooLarge(bytes: number | undefined, maxBytes: number): StoreError {
+  const size = bytes === undefined ? '' : ` (${bytes} bytes)`
+  return new StoreError('RO_TOO_LARGE', `a value decompresses to more than the limit of ${maxBytes} bytes${size}`)
+}
 
 /** What a zstd codec needs besides its name; ignored by the others. */
 export interface CodecOptions {
