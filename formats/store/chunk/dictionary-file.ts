@@ -1,4 +1,4 @@
-import { readFile, writeFile, open } from 'node:fs/promises'
+import { readFile, writeFile, open, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StoreError } from '../../../common/errors'
 import { xxh64Hex } from './checksum'
@@ -39,14 +39,18 @@ export async function writeDictionary(dir: string, bytes: Uint8Array): Promise<F
 /** The dictionary `entry` names in `dir`, its size and checksum checked (RO_CHECKSUM_MISMATCH). */
 export async function readDictionary(dir: string, entry: FileEntry): Promise<Buffer> {
   const file = join(dir, entry.name)
+  const mismatch = (): StoreError =>
+    new StoreError('RO_CHECKSUM_MISMATCH', `${file}: the zstd dictionary does not match its size and checksum in the metadata`)
   let bytes: Buffer
   try {
+    // Its size first: a file replaced by a large one is not read into memory.
+    if ((await stat(file)).size !== entry.size) throw mismatch()
     bytes = await readFile(file)
   } catch (err) {
+    if (err instanceof StoreError) throw err
     throw new StoreError('RO_IO', `${file}: cannot read the version's zstd dictionary`, { cause: err })
   }
-  if (bytes.length !== entry.size || (await xxh64Hex(bytes)) !== entry.checksum)
-    throw new StoreError('RO_CHECKSUM_MISMATCH', `${file}: the zstd dictionary does not match its size and checksum in the metadata`)
+  if (bytes.length !== entry.size || (await xxh64Hex(bytes)) !== entry.checksum) throw mismatch()
   return bytes
 }
 

@@ -150,6 +150,9 @@ maybe('--compression zstd through the build, readers, verify and install', () =>
     writeFileSync(file, bytes)
     await expect(openStore(dest)).rejects.toMatchObject({ code: 'RO_CHECKSUM_MISMATCH' })
     await expect(verifyStore(dest)).rejects.toMatchObject({ code: 'RO_CHECKSUM_MISMATCH' })
+    // Replaced by a larger file: refused by its size, before it is read.
+    writeFileSync(file, Buffer.concat([bytes, Buffer.alloc(1 << 20)]))
+    await expect(openStore(dest)).rejects.toMatchObject({ code: 'RO_CHECKSUM_MISMATCH' })
   })
 
   test('--no-dictionary writes plain zstd frames; --layout nodes puts the dictionary in each node directory', async () => {
