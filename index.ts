@@ -3,7 +3,7 @@
  * and may change. Build-side code is in `rostore/build`, the serving node in `rostore/server`,
  * so importing this entry loads neither Arrow/Parquet nor prom-client.
  */
-export { openStore, type OpenOptions, type StoreReader } from './formats/store/read/store-reader'
+export { openStore, type OpenOptions, type StoreReader, type StoredValues } from './formats/store/read/store-reader'
 export type { SearchStrategy } from './formats/store/chunk/search'
 export type {
   StoreMetadata,

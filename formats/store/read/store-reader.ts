@@ -15,7 +15,16 @@ import { slotCount } from '../layout/slots'
 import { nativeStoreOps, type StoreOps } from './store-ops'
 import { ACCESS_MODES, PRELOADS, type OpenOptions, type ReaderOptions, type ServingReader, type StoreReader } from './store-reader-api'
 
-export type { AccessMode, OpenOptions, Preload, ReaderOptions, ServingReader, StoreReader, ValueFraming } from './store-reader-api'
+export type {
+  AccessMode,
+  OpenOptions,
+  Preload,
+  ReaderOptions,
+  ServingReader,
+  StoreReader,
+  StoredValues,
+  ValueFraming,
+} from './store-reader-api'
 
 /** Default window of a mapping exposed to JavaScript (see OpenOptions.mapWindowBytes). */
 export const DEFAULT_MAP_WINDOW_BYTES = 1 << 30
