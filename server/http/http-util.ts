@@ -246,6 +246,19 @@ export async function readJsonObject(req: IncomingMessage, limit = MAX_JSON_BODY
   return json as Record<string, unknown>
 }
 
+/**
+ * The query string of a request's target; with `allowed`, a parameter the route does not
+ * know is RO_BAD_REQUEST (as onlyFields does for bodies).
+ */
+export function queryOf(req: IncomingMessage, allowed?: readonly string[]): URLSearchParams {
+  const url = req.url ?? '/'
+  const q = url.indexOf('?')
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
+  if (allowed !== undefined)
+    for (const name of params.keys()) if (!allowed.includes(name)) throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
+  return params
+}
+
 /** Refuse fields a route does not know (catches typos such as "verison"). */
 export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
   for (const k of Object.keys(body)) {

@@ -8,7 +8,7 @@ import type { ReaderLease } from '../../swapper/live-store'
 import type { ServedStore } from '../../swapper/served-store'
 import type { StoreMetadata } from '../../formats/store/layout/metadata'
 import type { ReadContext } from '../context'
-import { HttpStatusError, percentDecodeBytes, readBody, sendJson } from '../http/http-util'
+import { HttpStatusError, percentDecodeBytes, queryOf, readBody, sendJson } from '../http/http-util'
 import { armSendTimeout, DEFAULT_READ_LIMITS, type ReadLimits } from '../http/read-limits'
 import type { GrowableBuffer } from '../../common/growable-buffer'
 import { ResponseBuffers } from '../http/response-buffers'
@@ -77,9 +77,7 @@ export const READ_ROUTES = [
 
 /** `?values=stored` (formats/wire/stored-values.ts): values as the version stores them. */
 function valuesMode(req: IncomingMessage): ValuesMode {
-  const url = req.url ?? ''
-  const q = url.indexOf('?')
-  return q < 0 ? 'plain' : valuesModeOf(new URLSearchParams(url.slice(q + 1)))
+  return valuesModeOf(queryOf(req))
 }
 
 /**

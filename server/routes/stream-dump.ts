@@ -10,7 +10,7 @@ import { TokenBucket } from '../../fetcher/transfer/token-bucket'
 import { parseVersionText } from '../../swapper/disk/version-names'
 import { checkAdminOrRead } from '../auth'
 import type { AppContext } from '../context'
-import { badRequest } from '../http/http-util'
+import { badRequest, queryOf } from '../http/http-util'
 import { DEFAULT_READ_LIMITS } from '../http/read-limits'
 import { controlRoute } from './route'
 import { storedValuesHeaders, valuesModeOf, type ValuesMode } from '../../formats/wire/stored-values'
@@ -76,17 +76,18 @@ interface StreamQuery {
   readonly values: ValuesMode
 }
 
+/** The `version` parameter, or undefined without one; RO_BAD_REQUEST when it is not a version number. */
+function versionParam(params: URLSearchParams): number | undefined {
+  const text = params.get('version')
+  if (text === null) return undefined
+  const version = parseVersionText(text)
+  if (version === undefined) throw badRequest('version must be a positive integer')
+  return version
+}
+
 function parseQuery(req: IncomingMessage): StreamQuery {
-  const url = req.url ?? '/'
-  const q = url.indexOf('?')
-  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
-  for (const name of params.keys()) {
-    if (!['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk', 'values'].includes(name))
-      throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
-  }
-  const versionText = params.get('version')
-  const version = versionText === null ? undefined : parseVersionText(versionText)
-  if (versionText !== null && version === undefined) throw badRequest('version must be a positive integer')
+  const params = queryOf(req, ['version', 'partitions', 'format', 'maxBytesPerSec', 'chunk', 'values'])
+  const version = versionParam(params)
   const partsText = params.get('partitions')
   let partitions: number[] | undefined
   if (partsText !== null) {
@@ -211,14 +212,9 @@ async function streamDump(ctx: AppContext, store: string, req: IncomingMessage, 
  */
 async function dumpDictionary(ctx: AppContext, store: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   checkStreamAccess(ctx, req)
-  const url = req.url ?? '/'
-  const q = url.indexOf('?')
-  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1))
-  for (const name of params.keys()) if (name !== 'version') throw badRequest(`unknown parameter ${name.slice(0, 64)}`)
+  const params = queryOf(req, ['version'])
   const sv = knownStore(ctx, store)
-  const versionText = params.get('version')
-  const version = versionText === null ? sv.liveVersion : parseVersionText(versionText)
-  if (versionText !== null && version === undefined) throw badRequest('version must be a positive integer')
+  const version = versionParam(params) ?? sv.liveVersion
   if (version === undefined) throw new StoreError('RO_UNAVAILABLE', `store ${store} has no live version on this node`)
   const meta = await sv.versionMetadata(version)
   if (meta.dictionary === undefined) throw new StoreError('RO_NOT_FOUND', `store ${store} version ${version} has no zstd dictionary`)
