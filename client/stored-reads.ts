@@ -17,11 +17,13 @@ const MAX_DICTIONARIES = 4
  */
 export class ValueDecoders {
   private readonly dictionaries = new Map<string, Promise<ValueCodec>>()
+  /** Plain zstd's decoder: made once, not per read (it prepares a native context). */
+  private plainZstd: ValueCodec | undefined
 
   /** The codec for `ref`; `fetch` gets the dictionary from the node whose answer named it. */
   async codecFor(ref: StoredCodecRef, fetch: () => Promise<{ bytes: Buffer; checksum: string }>, endpoint: string): Promise<ValueCodec> {
     const checksum = ref.dictionary
-    if (checksum === undefined) return ref.compression === 'zstd' ? zstdDecoder(undefined) : codecByName(ref.compression)
+    if (checksum === undefined) return ref.compression === 'zstd' ? (this.plainZstd ??= codecByName('zstd')) : codecByName(ref.compression)
     const have = this.dictionaries.get(checksum)
     if (have) return have
     const made = fetch().then(async (d) => {

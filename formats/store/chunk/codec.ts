@@ -141,7 +141,7 @@ export interface CodecOptions {
 export function createCodec(name: Compression, opts: CodecOptions = {}): ValueCodec {
   if (name !== 'zstd') return codecByName(name)
   const parts = zstdParts(opts.dictionary, opts.level ?? DEFAULT_ZSTD_LEVEL, opts.forEncode ?? false, opts.js)
-  const dictionary = opts.dictionary === undefined ? {} : { dictionary: Buffer.from(opts.dictionary) }
+  const dictionary = opts.dictionary === undefined ? {} : { dictionary: asBuffer(opts.dictionary) }
   return { name: 'zstd', id: ZSTD_CODEC_ID, ...parts, ...dictionary }
 }
 

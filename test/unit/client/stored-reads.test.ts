@@ -51,6 +51,8 @@ maybe('ValueDecoders', () => {
     for (const compression of ['none', 'gzip', 'snappy', 'zstd'] as const) {
       const c = await d.codecFor({ compression }, never, 'n')
       expect(c.name).toBe(compression)
+      // One decoder per codec, not one per read.
+      expect(await d.codecFor({ compression }, never, 'n')).toBe(c)
     }
   })
 })
