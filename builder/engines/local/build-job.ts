@@ -75,8 +75,7 @@ export async function buildStore(options: BuildOptions): Promise<BuildSummary> {
  */
 async function buildOnObjectStorageBase(o: NormalizedBuildOptions, base: string): Promise<BuildSummary> {
   // A local output that exists fails now, not after the download.
-  if (!isS3Url(o.output) && (await exists(resolve(o.output))))
-    throw new StoreError('RO_BAD_OPTION', `output ${resolve(o.output)} already exists; choose a new directory`)
+  if (!isS3Url(o.output)) await refuseExisting(resolve(o.output))
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { downloadBase } = require('../../s3-base') as typeof import('../../s3-base')
   const local = await downloadBase(base, o.tmpdir, o.signal)
@@ -110,7 +109,7 @@ async function buildToObjectStorage(o: NormalizedBuildOptions): Promise<BuildSum
 async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const started = Date.now()
   const output = resolve(o.output)
-  if (await exists(output)) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
+  await refuseExisting(output)
   const files = await listInputFiles([...o.inputs], { requireSuccess: o.requireSuccess })
   const inputBytes = await totalSize(files)
   const layout = clusterLayout(o.cluster)
@@ -303,6 +302,11 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
 /** A local format-2 build output to patch against (an s3:// one was downloaded before: buildOnObjectStorageBase). */
 async function readBase(dir: string): Promise<BaseBuild> {
   return { dir: resolve(dir), manifest: await readManifest(resolve(dir)) }
+}
+
+/** A build never writes over an output: RO_BAD_OPTION when `output` exists. */
+async function refuseExisting(output: string): Promise<void> {
+  if (await exists(output)) throw new StoreError('RO_BAD_OPTION', `output ${output} already exists; choose a new directory`)
 }
 
 async function exists(p: string): Promise<boolean> {
