@@ -50,15 +50,18 @@ async function measure(
   let next = 0
   const one = async (): Promise<void> => {
     const ks = Array.from({ length: KEYS }, () => keyOf(rand() % store.records))
+    // Response bytes: a 4-byte frame per key and the values as sent.
+    const frames = (vs: readonly (Buffer | undefined)[]): number => vs.reduce((s, v) => s + 4 + (v?.length ?? 0), 0)
     let values: (Buffer | undefined)[]
-    if (mode === 'plain') values = (await client.getMany(STORE, ks)).values
-    else {
+    if (mode === 'plain') {
+      values = (await client.getMany(STORE, ks)).values
+      bytes += frames(values)
+    } else {
       const r = await client.getManyStored(STORE, ks)
       const codec = await decoders.codecFor(r.codec!, () => client.dictionary(STORE), client.endpoint)
-      bytes += r.values.reduce((s, v) => s + 4 + (v?.length ?? 0), 0)
+      bytes += frames(r.values)
       values = r.values.map((v) => (v === undefined ? undefined : codec.decode(v)))
     }
-    if (mode === 'plain') bytes += values.reduce((s, v) => s + 4 + (v?.length ?? 0), 0)
     if (values.some((v) => v === undefined)) throw new Error(`a present key read as absent (${mode})`)
     keys += ks.length
   }
