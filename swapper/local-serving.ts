@@ -131,6 +131,12 @@ export class LocalServingStore implements ServingMirror, ServedStore {
     const previous = this.live.currentReader
     if (previous !== undefined && !this.closed) this.prepared.set(previous.metadata.version, previous)
     void this.live.replace(reader)
+    // The reader's residency view dates from its open. Since then the fetch's drop-behind,
+    // and one worker's hot-set carry, changed what is in memory: until the next periodic
+    // refresh (seconds apart on a large store) this worker would take the carried hot set
+    // for cold and send each first read through the cold path. Refreshed now, after the
+    // replace, so the swap itself does not wait for mincore.
+    void hotSetPartsOf(reader)?.map.refreshNow()
   }
 
   setStale(mark: StaleMark | undefined): Promise<void> {

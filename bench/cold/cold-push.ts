@@ -4,13 +4,18 @@
  * reads run, the node in a memory cgroup smaller than one version. Hot-read p99 and the
  * node's page-cache hit ratio before the push, while it fetches, verifies and prepares
  * (drop-behind I/O, the hot set carried to the new version), and after the swap.
+ *
+ * Beside the node, in every slice, Redis (an unrelated process on the same 2 cores) takes
+ * paced GETs too: its p99 in the same slice says what the machine and the push's share of
+ * it do to any server's tail, which the node's goal is not asked to beat.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeClusterFile, NodeProcess } from '../../testkit/cluster/node-process'
 import { evictTree } from '../../testkit/stores/page-cache'
-import { ensureDir, workRoot, type Dataset } from '../kit/data'
+import { ensureDataset, ensureDir, workRoot, type Dataset } from '../kit/data'
+import { ensureRedis, ensureRespInput, RedisServer } from '../peers/redis'
 import { runPacedLoad, type PacedResult } from '../load/paced-load'
 import { artifactDir, rostoreBuild, STORE } from '../kit/rostore'
 import { log } from '../kit/system'
@@ -27,6 +32,10 @@ export interface PushPhase {
   readonly hitRatio: number | undefined
   /** Page cache charged to the node's cgroup at the phase's end. */
   readonly cacheBytes: number
+  /** When the slice began (to read beside the node's log, bench/work/logs/cold-push-node.log). */
+  readonly startedAt: string
+  /** Redis's p99 over the same seconds (the peer); undefined when Redis is not here. */
+  readonly peerP99Ms: number | undefined
 }
 
 export interface PushRows {
@@ -34,6 +43,10 @@ export interface PushRows {
   readonly limitBytes: number
   readonly rate: number
   readonly fetchSecs: number
+  /** The push's `maxBytesPerSec`; undefined: unthrottled. */
+  readonly maxBytesPerSec: number | undefined
+  /** The peer's rate and records, or why it did not run. */
+  readonly peer: { rate: number; records: number } | string
   /** What the node logged of carrying the hot set, when it did. */
   readonly carried: string
 }
@@ -95,7 +108,29 @@ async function coldCounters(node: NodeProcess): Promise<{ version: number; looku
   return { version: s?.version ?? 0, lookups: s?.coldReads?.lookups ?? 0, cold: s?.coldReads?.coldLookups ?? 0 }
 }
 
-export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: boolean): Promise<PushRows | string> {
+/** Redis loaded with the 1M × 1 KiB records of section 3, or why it cannot run. */
+async function startPeer(): Promise<{ redis: RedisServer; records: number } | string> {
+  const missing = await ensureRedis()
+  if (missing) return missing
+  const records = 1_000_000
+  const resp = ensureRespInput(ensureDataset({ name: '1M × 1024 B', records, valueBytes: 1024 }))
+  const redis = await RedisServer.start(join(workRoot(), 'cold-push-redis'), undefined)
+  try {
+    const loaded = await redis.load(resp)
+    if (loaded.keys !== records) throw new Error(`Redis holds ${loaded.keys} keys after loading ${records}`)
+  } catch (err) {
+    redis.stop()
+    throw err
+  }
+  return { redis, records }
+}
+
+export async function pushHotSetRows(
+  ds: Dataset,
+  liveNodeDir: string,
+  quick: boolean,
+  maxBytesPerSec?: number,
+): Promise<PushRows | string> {
   const records = ds.shape.records
   const v2 = await ensureV2(ds)
   const limitBytes = (quick ? 1.5 : 3) * 2 ** 30
@@ -114,8 +149,10 @@ export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: bo
     readyTimeoutMs: 120_000,
   })
   const rate = 8000
+  const peerRate = 4000
   const phases: PushPhase[] = []
   let fetchSecs: number | undefined
+  const peer = await startPeer()
   try {
     const inst = await node.admin('POST', `/stores/${STORE}/install`, { path: liveNodeDir, swap: true, link: true })
     if (inst.status !== 202) throw new Error(`install: ${inst.status} ${inst.body.toString()}`)
@@ -126,7 +163,25 @@ export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: bo
     node = await node.restart()
     joinCgroup(node.pid)
     const slice = async (phase: PushPhase['phase'], secs: number): Promise<PacedResult> => {
+      const startedAt = new Date().toISOString()
       const c0 = await coldCounters(node)
+      const peerRun =
+        typeof peer === 'string'
+          ? undefined
+          : runPacedLoad(
+              {
+                port: peer.redis.port,
+                store: STORE,
+                records: peer.records,
+                seed: 6,
+                rate: peerRate,
+                connections: 4,
+                durationSec: secs,
+                protocol: 'resp',
+                kind: 'zipf',
+              },
+              0,
+            )
       const res = await runPacedLoad(
         {
           port: node.respPort as number,
@@ -141,8 +196,11 @@ export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: bo
         },
         1,
       )
+      const peerRes = await peerRun
       if (res.errors > 0 || res.otherStatus > 0)
         throw new Error(`push rows, ${phase}: ${res.errors} errors, ${res.otherStatus} error replies`)
+      if (peerRes && (peerRes.errors > 0 || peerRes.otherStatus > 0))
+        throw new Error(`push rows, Redis, ${phase}: ${peerRes.errors} errors, ${peerRes.otherStatus} error replies`)
       const c1 = await coldCounters(node)
       // After a swap the new reader's counters start at zero.
       const lookups = c1.version === c0.version ? c1.lookups - c0.lookups : c1.lookups
@@ -154,6 +212,8 @@ export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: bo
         p99Ms: res.p99Ms,
         hitRatio: lookups > 0 ? 1 - cold / lookups : undefined,
         cacheBytes: cgroupCache(),
+        startedAt,
+        peerP99Ms: peerRes?.p99Ms,
       })
       return res
     }
@@ -163,7 +223,11 @@ export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: bo
     await slice('before', quick ? 8 : 15)
 
     const t0 = performance.now()
-    const r = await node.admin('POST', `/stores/${STORE}/fetch`, { source: v2, version: 2 })
+    const r = await node.admin('POST', `/stores/${STORE}/fetch`, {
+      source: v2,
+      version: 2,
+      ...(maxBytesPerSec === undefined ? {} : { maxBytesPerSec }),
+    })
     if (r.status !== 202) throw new Error(`fetch: ${r.status} ${r.body.toString()}`)
     const id = String((JSON.parse(r.body.toString()) as { id: string }).id)
     for (let n = 0; n < 200; n++) {
@@ -180,7 +244,17 @@ export async function pushHotSetRows(ds: Dataset, liveNodeDir: string, quick: bo
     await slice('after', quick ? 8 : 15)
   } finally {
     await node.kill9()
+    if (typeof peer !== 'string') peer.redis.stop()
+    writeFileSync(join(ensureDir(join(workRoot(), 'logs')), 'cold-push-node.log'), `${node.lines.join('\n')}\n`)
   }
   const carried = node.lines.filter((l) => l.includes('hot-set-carried')).join(' ') || 'no hot-set-carried line in the node log'
-  return { phases, limitBytes, rate, fetchSecs: fetchSecs ?? NaN, carried: carried.trim() }
+  return {
+    phases,
+    limitBytes,
+    rate,
+    fetchSecs: fetchSecs ?? NaN,
+    maxBytesPerSec,
+    peer: typeof peer === 'string' ? peer : { rate: peerRate, records: peer.records },
+    carried: carried.trim(),
+  }
 }

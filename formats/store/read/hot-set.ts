@@ -29,7 +29,7 @@ export interface HotSetReport {
 /** Index entries walked between two yields to the event loop (~1 ms of work). */
 const SLICE = 1 << 15
 const PAGE = 4096
-const DEFAULT_IN_FLIGHT = 1024
+const DEFAULT_IN_FLIGHT = 256
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 

@@ -1,6 +1,6 @@
 import { nativeFunctions } from '../../../common/native'
 import { LocalServingStore } from '../../../swapper/local-serving'
-import { readerOpener } from '../../../swapper/open-version'
+import { readerOpener, type OpenReader } from '../../../swapper/open-version'
 import { makeNodeDir } from '../../../testkit/stores/make-store'
 import { evictTree } from '../../../testkit/stores/page-cache'
 import { makeTmp } from '../../../testkit/stores/tmp'
@@ -68,3 +68,46 @@ describeNative('hot set carried at prepare (the addon)', () => {
     }
   })
 })
+
+describeNative('a worker that did not carry the hot set', () => {
+  test('sees it at its swap: its residency view is refreshed then, not at its next period', async () => {
+    const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined }
+    // The second worker never refreshes on its own (period 0): only the swap can refresh it.
+    const noPeriod: OpenReader = async (dir) =>
+      (await import('../../../formats/store/read/store-reader')).openServingReader(dir, { residencyRefreshMs: 0 })
+    const first = new LocalServingStore({ store: 'hot', openReader: readerOpener(), log: quiet, carryHotSet: true })
+    const second = new LocalServingStore({ store: 'hot', openReader: noPeriod, log: quiet, carryHotSet: false })
+    try {
+      const [d1, d2] = [await version(1), await version(2)]
+      await first.activate(1, d1)
+      await second.activate(1, d1)
+      const hot = Array.from({ length: 200 }, (_, n) => keyOf(n * 61))
+      const lease = first.live.acquire()!
+      for (const k of hot) expect((await lease.reader.getAsync(k))?.toString()).toMatch(/^v1-/)
+      lease.release()
+      // The second opens version 2 while it is cold; the first then carries the hot set into it.
+      await second.prepare(2, d2)
+      await first.prepare(2, d2)
+      await second.activate(2, d2)
+      const next = second.live.acquire()!
+      try {
+        expect(next.reader.metadata.version).toBe(2)
+        await waitFor(() => next.reader.residency()!.residentPages >= hot.length)
+        const cold0 = next.reader.residency()!.coldReads
+        await next.reader.warm(hot)
+        expect(next.reader.residency()!.coldReads - cold0).toBe(0)
+      } finally {
+        next.release()
+      }
+    } finally {
+      await first.close()
+      await second.close()
+    }
+  })
+})
+
+/** Resolves once `ok()` holds; fails after 30 s of polling (a progress wait, not a timing assertion). */
+async function waitFor(ok: () => boolean): Promise<void> {
+  for (let n = 0; n < 3000 && !ok(); n++) await new Promise((r) => setTimeout(r, 10))
+  expect(ok()).toBe(true)
+}
