@@ -4,7 +4,7 @@
  * each run, redis-benchmark GETs of random keys from 64 connections. Short (a few seconds a
  * run): a comparison of the two paths, not section 4g.
  *
- *   node dist/bench/cold/cold-io-node.js --dir <a node directory> --records N [--requests R] [--rounds K]
+ *   node dist/bench/cold/cold-io-node.js --dir <a node directory> --records N [--requests R] [--rounds K] [--io pool,uring]
  */
 import { execFileSync } from 'node:child_process'
 import { loadavg } from 'node:os'
@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   const records = Number(arg('--records'))
   const requests = Number(arg('--requests', '40000'))
   const rounds = Number(arg('--rounds', '2'))
+  const paths = arg('--io', 'pool,uring').split(',')
   const root = ensureDir(join(workRoot(), 'cold-io-node'))
   execFileSync('rm', ['-rf', join(root, 'data')])
   const { path } = await writeClusterFile(root, { nodes: 1 })
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
     if (job['state'] !== 'succeeded') throw new Error(`install: ${JSON.stringify(job)}`)
     await node.sigterm()
     for (let round = 0; round < rounds; round++) {
-      for (const io of ['pool', 'uring']) {
+      for (const io of paths) {
         evictTree(join(root, 'data'))
         node = await start(io)
         const load0 = loadavg()[0] as number
