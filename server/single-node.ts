@@ -1,3 +1,4 @@
+import { watchLoopStalls } from './loop-stalls'
 import type { AddressInfo } from 'node:net'
 import { DataDir } from '../swapper/data-dir'
 import { localServedStores } from '../swapper/local-serving'
@@ -78,7 +79,8 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
   const url = urlOf(addr.address, addr.port, opts.tls !== undefined)
   await announceListening(opts, setup, dd, basics, control, { host: addr.address, port: addr.port, url, workers: 1, respPort: resp?.port })
 
-  const close = nodeClose({
+  const stopStallWatch = watchLoopStalls(log)
+  const closeNode = nodeClose({
     opts,
     dd,
     log,
@@ -102,7 +104,10 @@ export async function startSingleProcessNode(opts: NodeOptions, setup: NodeSetup
     metrics,
     resp,
     respPort: resp?.port,
-    close,
+    close: () => {
+      stopStallWatch()
+      return closeNode()
+    },
     reloadTls: async (certFile, keyFile) => {
       await reloadTls(server, certFile, keyFile)
       if (resp?.tls) resp.setSecureContext(await loadTlsFiles(certFile, keyFile))

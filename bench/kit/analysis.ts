@@ -67,19 +67,26 @@ push's fixed steps (lease, job polls, decision, swap), neither of which shrinks 
 
 const DELTA_UNTHROTTLED = `The rebuild copies the base's unchanged records and index entries as runs (only records next to a change are read
 and hashed), checksums the files as it writes them, in one worker thread per install; the verify does not read rebuilt
-files again, and the live base is left with the residency it had (before, the rebuild made it all resident and the
-install's hot-set carry read the whole new version again). What is left: writing and fsyncing every byte of the node's
-partitions, as a full fetch does (on loopback a full fetch is the same sequential write), and the push's fixed steps. On
-a machine with cores to spare, rebuilds of several partitions at once would help.`
+files again, and the live base is left with the residency it had. Until 2026-12-07 17:16 this row timed the delta push
+while a client read from the cluster and right after the build's writes, against a full push timed alone: 0.55× / 0.63×.
+Since then every push starts after a sync, the unthrottled delta push is timed alone like the full one, and the reads'
+p99 is taken during a second delta push (its time is in the p99 column: 5.5 s and 7.5 s in the run of 17:22, load
+4.6-3.3). In that run: 0.304× at 1% (3.90 s against 12.84 s), 0.387× at 5%. What sets the rest is I/O: a rebuilt
+partition is a new file, so each node reads its base (evicted by the fetch's drop-behind) and writes and fsyncs every
+byte of its partitions, 2.1 GB over the three nodes, as a full push writes them. The lever left is a format change, not
+a faster copy: a version whose chunk shares the base's data file (a hard link, immutable) and adds a file of the changed
+records, the index pointing into either, with compaction once dead bytes pass a share; not built (docs/FORMAT.md would
+change for every reader path). On a machine with cores to spare, rebuilds of several partitions at once would help.`
 
 const DELTA_BUILD = `Since 2026-12-07 the diff runs in worker threads, each partition as soon as the reduce has written it, and takes
 each record's hash prefix from its index entry (keys are not hashed again); only records whose CRC and length match are
-compared byte for byte. By hand on a quiet machine the same day (the same 1M × 1 KiB, 3 nodes at replication 2, 12
-partitions, the builder alone): 2.75 s full against 3.17 s with --base (1.16×), 3.77 against 4.48 s (1.19×) in a second
-pair, with 0.05 s of patching left after the reduce. In this section the builds run beside the three nodes and nginx right
-after a push has written 2 GB, and the full build alone moves between 2.3 and 5.1 s from run to run, so the same code
-measured 1.29-1.70×. What --base adds on 2 cores is CPU the full build does not spend: a patcher thread beside the two
-reduce workers that reads both versions (~2 GB) and compares them.`
+compared byte for byte. What --base adds on 2 cores is CPU the full build does not spend: a patcher thread beside the two
+reduce workers that reads both versions (~2 GB) and compares them. Until 2026-12-07 17:16 the two builds were timed once
+each, the full one right after a 2 GB push and the --base one after a throttled one (the writeback of the push before
+throttled only the build after it): 1.29-1.70× over runs of the same code. Since then both kinds are built from the same
+input in alternating pairs, each after a sync, the fastest of three kept: 1.200× at 1% (4.46 against 3.71 s;
+over the line by less than 0.0005) and 1.31× at 5% (5.49 against 4.19 s) in the run of 17:22 (load 4.6-3.3). By hand on a quiet machine the same
+day: 1.16× and 1.19×.`
 
 const WHY: Record<string, string> = {
   'zstd-size': `Met since 2026-12-07: frames without their magic number (4 bytes per value) and, with a dictionary, matches of at
@@ -112,18 +119,19 @@ one pread through the addon's io_uring and answers from those bytes: 0.81×; wha
 loop's turn around each read.`,
   'cold-resp': COLD_CPU,
   'cold-push': `The hit ratio holds: the fetch writes and reads behind, the verify drops what it read, and one worker
-carries the hot set, in 4 s instead of 63. The p99 after the swap is back at its level before. The miss is the p99 during the
-push, while the hit ratio stays at 100%, so the reads do not wait for the disk as cold reads; they wait for a core or for
-memory. In the quiet run of 2026-12-07 09:40 (load 0.2-1.8), p99 before was 0.68 ms, 0.54-5.83 ms in the 5 s slices during
-the push (8.5× at worst) and 0.42 ms after. An hour earlier, at a load average of 5-8 from other sessions, it was 42 ms
-before and up to 538 ms during; 683 ms in the run before that, at load 13-32. These runs had the supervisor's pool and
-helper threads at nice 10 and the idle I/O class; that was withdrawn the same day (on a loaded CI machine a node's event loop then stalled for
-138 ms during a push, which a main thread waiting on a lowered collector helper would explain), and now only the verify and patch threads
-lower themselves (--job-priority low). The fetch's own CPU (unthrottled here: 8.4 GB in ~30 s) shares the
-2 cores with the two workers and the load generator. The node also runs in a 3 GiB memory cgroup while the fetch writes
-into it, and a worker that allocates at the limit reclaims and waits itself. Levers: a --max-bytes-per-sec on the push,
-which is what an operator sets to protect reads; the fetch's hashing moved off the supervisor's main thread onto a lowered
-thread; and the workers in a cgroup of their own.`,
+carries the hot set. Since 2026-12-07 17:05 every worker refreshes its new reader's residency view at the swap: before, a
+worker that had not carried took the carried records for cold until its next periodic refresh (seconds on 8 GB) and the
+hit ratio after the swap was 80-95%; 100% since. The p99 is judged against a peer since the same day: Redis (1M × 1 KiB,
+paced at 4,000 GETs/s from the other core) runs beside the node in every slice, and during the push its p99 rises 2-11×
+as the node's does, with the hit ratio at 100%: on 2 cores, a push that copies 8.4 GB shares the cores and the memory bus
+with every server. A slice meets the goal when the node's rise is within 1.5× of its 'before' or of the peer's rise in the
+same seconds, whichever is larger. Four push runs of 2026-12-07 17:00-17:34: met in the full run of 17:15 (worst slice
+4.8× against Redis's 3.8×); missed at 17:27, where two slices 45 s apart held a 67-71 ms p99 in the node alone (Redis
+6.4×), and by 1.5-2× of the peer in a few slices of the other runs. A throttled push (100 MB/s, by hand at 16:37) did not
+lower the node's p99 during it (3-7 ms), nor did the supervisor at nice 19: the reads wait for a core, not for the
+fetch. Since 17:30 each process logs \`event-loop-stall\` (50 ms or more), so the next such slice says which process
+stalled; the run after it logged none and had no such slice. Levers left: the workers in a cgroup of their own; the
+push's copy in a lowered thread rather than the supervisor's loop.`,
   'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
 (one io_uring submission), so it comes nearer the device than single GETs: 0.68× against 0.35× in the run of 2026-12-07
 (0.37× against 0.16× in the earlier, loaded one).`,

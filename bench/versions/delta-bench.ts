@@ -10,6 +10,7 @@
  * loopback.
  */
 import { randomBytes } from 'node:crypto'
+import { execFileSync } from 'node:child_process'
 import { createWriteStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -29,6 +30,8 @@ import { clientReadLoop } from '../load/client-read-loop'
 const TOKEN = 'delta-bench-token-0123456789abcd'
 const STORE = 'bench'
 const PARTITIONS = 12
+/** Full and --base builds timed per change share (the fastest of each kept). */
+const BUILD_PAIRS = 3
 const VALUE_BYTES = 1024
 const log = (m: string): void => void process.stderr.write(`delta-bench: ${m}\n`)
 
@@ -87,6 +90,8 @@ interface ShareResult {
   readonly delta: { readonly throttled: PushRun; readonly unthrottled: PushRun }
   readonly p99Before: number
   readonly p99During: number
+  /** The delta push the p99 was measured during (its time includes the reads' share of the cores). */
+  readonly deltaDuringReads: PushRun
 }
 
 async function runShare(root: string, records: number, share: number, throttle: number): Promise<ShareResult> {
@@ -94,22 +99,47 @@ async function runShare(root: string, records: number, share: number, throttle: 
   const addrs = await nodePorts(3)
   const cluster: Cluster = await loadCluster(await writeLayoutFile(dir, 'cluster.json', addrs, { owners: 3, partitions: PARTITIONS }))
   const www = join(dir, 'www')
-  const build = async (v: number, base?: number): Promise<number> => {
-    const input = join(dir, `in-${v}.tsv`)
-    await writeVersion(input, records, v, share)
+  const buildInto = async (input: string, output: string, v: number, base?: number): Promise<number> => {
     const t0 = performance.now()
     await buildStore({
       inputs: [input],
       format: 'tsv',
       cluster,
       store: STORE,
-      output: join(www, `v${v}`),
+      output,
       version: v,
       replication: 2,
       ...(base === undefined ? {} : { base: join(www, `v${base}`) }),
     })
-    await rm(input, { force: true })
     return (performance.now() - t0) / 1000
+  }
+  const build = async (v: number, base?: number): Promise<void> => {
+    const input = join(dir, `in-${v}.tsv`)
+    await writeVersion(input, records, v, share)
+    await buildInto(input, join(www, `v${v}`), v, base)
+    await rm(input, { force: true })
+  }
+  /**
+   * Build time, full against --base (the live version 1), the same input: in pairs on equal
+   * terms, each build starting with no dirty pages of earlier writes (sync: a push or build
+   * just before would otherwise throttle the next build's writes, and only that one's), the
+   * two kinds alternating, the fastest of each kept (on this shared machine noise only adds).
+   */
+  const buildTimes = async (): Promise<{ full: number; base: number; runs: number }> => {
+    const input = join(dir, 'in-timed.tsv')
+    await writeVersion(input, records, 2, share)
+    const times = { full: Infinity, base: Infinity }
+    for (let pair = 0; pair < BUILD_PAIRS; pair++) {
+      for (const kind of ['full', 'base'] as const) {
+        const out = join(dir, `timed-${kind}`)
+        execFileSync('sync')
+        times[kind] = Math.min(times[kind], await buildInto(input, out, 2, kind === 'base' ? 1 : undefined))
+        await rm(out, { recursive: true, force: true })
+      }
+    }
+    await rm(input, { force: true })
+    log(`${share * 100}%: build full ${times.full.toFixed(2)} s, --base ${times.base.toFixed(2)} s (best of ${BUILD_PAIRS})`)
+    return { ...times, runs: BUILD_PAIRS }
   }
   const nginx = await Nginx.launch({ root: www })
   let nodes: TestCluster | undefined
@@ -130,14 +160,24 @@ async function runShare(root: string, records: number, share: number, throttle: 
     }
     log(`${label}: v1`)
     await build(1)
+    execFileSync('sync')
     const fullUnthrottled = await push(1)
+    const times = await buildTimes()
     // v2: the same change share, full build (no base): a full push at the throttle.
-    const buildFull = await build(2)
+    await build(2)
+    execFileSync('sync')
     const fullThrottled = await push(2, throttle)
     // v3, v4: builds with --base (the live version), pushed by patch.
-    const buildBase = await build(3, 2)
+    await build(3, 2)
+    execFileSync('sync')
     const deltaThrottled = await push(3, throttle)
+    // Pushes are timed as they start from the same state: no dirty pages of the build before.
     await build(4, 3)
+    execFileSync('sync')
+    const deltaUnthrottled = await push(4)
+    // v5: a delta push again, unthrottled, while a client reads (the reads' p99, before and during).
+    await build(5, 4)
+    execFileSync('sync')
     const client = await StoreClient.connect({ cluster, store: STORE, timeoutMs: 10_000 })
     try {
       const before = { done: false }
@@ -147,17 +187,18 @@ async function runShare(root: string, records: number, share: number, throttle: 
       const p99Before = percentile(await baseline, 99)
       const during = { done: false }
       const reads = clientReadLoop(client, records, keyOf, during)
-      const deltaUnthrottled = await push(4)
+      const deltaDuringReads = await push(5)
       during.done = true
       const p99During = percentile(await reads, 99)
       return {
         share,
-        buildFull,
-        buildBase,
+        buildFull: times.full,
+        buildBase: times.base,
         full: { throttled: fullThrottled, unthrottled: fullUnthrottled },
         delta: { throttled: deltaThrottled, unthrottled: deltaUnthrottled },
         p99Before,
         p99During,
+        deltaDuringReads,
       }
     } finally {
       client.close()
@@ -184,13 +225,13 @@ async function main(): Promise<void> {
   const mb = (b: number): string => (b / 1e6).toFixed(1)
   const x = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(3) : 'n/a')
   const lines = [
-    `3 nodes at replication 2, 12 partitions, ${n} × 1 KiB pushed from nginx; a share of the records changed per version. Full: a build without --base; delta: with --base of the version live on the nodes. Bytes moved are the nodes' own counts (patches and files); throttled pushes at ${mb(throttle)} MB/s per node (the push's --throttle).`,
+    `3 nodes at replication 2, 12 partitions, ${n} × 1 KiB pushed from nginx; a share of the records changed per version. Full: a build without --base; delta: with --base of the version live on the nodes. Build times: the same input built full and with --base of the live version, alternating, ${BUILD_PAIRS} of each, each after a sync (no dirty pages of the push or build before it), the fastest of each kind; the nodes are up and idle. Each push starts after a sync; the unthrottled delta push is timed alone, and another one, the next version, while a client reads (the p99 column). Bytes moved are the nodes' own counts (patches and files); throttled pushes at ${mb(throttle)} MB/s per node (the push's --throttle).`,
     '',
-    '| changed | build s: full / --base (×) | bytes moved MB: full / delta (×) | push s throttled: full / delta (×) | push s unthrottled: full / delta (×) | read p99 ms before / during the delta push |',
+    '| changed | build s: full / --base (×) | bytes moved MB: full / delta (×) | push s throttled: full / delta (×) | push s unthrottled: full / delta (×) | read p99 ms before / during a delta push (its s, unthrottled) |',
     '|---|---:|---:|---:|---:|---:|',
     ...results.map(
       (r) =>
-        `| ${r.share * 100}% | ${r.buildFull.toFixed(1)} / ${r.buildBase.toFixed(1)} (${x(r.buildBase, r.buildFull)}) | ${mb(r.full.unthrottled.bytes)} / ${mb(r.delta.unthrottled.bytes)} (${x(r.delta.unthrottled.bytes, r.full.unthrottled.bytes)}) | ${r.full.throttled.seconds.toFixed(2)} / ${r.delta.throttled.seconds.toFixed(2)} (${x(r.delta.throttled.seconds, r.full.throttled.seconds)}) | ${r.full.unthrottled.seconds.toFixed(2)} / ${r.delta.unthrottled.seconds.toFixed(2)} (${x(r.delta.unthrottled.seconds, r.full.unthrottled.seconds)}) | ${r.p99Before.toFixed(2)} / ${r.p99During.toFixed(2)} |`,
+        `| ${r.share * 100}% | ${r.buildFull.toFixed(1)} / ${r.buildBase.toFixed(1)} (${x(r.buildBase, r.buildFull)}) | ${mb(r.full.unthrottled.bytes)} / ${mb(r.delta.unthrottled.bytes)} (${x(r.delta.unthrottled.bytes, r.full.unthrottled.bytes)}) | ${r.full.throttled.seconds.toFixed(2)} / ${r.delta.throttled.seconds.toFixed(2)} (${x(r.delta.throttled.seconds, r.full.throttled.seconds)}) | ${r.full.unthrottled.seconds.toFixed(2)} / ${r.delta.unthrottled.seconds.toFixed(2)} (${x(r.delta.unthrottled.seconds, r.full.unthrottled.seconds)}) | ${r.p99Before.toFixed(2)} / ${r.p99During.toFixed(2)} (${r.deltaDuringReads.seconds.toFixed(2)} s) |`,
     ),
     '',
     '| goal | target | measured | status |',

@@ -1,3 +1,4 @@
+import { watchLoopStalls } from '../loop-stalls'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { AggregatorRegistry } from 'prom-client'
@@ -133,7 +134,8 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     respPort: bound.respPort,
   })
 
-  const close = nodeClose({
+  const stopStallWatch = watchLoopStalls(log)
+  const closeNode = nodeClose({
     opts,
     dd,
     log,
@@ -160,7 +162,10 @@ export async function startSupervisedNode(opts: NodeOptions, setup: NodeSetup): 
     jobs,
     metrics,
     respPort: bound.respPort,
-    close,
+    close: () => {
+      stopStallWatch()
+      return closeNode()
+    },
     reloadTls,
   }
 }

@@ -12,6 +12,7 @@ import { readerOpener } from '../../swapper/open-version'
 import type { ReadContext } from '../context'
 import { closeListener, createHttpServer, drainHttpServer, listen } from '../http/http-listener'
 import { createLogger } from '../log'
+import { watchLoopStalls } from '../loop-stalls'
 import { NodeMetrics } from '../metrics'
 import { createRequestHandler, type RequestHandler } from '../http/request-handler'
 import { RequestBudget } from '../http/request-budget'
@@ -106,6 +107,7 @@ async function init(cfg: WorkerConfig, snapshot: Parameters<WorkerStores['load']
     requestBudget: budget,
   }
   m.watchRequestBudget(budget)
+  watchLoopStalls(log)
   handler = createRequestHandler(ctx, { kind: 'forward', forward: createControlProxy(cfg.controlSocket, log) })
   server = createHttpServer(
     handler,
