@@ -264,8 +264,13 @@ export class NodeClient implements NodeReads {
     return (await this.json<{ jobs: RemoteJob[] }>('GET', '/admin/jobs', undefined, true)).jobs
   }
 
-  async job(id: string): Promise<RemoteJob> {
-    return this.json('GET', `/admin/jobs/${encodeURIComponent(id)}`, undefined, true)
+  /**
+   * A job as the node has it. `waitMs`: a long poll, answered when the job ends or after
+   * that long (capped below this client's timeout); a node from before long polls answers at once.
+   */
+  async job(id: string, waitMs = 0): Promise<RemoteJob> {
+    const wait = Math.max(0, Math.min(Math.floor(waitMs), Math.floor(this.timeoutMs / 2)))
+    return this.json('GET', `/admin/jobs/${encodeURIComponent(id)}${wait > 0 ? `?waitMs=${wait}` : ''}`, undefined, true)
   }
 
   async cancelJob(id: string): Promise<RemoteJob> {

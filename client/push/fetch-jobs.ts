@@ -70,8 +70,13 @@ export async function waitForJob(
           : `node ${id}: fetch did not finish before the push timeout`,
       )
     }
-    await new Promise((r) => setTimeout(r, pollMs))
-    j = await pollJob(node, j, deadline)
+    // A long poll: the node answers when the fetch ends, so the push learns it then, not up
+    // to a poll period later. A node that answers at once (from before long polls) is asked
+    // again after the poll period, not in a loop.
+    const asked = Date.now()
+    j = await pollJob(node, j, deadline, Math.min(LONG_POLL_MS, Math.max(0, deadline - asked)))
+    const early = pollMs - (Date.now() - asked)
+    if (j.state === 'running' && early > 0) await new Promise((r) => setTimeout(r, early))
     const p = j.progress
     if (p && typeof p.bytesDone === 'number')
       emit({ type: 'progress', nodeId: id, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal ?? 0, rate: p.rateBytesPerSec ?? 0 })
@@ -80,6 +85,9 @@ export async function waitForJob(
     throw new StoreError('RO_FETCH_FAILED', `node ${id}: fetch ${j.state}: ${j.error?.message ?? 'no reason given'}`)
   return j
 }
+
+/** The longest a node holds a job poll (it answers at once when the job ends); progress events come at least this often. */
+const LONG_POLL_MS = 1000
 
 /** How long a push keeps polling a job that the node does not answer about. */
 const POLL_FAILURE_GRACE_MS = 60_000
@@ -91,11 +99,11 @@ const POLL_FAILURE_GRACE_MS = 60_000
  * failing a push whose fetch is going fine. A node that refuses the
  * connection is down, and its job with it: that fails at once.
  */
-async function pollJob(node: NodeClient, j: RemoteJob, deadline: number): Promise<RemoteJob> {
+async function pollJob(node: NodeClient, j: RemoteJob, deadline: number, waitMs: number): Promise<RemoteJob> {
   const giveUp = Math.min(Date.now() + POLL_FAILURE_GRACE_MS, deadline)
   for (let pause = 100; ; pause = Math.min(pause * 2, 5000)) {
     try {
-      return await node.job(j.id)
+      return await node.job(j.id, waitMs)
     } catch (err) {
       if (!isStoreError(err, 'RO_UNAVAILABLE') || isConnectionRefused(err) || Date.now() + pause > giveUp) throw err
       await new Promise((r) => setTimeout(r, pause))

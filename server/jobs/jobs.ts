@@ -117,6 +117,20 @@ export class Jobs {
     return job.view
   }
 
+  /**
+   * The job once it has ended, or as it is after `ms` if it is still running: a long poll,
+   * so a client waiting for the end learns it when it happens rather than at its next poll.
+   */
+  async waitUpTo(id: string, ms: number): Promise<JobView> {
+    const job = this.jobs.get(id)
+    if (!job) throw new StoreError('RO_NOT_FOUND', `no job ${id}`)
+    if (job.view.state !== 'running' || ms <= 0) return job.view
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([job.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+    clearTimeout(timer)
+    return job.view
+  }
+
   /** Wait for a job to finish (tests, shutdown). */
   async wait(id: string): Promise<JobView> {
     const job = this.jobs.get(id)

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StoreError } from '../../common/errors'
 import type { AppContext } from '../context'
-import { badRequest, onlyFields, readJsonObject, sendJson } from '../http/http-util'
+import { badRequest, onlyFields, queryOf, readJsonObject, sendJson } from '../http/http-util'
 import { controlRoute } from './route'
 import { knownStore } from './store-access'
 
@@ -19,7 +19,7 @@ export const ADMIN_CONTROL_ROUTES = [
     methods: ['GET'],
     access: 'admin',
     op: 'admin_job',
-    handle: (ctx, _req, res, p) => getJob(ctx, p.job, res),
+    handle: (ctx, req, res, p) => getJob(ctx, p.job, req, res),
   }),
   controlRoute({
     path: '/admin/jobs/:job/cancel',
@@ -55,10 +55,17 @@ function listJobs(ctx: AppContext, res: ServerResponse): void {
   sendJson(res, 200, { jobs: ctx.jobs.list() })
 }
 
-function getJob(ctx: AppContext, id: string, res: ServerResponse): void {
-  const job = ctx.jobs.get(id)
-  if (!job) throw new StoreError('RO_NOT_FOUND', `no job ${id}`)
-  sendJson(res, 200, job)
+/** The longest `waitMs` of a job poll: a connection held longer would only tie up the admin port. */
+export const MAX_JOB_WAIT_MS = 10_000
+
+/** `?waitMs=N`: answer when the job ends or after N ms, whichever comes first (a long poll). */
+async function getJob(ctx: AppContext, id: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const raw = queryOf(req, ['waitMs']).get('waitMs')
+  const waitMs = raw === null ? 0 : Number(raw)
+  if (!/^\d{1,6}$/.test(raw ?? '0') || waitMs > MAX_JOB_WAIT_MS)
+    throw badRequest(`waitMs must be a whole number of ms from 0 to ${MAX_JOB_WAIT_MS}`)
+  if (!ctx.jobs.get(id)) throw new StoreError('RO_NOT_FOUND', `no job ${id}`)
+  sendJson(res, 200, await ctx.jobs.waitUpTo(id, waitMs))
 }
 
 async function rescan(ctx: AppContext, res: ServerResponse): Promise<void> {

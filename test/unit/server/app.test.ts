@@ -342,6 +342,26 @@ describe('HTTP API (in-process node)', () => {
     expect((await admin('POST', '/stores/users/fetch', { source: root, maxBytesPerSec: -1 })).status).toBe(400)
   })
 
+  test('a job poll with ?waitMs is answered with the ended job; bad waits are refused', async () => {
+    const root = join(tmp.dir, 'build-out-wait')
+    await makeNodeDir(join(root, 'node-0'), records(6), { store: 'users', version: 6 })
+    const r = await admin('POST', '/stores/users/fetch', { source: root })
+    expect(r.status).toBe(202)
+    const id = String(json(r)['id'])
+    // Long polls until the job has ended: each answer is either the ended job or, after its wait, a running one.
+    let j = json(await admin('GET', `/jobs/${id}?waitMs=2000`))
+    for (let n = 0; n < 30 && j['state'] === 'running'; n++) j = json(await admin('GET', `/jobs/${id}?waitMs=2000`))
+    expect(j).toMatchObject({ state: 'succeeded', result: { version: 6 } })
+    for (const bad of ['abc', '-1', '1.5', '10001', '1e3', '']) {
+      const res = await admin('GET', `/jobs/${id}?waitMs=${bad}`)
+      expect([res.status, json(res)['error']]).toEqual([400, expect.objectContaining({ code: 'RO_BAD_REQUEST' })])
+    }
+    expect((await admin('GET', `/jobs/${id}?wait=5`)).status).toBe(400)
+    expect((await admin('GET', '/jobs/00000000-0000-0000-0000-000000000000?waitMs=100')).status).toBe(404)
+    // Without the admin token, no wait is held.
+    expect((await admin('GET', `/jobs/${id}?waitMs=5000`, undefined, {})).status).toBe(401)
+  })
+
   test('a record damaged on disk after install: 422 RO_CORRUPT, counted and logged, never a wrong value', async () => {
     const live = json(await get('/stores/users'))['version'] as number
     for (const f of ['0.data', '1.data']) {

@@ -101,6 +101,22 @@ describe('Jobs', () => {
     expect(isJobId('../x')).toBe(false)
   })
 
+  test('waitUpTo: a long poll answered when the job ends, or with the job still running once its time is up', async () => {
+    const jobs = new Jobs()
+    let end: () => void = () => undefined
+    const job = jobs.start('fetch', 's', () => new Promise<void>((r) => (end = r)))
+    // Still running after a short wait.
+    expect(await jobs.waitUpTo(job.id, 20)).toMatchObject({ state: 'running' })
+    // A minute's wait answers as soon as the job ends (jest's 5 s timeout would fail it otherwise).
+    const polled = jobs.waitUpTo(job.id, 60_000)
+    await new Promise((r) => setImmediate(r))
+    end()
+    expect(await polled).toMatchObject({ state: 'succeeded' })
+    // An ended job, and a zero wait, answer at once.
+    expect(await jobs.waitUpTo(job.id, 60_000)).toMatchObject({ state: 'succeeded' })
+    await expect(jobs.waitUpTo('00000000-0000-0000-0000-000000000000', 10)).rejects.toMatchObject({ code: 'RO_NOT_FOUND' })
+  })
+
   test('bounded running jobs and remembered finished jobs', async () => {
     const jobs = new Jobs({ maxRunning: 2, maxFinished: 3 })
     const gates: (() => void)[] = []
