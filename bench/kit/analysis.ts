@@ -70,8 +70,11 @@ and hashed), checksums the files as it writes them, in one worker thread per ins
 files again, and the live base is left with the residency it had. Until 2026-12-07 17:16 this row timed the delta push
 while a client read from the cluster and right after the build's writes, against a full push timed alone: 0.55× / 0.63×.
 Since then every push starts after a sync, the unthrottled delta push is timed alone like the full one, and the reads'
-p99 is taken during a second delta push (its time is in the p99 column: 5.5 s and 7.5 s in the run of 17:22, load
-4.6-3.3). In that run: 0.304× at 1% (3.90 s against 12.84 s), 0.387× at 5%. What sets the rest is I/O: a rebuilt
+p99 is taken during a second delta push (its time is in the p99 column). In the run of 17:22 (load 4.6-3.3): 0.304× at
+1% (3.90 s against 12.84 s), 0.387× at 5%. Since 17:40 a push learns that a node's fetch ended when it ends (a long poll
+of the job, GET /admin/jobs/<id>?waitMs), not up to 250 ms later at its next poll: 0.272× at 1% (3.46 against 12.71 s,
+met) and 0.422× at 5% (4.25 against 10.08 s) in the run of 17:44 (load 3.0-4.8), where the full push alone moved from
+12.7 to 10.1 s between the two shares. What sets the rest is I/O: a rebuilt
 partition is a new file, so each node reads its base (evicted by the fetch's drop-behind) and writes and fsyncs every
 byte of its partitions, 2.1 GB over the three nodes, as a full push writes them. The lever left is a format change, not
 a faster copy: a version whose chunk shares the base's data file (a hard link, immutable) and adds a file of the changed
@@ -85,8 +88,10 @@ reduce workers that reads both versions (~2 GB) and compares them. Until 2026-12
 each, the full one right after a 2 GB push and the --base one after a throttled one (the writeback of the push before
 throttled only the build after it): 1.29-1.70× over runs of the same code. Since then both kinds are built from the same
 input in alternating pairs, each after a sync, the fastest of three kept: 1.200× at 1% (4.46 against 3.71 s;
-over the line by less than 0.0005) and 1.31× at 5% (5.49 against 4.19 s) in the run of 17:22 (load 4.6-3.3). By hand on a quiet machine the same
-day: 1.16× and 1.19×.`
+over the line by less than 0.0005) and 1.31× at 5% (5.49 against 4.19 s) in the run of 17:22 (load 4.6-3.3); 1.13× at 1%
+(3.31 against 2.94 s, met) and 1.38× at 5% (4.12 against 2.98 s) in the run of 17:44 (load 3.0-4.8). At 5% the patcher
+has five times the changed records to compare, frame and write (~78 MB of patches against ~16 MB), on the same 2 cores
+as the reduce. By hand on a quiet machine the same day, at 1%: 1.16× and 1.19×.`
 
 const WHY: Record<string, string> = {
   'zstd-size': `Met since 2026-12-07: frames without their magic number (4 bytes per value) and, with a dictionary, matches of at
