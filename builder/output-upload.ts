@@ -8,6 +8,7 @@
 import { readdir } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import { StoreError } from '../common/errors'
+import { inParallel } from '../common/in-parallel'
 import { METADATA_FILE } from '../formats/store/layout/metadata'
 import { withRetries } from '../s3/retry'
 import { S3Error } from '../s3/s3-error'
@@ -99,24 +100,4 @@ export async function uploadBuildOutput(
     throw outputError(url, err)
   }
   return { files: names.length, bytes, seconds: (performance.now() - started) / 1000 }
-}
-
-/** Runs `work` over `items`, `concurrency` at a time; after a failure no new item starts, and
- *  the first failure is thrown once every started one has settled (so cleanup races nothing). */
-async function inParallel<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0
-  let first: { err: unknown } | undefined
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (first === undefined && next < items.length) {
-        const item = items[next++] as T
-        try {
-          await work(item)
-        } catch (err) {
-          first ??= { err }
-        }
-      }
-    }),
-  )
-  if (first !== undefined) throw first.err
 }

@@ -4,6 +4,7 @@ import { basename, join } from 'node:path'
 import { Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { StoreError } from '../common/errors'
+import { inParallel } from '../common/in-parallel'
 import { createFileHasher } from '../formats/store/chunk/checksum'
 import { readManifest } from '../formats/store/layout/manifest-io'
 import { METADATA_FILE, type FileEntry } from '../formats/store/layout/metadata'
@@ -50,27 +51,13 @@ export async function downloadBase(
     await download(s3, root, METADATA_FILE, join(dir, METADATA_FILE), undefined, signal, 'is missing: the prefix holds no build output')
     const manifest = await readManifest(dir)
     const files = [...manifest.partitionFiles.flatMap((p) => p.files), ...(manifest.dictionary ? [manifest.dictionary] : [])]
-    let next = 0
-    let failed = false
     // Every download has ended (the others stop taking files after a failure) before the
     // directory is removed: a removal racing a write would fail and hide the first error.
-    const workers = await Promise.allSettled(
-      Array.from({ length: Math.min(PARALLEL, files.length) }, async () => {
-        try {
-          while (next < files.length && !failed) {
-            const f = files[next++] as FileEntry
-            // The manifest was validated (names like p3-c0.data); a name is still never a path.
-            if (basename(f.name) !== f.name) throw new StoreError('RO_BAD_FORMAT', `--base ${url}: the manifest names ${f.name}`)
-            await download(s3, root, f.name, join(dir, f.name), f, signal, 'is missing (a build made with --patch-only cannot be a base)')
-          }
-        } catch (err) {
-          failed = true
-          throw err
-        }
-      }),
-    )
-    const failure = workers.find((w): w is PromiseRejectedResult => w.status === 'rejected')
-    if (failure) throw failure.reason
+    await inParallel(files, PARALLEL, async (f) => {
+      // The manifest was validated (names like p3-c0.data); a name is still never a path.
+      if (basename(f.name) !== f.name) throw new StoreError('RO_BAD_FORMAT', `--base ${url}: the manifest names ${f.name}`)
+      await download(s3, root, f.name, join(dir, f.name), f, signal, 'is missing (a build made with --patch-only cannot be a base)')
+    })
     return { dir, remove }
   } catch (err) {
     await remove()
