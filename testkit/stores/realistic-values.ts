@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { mulberry32 } from '../../common/prng'
 
 /**
@@ -42,4 +43,24 @@ export function realisticValues(seed: number): RealisticValues {
       )
     },
   }
+}
+
+/** `count` records keyed `${prefix}${i}` with the values of realisticValues(seed), as text. */
+export function realisticRecords(seed: number, count: number, prefix: string): [string, string][] {
+  const gen = realisticValues(seed)
+  return Array.from({ length: count }, (_, i) => [`${prefix}${i}`, gen.next().toString()])
+}
+
+/**
+ * The value shapes every codec must carry, keyed by their names: empty, one byte,
+ * incompressible (3,000 random bytes as base64), 64 KiB of one pattern, ~4 MiB incompressible.
+ */
+export function valueShapes(): [string, string][] {
+  return [
+    ['empty', ''],
+    ['one', 'x'],
+    ['random', randomBytes(3000).toString('base64')],
+    ['k64', 'ab'.repeat(32 << 9)],
+    ['m4', randomBytes(3 << 20).toString('base64')],
+  ]
 }

@@ -18,7 +18,7 @@ import { verifyStore } from '../../../formats/store/scan/verify'
 import { stageNodeDir } from '../../../swapper/disk/install'
 import { expectSameTree } from '../../../testkit/stores/file-tree'
 import { writeInput } from '../../../testkit/stores/input-files'
-import { realisticValues } from '../../../testkit/stores/realistic-values'
+import { realisticRecords, valueShapes } from '../../../testkit/stores/realistic-values'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
 const tmp = makeTmp('rostore-zstd-')
@@ -32,11 +32,7 @@ const cluster = parseCluster({
 
 /** Realistic values, then the shapes every codec must carry: empty, 1 byte, incompressible, 64 KiB, 4 MiB. */
 function records(): [string, string][] {
-  const gen = realisticValues(7)
-  const recs: [string, string][] = Array.from({ length: 3000 }, (_, i) => [`user-${i}`, gen.next().toString()])
-  recs.push(['empty', ''], ['one', 'x'], ['random', randomBytes(3000).toString('base64')])
-  recs.push(['k64', 'ab'.repeat(32 << 9)], ['m4', randomBytes(3 << 20).toString('base64')])
-  return recs
+  return [...realisticRecords(7, 3000, 'user-'), ...valueShapes()]
 }
 
 maybe('--compression zstd through the build, readers, verify and install', () => {

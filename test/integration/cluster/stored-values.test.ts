@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -24,7 +23,7 @@ import { parquetMetadata } from '../../../formats/input/parquet/hyparquet'
 import { decodeValues, encodeKeys } from '../../../formats/wire/multiget'
 import { buildVersion } from '../../../testkit/cluster/build-version'
 import { json, startCluster, type TestCluster } from '../../../testkit/cluster/node-process'
-import { realisticValues } from '../../../testkit/stores/realistic-values'
+import { realisticRecords, valueShapes } from '../../../testkit/stores/realistic-values'
 import { makeTmp } from '../../../testkit/stores/tmp'
 
 /**
@@ -41,11 +40,8 @@ const describeNative = nativeFunctions() ? describe : describe.skip
 
 describeNative('stored values of a zstd version', () => {
   const tmp = makeTmp('rostore-stored-values-')
-  const gen = realisticValues(23)
-  const recs: [string, string][] = Array.from({ length: 3000 }, (_, i) => [`key-${i}`, gen.next().toString()])
   // Every value shape: empty, one byte, incompressible, 64 KiB, 4 MiB.
-  recs.push(['empty', ''], ['one', 'x'], ['random', randomBytes(3000).toString('base64')])
-  recs.push(['k64', 'ab'.repeat(32 << 9)], ['m4', randomBytes(3 << 20).toString('base64')])
+  const recs = [...realisticRecords(23, 3000, 'key-'), ...valueShapes()]
   const want = new Map(recs)
   let nodes: TestCluster
   let cluster: Cluster

@@ -1,5 +1,4 @@
 import type Redis from 'ioredis'
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import type { BuildOptions } from '../../../builder/build-options'
@@ -14,7 +13,7 @@ import { readManifest } from '../../../formats/store/layout/manifest-io'
 import { openStore } from '../../../formats/store/read/store-reader'
 import { startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
 import { writeInput } from '../../../testkit/stores/input-files'
-import { realisticValues } from '../../../testkit/stores/realistic-values'
+import { realisticRecords, valueShapes } from '../../../testkit/stores/realistic-values'
 import { makeTmp } from '../../../testkit/stores/tmp'
 import { connectIoredis } from '../../../testkit/net/redis-cli'
 
@@ -47,16 +46,8 @@ const VARIANTS: readonly Variant[] = [
 
 describe('every codec, every value shape, every way in and out', () => {
   const tmp = makeTmp('rostore-codecs-')
-  const gen = realisticValues(31)
-  const recs: [string, string][] = Array.from({ length: 1500 }, (_, i) => [`r-${i}`, gen.next().toString()])
-  const shapes: [string, string][] = [
-    ['empty', ''],
-    ['one', 'x'],
-    ['random', randomBytes(3000).toString('base64')],
-    ['k64', 'ab'.repeat(32 << 9)],
-    ['m4', randomBytes(3 << 20).toString('base64')],
-  ]
-  recs.push(...shapes)
+  const shapes = valueShapes()
+  const recs = [...realisticRecords(31, 1500, 'r-'), ...shapes]
   // The layout of startSingleNode's cluster file: node 0 holding partitions 0 and 1.
   const cluster = parseCluster({ name: 'test-cluster', nodes: [{ id: 0, host: '127.0.0.1', port: 1, partitions: [0, 1] }] })
   const input = join(tmp.dir, 'in.tsv')

@@ -1,12 +1,11 @@
 import type Redis from 'ioredis'
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { buildStore } from '../../../builder/engines/local/build-job'
 import { parseCluster } from '../../../cluster/cluster'
 import { nativeFunctions } from '../../../common/native'
 import { writeInput } from '../../../testkit/stores/input-files'
 import { json, startSingleNode, type NodeProcess } from '../../../testkit/cluster/node-process'
-import { realisticValues } from '../../../testkit/stores/realistic-values'
+import { realisticRecords, valueShapes } from '../../../testkit/stores/realistic-values'
 import { makeTmp } from '../../../testkit/stores/tmp'
 import { connectIoredis } from '../../../testkit/net/redis-cli'
 
@@ -21,10 +20,7 @@ const describeNative = nativeFunctions() ? describe : describe.skip
 
 describeNative('a zstd version with a dictionary, served', () => {
   const tmp = makeTmp('rostore-zstd-serving-')
-  const gen = realisticValues(11)
-  const recs: [string, string][] = Array.from({ length: 2000 }, (_, i) => [`user-${i}`, gen.next().toString()])
-  recs.push(['empty', ''], ['one', 'x'], ['random', randomBytes(3000).toString('base64')], ['k64', 'ab'.repeat(32 << 9)])
-  recs.push(['m4', randomBytes(3 << 20).toString('base64')])
+  const recs = [...realisticRecords(11, 2000, 'user-'), ...valueShapes()]
   let node: NodeProcess
   let redis: Redis
 
