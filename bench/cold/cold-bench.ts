@@ -277,9 +277,12 @@ function pushVerdict(p: PushRows): { text: string; met: boolean } {
   const says = (phase: 'during' | 'after'): { text: string; met: boolean } => {
     const of = p.phases.filter((x) => x.phase === phase)
     if (of.length === 0) return { text: `${phase}: no slice`, met: false }
-    const worst = of.reduce((a, b) =>
-      pushRatios(p, b).node / Math.max(1, pushRatios(p, b).peer) > pushRatios(p, a).node / Math.max(1, pushRatios(p, a).peer) ? b : a,
-    )
+    // How far a slice's rise exceeds what the goal allows it beside the peer.
+    const excess = (ph: PushRows['phases'][number]): number => {
+      const r = pushRatios(p, ph)
+      return r.node / Math.max(1, r.peer)
+    }
+    const worst = of.reduce((a, b) => (excess(b) > excess(a) ? b : a))
     const r = pushRatios(p, worst)
     const hit = Math.min(...of.map((x) => x.hitRatio ?? 0))
     const met = of.every(ok)

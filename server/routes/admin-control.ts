@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { StoreError } from '../../common/errors'
 import type { AppContext } from '../context'
 import { badRequest, onlyFields, queryOf, readJsonObject, sendJson } from '../http/http-util'
 import { controlRoute } from './route'
@@ -64,7 +63,7 @@ async function getJob(ctx: AppContext, id: string, req: IncomingMessage, res: Se
   const waitMs = raw === null ? 0 : Number(raw)
   if (!/^\d{1,6}$/.test(raw ?? '0') || waitMs > MAX_JOB_WAIT_MS)
     throw badRequest(`waitMs must be a whole number of ms from 0 to ${MAX_JOB_WAIT_MS}`)
-  if (!ctx.jobs.get(id)) throw new StoreError('RO_NOT_FOUND', `no job ${id}`)
+  // RO_NOT_FOUND for an unknown job, as without a wait.
   sendJson(res, 200, await ctx.jobs.waitUpTo(id, waitMs))
 }
 
