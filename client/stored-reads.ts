@@ -90,8 +90,9 @@ export class DecompressingReads implements NodeReads {
     try {
       return decodeAtMost(codec, stored, this.maxValueBytes)
     } catch (err) {
-      if (isStoreError(err, 'RO_TOO_LARGE')) throw new StoreError('RO_TOO_LARGE', `${this.endpoint}: ${err.message}`, { cause: err })
-      if (isStoreError(err, 'RO_CORRUPT')) throw new StoreError('RO_CORRUPT', `${this.endpoint}: ${err.message}`, { cause: err })
+      // The decoder's own verdict, told with the node it came from.
+      if (isStoreError(err) && (err.code === 'RO_TOO_LARGE' || err.code === 'RO_CORRUPT'))
+        throw new StoreError(err.code, `${this.endpoint}: ${err.message}`, { cause: err })
       throw new StoreError('RO_CORRUPT', `${this.endpoint}: a ${codec.name} value does not decompress`, { cause: err })
     }
   }
