@@ -1,8 +1,7 @@
 import { createReadStream } from 'node:fs'
 import { open } from 'node:fs/promises'
-import { createGunzip } from 'node:zlib'
-import { crc32 } from '../../../common/crc32'
 import { StoreError } from '../../../common/errors'
+import { inflateBody, type BodyCrc } from './patch-body'
 import { PATCH_DELETE, PATCH_HEADER_SIZE, PATCH_PUT, decodePatchHeader, type PatchHeader } from './patch-file'
 
 /** One operation of a patch; `value` is the stored value of a put. */
@@ -41,12 +40,8 @@ async function* readOps(file: string, name: string, header: PatchHeader): AsyncG
     throw new StoreError('RO_CORRUPT', `${name}: ${msg}`)
   }
   const raw = createReadStream(file, { start: PATCH_HEADER_SIZE, highWaterMark: 1 << 16 })
-  let crc = 0
-  raw.on('data', (b: string | Buffer) => {
-    if (typeof b !== 'string') crc = crc32(b, crc)
-  })
-  const inflated = raw.pipe(createGunzip())
-  raw.on('error', (err) => inflated.destroy(err))
+  const crc: BodyCrc = { value: 0 }
+  const inflated = inflateBody(raw, header.codec, crc)
   let pending: Buffer = Buffer.alloc(0)
   let count = 0
   try {
@@ -63,15 +58,14 @@ async function* readOps(file: string, name: string, header: PatchHeader): AsyncG
       pending = pending.subarray(at)
     }
   } catch (err) {
-    if (err instanceof StoreError) throw err
-    throw new StoreError('RO_CORRUPT', `${name}: the patch body does not inflate`, { cause: err })
+    if (err instanceof StoreError && err.message.startsWith(name)) throw err
+    throw new StoreError('RO_CORRUPT', `${name}: the patch body does not inflate (${(err as Error).message})`, { cause: err })
   } finally {
-    inflated.destroy()
     raw.destroy()
   }
   if (pending.length > 0) bad(`${pending.length} stray bytes after the last operation`)
   if (count !== header.ops) bad(`${count} operations, its header says ${header.ops}`)
-  if (crc >>> 0 !== header.bodyCrc) bad('patch body fails its checksum')
+  if (crc.value >>> 0 !== header.bodyCrc) bad('patch body fails its checksum')
 }
 
 /** The operation at `at`, or undefined when `b` does not hold all of it yet. */

@@ -1,14 +1,14 @@
 import { closeSync, fsyncSync, openSync, unlinkSync } from 'node:fs'
-import { constants, gzipSync } from 'node:zlib'
 import { crc32 } from '../../../common/crc32'
 import { writeAll } from '../../../common/sync-io'
-import { PATCH_DELETE, PATCH_HEADER_SIZE, PATCH_PUT, encodePatchHeader, encodePatchOp } from './patch-file'
+import { blockCompressor, type BlockCompressor } from './patch-body'
+import { PATCH_DELETE, PATCH_HEADER_SIZE, PATCH_PUT, encodePatchHeader, encodePatchOp, type PatchCodec } from './patch-file'
 
 /**
  * Writes one partition patch (patch-file.ts) from operations given in the partition's
- * record order. Operations are gathered into blocks of about 1 MiB, each written as one
- * gzip member (a gzip reader inflates concatenated members as one stream), so memory
- * stays at one block. Synchronous, like ChunkWriter: the builder has nothing else to do.
+ * record order. Operations are gathered into blocks of about 1 MiB, each compressed on its
+ * own (patch-body.ts), so memory stays at one block. Synchronous, like ChunkWriter: the
+ * builder has nothing else to do.
  */
 const BLOCK_BYTES = 1 << 20
 
@@ -35,11 +35,15 @@ export class PatchWriter {
   private bodyCrc = 0
   private puts = 0
   private deletes = 0
+  private readonly compressor: BlockCompressor
 
+  /** `codec` absent: zstd where the addon's libzstd loads, else gzip. */
   constructor(
     private readonly file: string,
     private readonly id: PatchIdentity,
+    codec?: PatchCodec,
   ) {
+    this.compressor = blockCompressor(codec)
     this.fd = openSync(file, 'w')
   }
 
@@ -62,7 +66,13 @@ export class PatchWriter {
   finish(): WrittenPatch {
     this.flush()
     const ops = this.puts + this.deletes
-    const header = encodePatchHeader({ ...this.id, ops, bodySize: this.pos - PATCH_HEADER_SIZE, bodyCrc: this.bodyCrc })
+    const header = encodePatchHeader({
+      ...this.id,
+      codec: this.compressor.codec,
+      ops,
+      bodySize: this.pos - PATCH_HEADER_SIZE,
+      bodyCrc: this.bodyCrc,
+    })
     writeAll(this.fd, header, 0)
     fsyncSync(this.fd)
     closeSync(this.fd)
@@ -82,12 +92,12 @@ export class PatchWriter {
   }
 
   private flush(): void {
-    // An empty patch still has a body: one gzip member of nothing, so every reader inflates something.
+    // An empty patch still has a body: one block of nothing, so every reader inflates something.
     if (this.block.length === 0 && this.pos > PATCH_HEADER_SIZE) return
-    const member = gzipSync(Buffer.concat(this.block, this.blockBytes), { level: constants.Z_BEST_SPEED })
-    writeAll(this.fd, member, this.pos)
-    this.bodyCrc = crc32(member, this.bodyCrc)
-    this.pos += member.length
+    const bytes = this.compressor.compress(Buffer.concat(this.block, this.blockBytes))
+    writeAll(this.fd, bytes, this.pos)
+    this.bodyCrc = crc32(bytes, this.bodyCrc)
+    this.pos += bytes.length
     this.block = []
     this.blockBytes = 0
   }

@@ -1,0 +1,93 @@
+import type { Readable } from 'node:stream'
+import { constants, createGunzip, gzipSync } from 'node:zlib'
+import { crc32 } from '../../../common/crc32'
+import { StoreError } from '../../../common/errors'
+import { nativeFunctions } from '../../../common/native'
+import { zstdParts, type ZstdCodecParts } from '../chunk/zstd-codec'
+import type { PatchCodec } from './patch-file'
+
+/**
+ * A patch body's compression (docs/FORMAT.md, "Partition patches"): the writer hands over
+ * blocks of about 1 MiB of operations and gets the bytes to append; the reader gets the
+ * operations' bytes back block by block. gzip: one member per block (a gzip reader inflates
+ * concatenated members as one stream). zstd: per block, u32le frame length, then one
+ * frame (level 1, content size declared, magic number dropped as in stored values).
+ */
+export const PATCH_ZSTD_LEVEL = 1
+
+export interface BlockCompressor {
+  readonly codec: PatchCodec
+  /** The bytes to append to the body for one block of operations. */
+  compress(block: Buffer): Buffer
+}
+
+/** The compressor for `codec`; without one, zstd where the addon's libzstd loads, else gzip. */
+export function blockCompressor(codec?: PatchCodec): BlockCompressor {
+  const chosen = codec ?? (nativeFunctions()?.zstdPrepare(null, PATCH_ZSTD_LEVEL, false) ? 'zstd' : 'gzip')
+  if (chosen === 'gzip') return { codec: chosen, compress: (block) => gzipSync(block, { level: constants.Z_BEST_SPEED }) }
+  const zstd = zstdParts(undefined, PATCH_ZSTD_LEVEL, true)
+  return {
+    codec: chosen,
+    compress: (block) => {
+      const frame = zstd.encode(block)
+      const out = Buffer.allocUnsafe(4 + frame.length)
+      out.writeUInt32LE(frame.length, 0)
+      frame.copy(out, 4)
+      return out
+    },
+  }
+}
+
+/** The running CRC-32 of the body bytes as read, for the caller to compare once the body ends. */
+export interface BodyCrc {
+  value: number
+}
+
+/**
+ * The operations' bytes of a body read from `raw`, block by block, its CRC kept in `crc`.
+ * A body that does not decompress throws (the caller names the patch: RO_CORRUPT).
+ */
+export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc): AsyncIterable<Buffer> {
+  if (codec === 'gzip') {
+    raw.on('data', (b: string | Buffer) => {
+      if (typeof b !== 'string') crc.value = crc32(b, crc.value)
+    })
+    const inflated = raw.pipe(createGunzip())
+    raw.on('error', (err) => inflated.destroy(err))
+    return inflated
+  }
+  return zstdBlocks(raw, crc)
+}
+
+async function* zstdBlocks(raw: Readable, crc: BodyCrc): AsyncGenerator<Buffer> {
+  const zstd: ZstdCodecParts = zstdParts(undefined, PATCH_ZSTD_LEVEL, false)
+  // Chunks are kept as a list and joined once the next block is all there (`need` bytes):
+  // a block spans many chunks, and joining at every chunk would copy it over and over.
+  let parts: Buffer[] = []
+  let held = 0
+  let need = 4
+  for await (const chunk of raw as AsyncIterable<Buffer>) {
+    crc.value = crc32(chunk, crc.value)
+    parts.push(chunk)
+    held += chunk.length
+    if (held < need) continue
+    const pending = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, held)
+    let at = 0
+    for (;;) {
+      if (pending.length - at < 4) {
+        need = 4
+        break
+      }
+      const end = at + 4 + pending.readUInt32LE(at)
+      if (pending.length < end) {
+        need = end - at
+        break
+      }
+      yield zstd.decode(pending.subarray(at + 4, end))
+      at = end
+    }
+    parts = at === pending.length ? [] : [pending.subarray(at)]
+    held = pending.length - at
+  }
+  if (held > 0) throw new StoreError('RO_CORRUPT', `the body ends inside a zstd block (${held} bytes left)`)
+}
