@@ -15,6 +15,11 @@ export function printRaySummary(s: RayBuildSummary): void {
       `${j.spilledMiB === null ? 'unknown' : `${j.spilledMiB} MiB`} spilled`,
     `  seconds: prepare ${sec(s.seconds.prepare)}, connect ${sec(j.seconds.connect)}, map ${sec(j.seconds.map)}, reduce ${sec(j.seconds.reduce)}, ` +
       `finalize ${sec(s.seconds.finalize)} (task seconds: map ${sec(j.seconds.mapTaskSum)}, reduce ${sec(j.seconds.reduceTaskSum)})`,
+    ...(s.patches !== undefined
+      ? [
+          `  patches against the base: ${s.patches.partitions} partitions, ${mb(s.patches.bytes)} MiB, ${sec(s.patches.seconds)} s after finalize`,
+        ]
+      : []),
     ...f.nodes.map((n) => `  node ${n.nodeId}: ${n.records.toLocaleString('en-US')} records, ${mb(n.bytes)} MiB`),
   ]
   process.stdout.write(lines.join('\n') + '\n')

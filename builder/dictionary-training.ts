@@ -84,7 +84,8 @@ export async function buildDictionary(
 }
 
 /** Where a build's dictionary came from: metadata.json's build.zstdDictionary says it. */
-export type DictionarySource = 'trained' | 'given' | 'base'
+export const DICTIONARY_SOURCES = ['trained', 'given', 'base'] as const
+export type DictionarySource = (typeof DICTIONARY_SOURCES)[number]
 
 export interface BuildDictionary {
   readonly bytes: Buffer

@@ -1,8 +1,10 @@
 import { statSync } from 'node:fs'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { StoreError } from '../common/errors'
 import { createFileChecksummer } from '../formats/store/chunk/checksum'
 import { createKeyHasher } from '../formats/store/layout/key-hash'
+import { readManifest, writeManifest } from '../formats/store/layout/manifest-io'
 import { PATCH_MAX_SHARE } from '../formats/store/patch/patch-file'
 import type { PartitionEntry, PatchEntry, VersionManifest } from '../formats/store/layout/partition-files'
 import { writePartitionPatch, type PartitionPatchTask } from './partition-diff'
@@ -15,6 +17,21 @@ import { writePartitionPatch, type PartitionPatchTask } from './partition-diff'
 export interface BaseBuild {
   readonly dir: string
   readonly manifest: VersionManifest
+}
+
+/** A local format-2 build output to patch against (an s3:// one is downloaded first: s3-base.ts). */
+export async function readBaseBuild(dir: string): Promise<BaseBuild> {
+  return { dir: resolve(dir), manifest: await readManifest(resolve(dir)) }
+}
+
+/** Every check a build against `base` makes before it starts (what fits, chunk count, the base's files). */
+export function checkBase(
+  base: BaseBuild,
+  next: Pick<VersionManifest, 'store' | 'version' | 'keyHash' | 'compression' | 'partitions' | 'chunks'>,
+): void {
+  checkBaseFits(base.manifest, next)
+  checkBaseChunks(base.manifest, next.chunks)
+  checkBaseFiles(base)
 }
 
 /** What must match for a base's partitions to be patched into this build's. */
@@ -106,4 +123,27 @@ export async function writePartitionPatches(
     return writePartitionPatch(partitionPatchTask(base, dir, manifest, entry.partition, bytes, maxShare), hasher, checksum)
   })
   return withPatches(base, manifest, patches)
+}
+
+/** What `build --base` wrote: partitions that got a patch, the patches' bytes, the seconds the patches took. */
+export interface PatchesWritten {
+  readonly partitions: number
+  readonly bytes: number
+  readonly seconds: number
+}
+
+/**
+ * The patches of a finished format-2 output `dir` against `base`, written into it with its
+ * manifest rewritten to name them (the Ray engine, after finalize: its reducers run
+ * elsewhere, so the diff runs here once every partition is written). With `patchOnly` the
+ * full files of the partitions that got a patch are removed. A failure leaves `dir` as the
+ * caller's to remove: it is still a build in progress.
+ */
+export async function patchFinishedOutput(base: BaseBuild, dir: string, patchOnly: boolean): Promise<PatchesWritten> {
+  const t0 = performance.now()
+  const manifest = await writePartitionPatches(base, dir, await readManifest(dir))
+  const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
+  if (patchOnly) for (const e of made) for (const f of e.files) await rm(join(dir, f.name))
+  await writeManifest(dir, manifest)
+  return { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (performance.now() - t0) / 1000 }
 }

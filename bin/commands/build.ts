@@ -49,7 +49,7 @@ export const builder = (y: Argv) =>
     .option('base', {
       type: 'string',
       describe:
-        'an earlier build output of the store (a directory or an s3:// prefix): also write a patch per partition against it (local engine, --layout partitions)',
+        'an earlier build output of the store (a directory or an s3:// prefix): also write a patch per partition against it (local and ray engines, --layout partitions)',
     })
     .option('patch-only', {
       type: 'boolean',
@@ -101,7 +101,11 @@ export const builder = (y: Argv) =>
     .option('streaming-jar', { type: 'string', describe: 'hadoop: path of hadoop-streaming*.jar (default: from $HADOOP_HOME)' })
 
 export async function handler(a: Awaited<ReturnType<typeof builder>['argv']>): Promise<void> {
-  if (a.base !== undefined && a.engine !== 'local') throw new StoreError('RO_BAD_OPTION', '--base is for the local engine only')
+  if (a.base !== undefined && a.engine === 'hadoop')
+    throw new StoreError(
+      'RO_BAD_OPTION',
+      '--base is for the local and ray engines (a Hadoop output on HDFS is not diffed where the job is prepared)',
+    )
   if (a.engine === 'hadoop') return printHadoopJob(a)
   if (a.engine === 'ray') return runRayBuild(a)
   if (a['print-command']) throw new StoreError('RO_BAD_OPTION', '--print-command prints a Hadoop job: add --engine hadoop')
@@ -149,8 +153,14 @@ async function runRayBuild(a: Awaited<ReturnType<typeof builder>['argv']>): Prom
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
   const s = await buildOnRay({
-    // --tmpdir: where the work directory of an s3:// output goes (shared storage).
-    build: { ...(await commonBuildOptions(a)), tmpdir: a.tmpdir, signal: cancel.signal },
+    // --tmpdir: where the work directory of an s3:// output goes (shared storage), and an s3:// base.
+    build: {
+      ...(await commonBuildOptions(a)),
+      tmpdir: a.tmpdir,
+      signal: cancel.signal,
+      base: a.base,
+      ...(a['patch-only'] === true ? { patchOnly: true } : {}),
+    },
     address: a['ray-address'],
     python: a['ray-python'],
     // Split at spaces: the command is a path and its arguments (e.g. "node /opt/rostore/lib/bin/cli.js").

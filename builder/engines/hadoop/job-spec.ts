@@ -5,6 +5,7 @@ import { parseCluster, type Cluster } from '../../../cluster/cluster'
 import type { InputFormat } from '../../../formats/input/types'
 import type { Compression } from '../../../formats/store/layout/metadata'
 import { MAX_ZSTD_LEVEL, MIN_ZSTD_LEVEL } from '../../../formats/store/chunk/zstd-codec'
+import { DICTIONARY_SOURCES, type DictionarySource } from '../../dictionary-training'
 
 /**
  * Everything a Hadoop task needs to know about the build, fixed once by
@@ -39,7 +40,7 @@ export interface HadoopJobSpec {
    */
   readonly zstdDictionary?: string
   /** Where it came from: trained where the job was prepared (absent: the same), or given (--zstd-dictionary). */
-  readonly zstdDictionarySource?: 'trained' | 'given'
+  readonly zstdDictionarySource?: DictionarySource
   readonly keyHash: string
   readonly onDuplicate: DuplicatePolicy
   /**
@@ -147,8 +148,8 @@ export function validateJobSpec(json: unknown, where: string): HadoopJobSpec {
   if (dictionary !== undefined && (typeof dictionary !== 'string' || !/^[A-Za-z0-9+/]+={0,2}$/.test(dictionary)))
     bad('"zstdDictionary" must be base64')
   const source = j['zstdDictionarySource']
-  if (source !== undefined && (dictionary === undefined || (source !== 'trained' && source !== 'given')))
-    bad('"zstdDictionarySource" must be trained or given, with "zstdDictionary"')
+  if (source !== undefined && (dictionary === undefined || !DICTIONARY_SOURCES.includes(source as DictionarySource)))
+    bad(`"zstdDictionarySource" must be one of ${DICTIONARY_SOURCES.join(', ')}, with "zstdDictionary"`)
   if (j['compression'] !== 'zstd' && (level !== undefined || dictionary !== undefined))
     bad('"zstdLevel" and "zstdDictionary" go with "compression": "zstd"')
   for (const k of ['keyField', 'valueField', 'keyHash'] as const) {

@@ -15,6 +15,7 @@ import { JOB_FILE_NAME, makeJobSpec, writeJobSpec, type HadoopJobSpec } from './
 import { keyFieldPartition } from './partitioner'
 import { listS3JobInputs, readS3FirstLine } from './s3-job-inputs'
 import { isS3Url } from '../../../s3/s3-url'
+import { checkBase, type BaseBuild } from '../../partition-patches'
 import { BUCKET_HEX, KEY_FIELD_SEPARATOR } from './shuffle-key'
 
 /**
@@ -46,6 +47,12 @@ export interface HadoopPrintOptions {
    * (the Ray engine), rather than handed to `hdfs dfs`; default false.
    */
   readonly s3Inputs?: boolean
+  /**
+   * `build --base` (the Ray engine): the job takes the base's chunk count and, for zstd,
+   * its dictionary, after the checks the local engine makes; the patches are written once
+   * the job is finalized (partition-patches.ts patchFinishedOutput).
+   */
+  readonly base?: BaseBuild
 }
 
 export interface PreparedHadoopJob {
@@ -74,14 +81,17 @@ export const STREAMING_SETTINGS = {
 async function jobDictionary(
   listed: readonly { readonly path: string }[],
   b: NormalizedBuildOptions,
+  base: BaseBuild | undefined,
 ): Promise<BuildDictionary | undefined> {
-  // Inputs are read only to train: with a given dictionary they may be remote.
-  return buildDictionary(b, b.zstdDictionary === undefined ? listed.map((f) => localPath(f.path)) : [])
+  // Inputs are read only to train: with a given dictionary (or the base's) they may be remote.
+  const train = b.zstdDictionary === undefined && base?.manifest.dictionary === undefined
+  return buildDictionary(b, train ? listed.map((f) => localPath(f.path)) : [], base)
 }
 
 export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedHadoopJob> {
   const b = normalizeBuildOptions(o.build)
-  const remote = b.compression === 'zstd' && b.dictionary && b.zstdDictionary === undefined ? b.inputs.find(isRemote) : undefined
+  const trains = b.compression === 'zstd' && b.dictionary && b.zstdDictionary === undefined && o.base?.manifest.dictionary === undefined
+  const remote = trains ? b.inputs.find(isRemote) : undefined
   if (remote !== undefined)
     throw new StoreError(
       'RO_BAD_OPTION',
@@ -102,7 +112,10 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
   const inputBytes = listed.reduce((s, f) => s + f.size, 0)
   const layout = clusterLayout(b.cluster)
   const partitions = buildRing(layout).partitionCount
-  const chunks = b.chunks ?? defaultChunks(b.layout, inputBytes, b.replication, { nodes: layout.length, partitions })
+  const chunks =
+    b.chunks ?? o.base?.manifest.chunks ?? defaultChunks(b.layout, inputBytes, b.replication, { nodes: layout.length, partitions })
+  if (o.base !== undefined)
+    checkBase(o.base, { store: b.store, version: b.version, keyHash: b.keyHash, compression: b.compression, partitions, chunks })
   const buckets = bucketCount(bucketPlan(b.layout, layout, chunks))
   const reducers = o.reducers ?? Math.min(buckets, 10000)
   if (!Number.isInteger(reducers) || reducers < 1)
@@ -122,7 +135,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     }
   }
 
-  const dictionary = await jobDictionary(listed, b)
+  const dictionary = await jobDictionary(listed, b, o.base)
   const spec = makeJobSpec({
     store: b.store,
     version: b.version,
@@ -140,7 +153,7 @@ export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedH
     ...(dictionary !== undefined
       ? {
           zstdDictionary: dictionary.bytes.toString('base64'),
-          zstdDictionarySource: dictionary.source === 'given' ? ('given' as const) : ('trained' as const),
+          zstdDictionarySource: dictionary.source,
         }
       : {}),
     keyHash: b.keyHash,

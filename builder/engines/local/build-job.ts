@@ -17,8 +17,8 @@ import { buildRing } from '../../../cluster/routing'
 import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
-import { readManifest, writeManifest } from '../../../formats/store/layout/manifest-io'
-import { checkBaseChunks, checkBaseFiles, checkBaseFits, withPatches, type BaseBuild } from '../../partition-patches'
+import { writeManifest } from '../../../formats/store/layout/manifest-io'
+import { checkBase, readBaseBuild, withPatches, type PatchesWritten } from '../../partition-patches'
 import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
@@ -50,7 +50,7 @@ export interface BuildSummary {
   /** What each node holds: its own directory (format 1) or its view of the partitions (format 2). */
   readonly nodes: readonly { readonly nodeId: number; readonly records: number; readonly bytes: number }[]
   /** With --base: partitions that got a patch, the patches' bytes, and the seconds they took after the reduce (they start during it). */
-  readonly patches?: { readonly partitions: number; readonly bytes: number; readonly seconds: number }
+  readonly patches?: PatchesWritten
   /** For an s3:// output: what the upload took. */
   readonly upload?: { readonly files: number; readonly bytes: number; readonly seconds: number }
 }
@@ -114,15 +114,12 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
   const inputBytes = await totalSize(files)
   const layout = clusterLayout(o.cluster)
   const partitions = buildRing(layout).partitionCount
-  const base = o.base === undefined ? undefined : await readBase(o.base)
+  const base = o.base === undefined ? undefined : await readBaseBuild(o.base)
   const chunks =
     o.chunks ?? base?.manifest.chunks ?? defaultChunks(o.layout, inputBytes, o.replication, { nodes: layout.length, partitions })
   const plan = bucketPlan(o.layout, layout, chunks)
-  if (base !== undefined) {
-    checkBaseFits(base.manifest, { store: o.store, version: o.version, keyHash: o.keyHash, compression: o.compression, partitions })
-    checkBaseChunks(base.manifest, chunks)
-    checkBaseFiles(base)
-  }
+  if (base !== undefined)
+    checkBase(base, { store: o.store, version: o.version, keyHash: o.keyHash, compression: o.compression, partitions, chunks })
 
   await mkdir(dirname(output), { recursive: true })
   await removeStaleTemps(output)
@@ -297,11 +294,6 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
     await Promise.all([...workers, ...extra].map((w) => w.terminate()))
     if (runDir) await rm(runDir, { recursive: true, force: true })
   }
-}
-
-/** A local format-2 build output to patch against (an s3:// one was downloaded before: buildOnObjectStorageBase). */
-async function readBase(dir: string): Promise<BaseBuild> {
-  return { dir: resolve(dir), manifest: await readManifest(resolve(dir)) }
 }
 
 /** A build never writes over an output: RO_BAD_OPTION when `output` exists. */

@@ -13,6 +13,8 @@ import { isRemote } from '../hadoop/job-fs'
 import { prepareHadoopJob } from '../hadoop/print-command'
 import type { UploadSummary } from '../../output-upload'
 import { isS3Url } from '../../../s3/s3-url'
+import { patchFinishedOutput, readBaseBuild, type PatchesWritten } from '../../partition-patches'
+import type { DownloadedBase } from '../../s3-base'
 
 /**
  * `rostore build --engine ray`: the build as a Ray job. The job spec is the Hadoop
@@ -28,6 +30,11 @@ import { isS3Url } from '../../../s3/s3-url'
  * so a failed job leaves no output behind. An s3:// output: the work directory is under
  * --tmpdir, and the finished `out/` is uploaded, manifests last. s3:// inputs are listed
  * here and read by the map tasks themselves, with their node's AWS_* credentials.
+ *
+ * `--base` (a local build output or an s3:// prefix, downloaded under --tmpdir first): the
+ * job takes the base's chunk count and zstd dictionary, and once finalized, the partition
+ * patches are written here, one partition after another (partition-patches.ts
+ * patchFinishedOutput), before the output is moved or uploaded.
  */
 export interface RayBuildOptions {
   readonly build: BuildOptions
@@ -80,6 +87,8 @@ export interface RayBuildSummary {
   readonly finalize: FinalizeSummary
   /** For an s3:// output: what the upload took (included in seconds.finalize). */
   readonly upload?: UploadSummary
+  /** With --base: the patches written (their seconds included in seconds.finalize). */
+  readonly patches?: PatchesWritten
   readonly seconds: { readonly prepare: number; readonly ray: number; readonly finalize: number; readonly total: number }
 }
 
@@ -109,13 +118,17 @@ export async function buildOnRay(o: RayBuildOptions): Promise<RayBuildSummary> {
     ? join(resolve(b.tmpdir ?? tmpdir()), `.rostore-s3-output.ray-${randomBytes(6).toString('hex')}`)
     : join(dirname(output), `.${basename(output)}.ray-${randomBytes(6).toString('hex')}`)
   await mkdir(work, { recursive: true })
+  let downloaded: DownloadedBase | undefined
   try {
+    if (b.base !== undefined && isS3Url(b.base)) downloaded = await s3Base().downloadBase(b.base, b.tmpdir ?? tmpdir(), b.signal)
+    const base = b.base === undefined ? undefined : await readBaseBuild(downloaded?.dir ?? b.base)
     const job = await prepareHadoopJob({
       build: { ...b, output: join(work, 'out') },
       reducers: o.reducers,
       jobDir: work,
       splitBytes: o.splitBytes,
       s3Inputs: true,
+      ...(base !== undefined ? { base } : {}),
     })
     // The driver plans text splits from these sizes: it never opens an s3:// input itself.
     await writeFile(join(work, 'input-sizes.json'), JSON.stringify(job.inputSizes))
@@ -125,6 +138,7 @@ export async function buildOnRay(o: RayBuildOptions): Promise<RayBuildSummary> {
     const jobSummary = JSON.parse(await readFile(join(work, 'summary.json'), 'utf8')) as RayJobSummary
     const stats = await readStatsSources([join(work, 'stats')], () => Promise.resolve(''))
     const finalize = await finalizeHadoopBuild({ job: job.spec, stats })
+    const patches = base === undefined ? undefined : await patchFinishedOutput(base, join(work, 'out'), b.patchOnly === true)
     const uploaded = upload === undefined ? undefined : await upload.uploadBuildOutput(join(work, 'out'), output, b.signal)
     if (upload === undefined) await rename(join(work, 'out'), output)
     const t3 = performance.now()
@@ -133,11 +147,19 @@ export async function buildOnRay(o: RayBuildOptions): Promise<RayBuildSummary> {
       job: jobSummary,
       finalize: { ...finalize, output },
       ...(uploaded !== undefined ? { upload: uploaded } : {}),
+      ...(patches !== undefined ? { patches } : {}),
       seconds: { prepare: (t1 - t0) / 1000, ray: (t2 - t1) / 1000, finalize: (t3 - t2) / 1000, total: (t3 - t0) / 1000 },
     }
   } finally {
     await rm(work, { recursive: true, force: true })
+    await downloaded?.remove()
   }
+}
+
+function s3Base(): typeof import('../../s3-base') {
+  // Loaded only for an s3:// base, as the upload's module is for an s3:// output.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../../s3-base') as typeof import('../../s3-base')
 }
 
 function outputUpload(): typeof import('../../output-upload') {

@@ -172,7 +172,7 @@ describe('--compression zstd: the job carries the dictionary trained where it is
     const withGiven = await zstdJob(input, 'job-given', given)
     const spec2 = JSON.parse(readFileSync(withGiven.specPath, 'utf8')) as Record<string, unknown>
     expect([spec2['zstdDictionary'], spec2['zstdDictionarySource']]).toEqual([raw['zstdDictionary'], 'given'])
-    writeFileSync(job.specPath, JSON.stringify({ ...raw, zstdDictionarySource: 'base' }))
+    writeFileSync(job.specPath, JSON.stringify({ ...raw, zstdDictionarySource: 'borrowed' }))
     await expect(readJobSpec(job.specPath)).rejects.toThrow(/zstdDictionarySource/)
     writeFileSync(job.specPath, JSON.stringify({ ...raw, compression: 'gzip' }))
     await expect(readJobSpec(job.specPath)).rejects.toThrow(/go with "compression": "zstd"/)

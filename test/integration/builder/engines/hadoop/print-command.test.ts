@@ -231,6 +231,15 @@ describe('refusals', () => {
     expect(r.stderr).toMatch(/add --print-command/)
   })
 
+  test('--engine hadoop --base is refused, naming the engines that take it', () => {
+    const withBase = cli([
+      ...['build', '--input', clusterFile, '--format', 'tsv', '--cluster', clusterFile, '--store', 's'],
+      ...['--output', path('o'), '--engine', 'hadoop', '--print-command', '--base', path('v0')],
+    ])
+    expect(withBase.status).toBe(1)
+    expect(withBase.stderr).toMatch(/--base is for the local and ray engines/)
+  })
+
   test('input files Hadoop would skip, an existing output, no input files', async () => {
     const dir = path('in')
     mkdirSync(dir)

@@ -11,6 +11,7 @@ import { writeInput } from '../../../../../testkit/stores/input-files'
 import { expectSameTree } from '../../../../../testkit/stores/file-tree'
 import { realisticValues } from '../../../../../testkit/stores/realistic-values'
 import { DICTIONARY_FILE } from '../../../../../formats/store/chunk/dictionary-file'
+import { readManifest } from '../../../../../formats/store/layout/manifest-io'
 import { startRayCluster, type RayCluster } from '../../../../../testkit/peers/ray-cluster'
 import { makeTmp } from '../../../../../testkit/stores/tmp'
 import { ENGINE_TEST_CLUSTER, engineRecords } from '../../../../../testkit/stores/engine-inputs'
@@ -105,6 +106,38 @@ test('--compression zstd: the tasks compress with the dictionary trained where t
   expect(s.job.mapTasks).toBeGreaterThan(2)
   expect(readFileSync(join(rayOut, DICTIONARY_FILE)).length).toBeGreaterThan(1000)
 }, 180_000)
+
+test('--base: the job takes the base chunk count and zstd dictionary, and the patches match rostore build --base, --patch-only too', async () => {
+  const gen = realisticValues(300)
+  const v1 = Array.from({ length: 3000 }, (_, i): [string, string] => [`u-${i}`, gen.next().toString()])
+  // 2% changed, 1% removed, 30 added.
+  const v2 = v1.filter((_, i) => i % 100 !== 7).map(([k, v], i): [string, string] => (i % 50 === 3 ? [k, `${v} changed`] : [k, v]))
+  for (let i = 0; i < 30; i++) v2.push([`new-${i}`, gen.next().toString()])
+  const input = async (name: string, recs: [string, string][]): Promise<string> => {
+    const dir = path(name)
+    mkdirSync(dir)
+    await writeInput(join(dir, 'part-0.tsv'), 'tsv', recs)
+    return dir
+  }
+  const base = options(await input('in-v1', v1), 'tsv', { compression: 'zstd', layout: 'partitions', version: 6, chunks: 3 })
+  await buildStore({ ...base, workers: 2 })
+  const next = await input('in-v2', v2)
+  for (const patchOnly of [false, true]) {
+    // No chunk count given: both engines take the base's (3), not their own default.
+    const o = options(next, 'tsv', { compression: 'zstd', layout: 'partitions', base: base.output, patchOnly, chunks: undefined })
+    const local = await buildStore({ ...o, workers: 2 })
+    const rayOut = path('ray')
+    const s = await buildOnRay(rayOptions({ ...o, output: rayOut }))
+    expectSameTree(o.output, rayOut)
+    expect(s.patches?.partitions).toBe(local.patches?.partitions)
+    expect(s.patches?.partitions).toBeGreaterThan(0)
+    const manifest = await readManifest(rayOut)
+    expect(manifest.chunks).toBe(3)
+    expect(manifest.base?.version).toBe(6)
+    expect(manifest.build?.zstdDictionary).toBe('base')
+    expect(readFileSync(join(rayOut, DICTIONARY_FILE)).equals(readFileSync(join(base.output, DICTIONARY_FILE)))).toBe(true)
+  }
+}, 240_000)
 
 test('rostore build --engine ray: progress on stderr, the job summary on stdout, and rostore verify accepts the output', async () => {
   const input = await inputs('tsv', 1, 1500)
