@@ -14,8 +14,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join } from 'node:path'
 import { writeClusterFile, NodeProcess } from '../../testkit/cluster/node-process'
 import { evictTree } from '../../testkit/stores/page-cache'
-import { ensureDataset, ensureDir, workRoot, type Dataset } from '../kit/data'
-import { ensureRedis, ensureRespInput, RedisServer } from '../peers/redis'
+import { ensureDir, workRoot, type Dataset } from '../kit/data'
+import { startLoadedRedis } from '../peers/redis'
 import { runPacedLoad, type PacedResult } from '../load/paced-load'
 import { artifactDir, rostoreBuild, STORE } from '../kit/rostore'
 import { log } from '../kit/system'
@@ -108,23 +108,6 @@ async function coldCounters(node: NodeProcess): Promise<{ version: number; looku
   return { version: s?.version ?? 0, lookups: s?.coldReads?.lookups ?? 0, cold: s?.coldReads?.coldLookups ?? 0 }
 }
 
-/** Redis loaded with the 1M × 1 KiB records of section 3, or why it cannot run. */
-async function startPeer(): Promise<{ redis: RedisServer; records: number } | string> {
-  const missing = await ensureRedis()
-  if (missing) return missing
-  const records = 1_000_000
-  const resp = ensureRespInput(ensureDataset({ name: '1M × 1024 B', records, valueBytes: 1024 }))
-  const redis = await RedisServer.start(join(workRoot(), 'cold-push-redis'), undefined)
-  try {
-    const loaded = await redis.load(resp)
-    if (loaded.keys !== records) throw new Error(`Redis holds ${loaded.keys} keys after loading ${records}`)
-  } catch (err) {
-    redis.stop()
-    throw err
-  }
-  return { redis, records }
-}
-
 export async function pushHotSetRows(
   ds: Dataset,
   liveNodeDir: string,
@@ -152,7 +135,7 @@ export async function pushHotSetRows(
   const peerRate = 4000
   const phases: PushPhase[] = []
   let fetchSecs: number | undefined
-  const peer = await startPeer()
+  const peer = await startLoadedRedis('cold-push-redis')
   try {
     const inst = await node.admin('POST', `/stores/${STORE}/install`, { path: liveNodeDir, swap: true, link: true })
     if (inst.status !== 202) throw new Error(`install: ${inst.status} ${inst.body.toString()}`)

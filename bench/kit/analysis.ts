@@ -79,7 +79,10 @@ partition is a new file, so each node reads its base (evicted by the fetch's dro
 byte of its partitions, 2.1 GB over the three nodes, as a full push writes them. The lever left is a format change, not
 a faster copy: a version whose chunk shares the base's data file (a hard link, immutable) and adds a file of the changed
 records, the index pointing into either, with compaction once dead bytes pass a share; not built (docs/FORMAT.md would
-change for every reader path). On a machine with cores to spare, rebuilds of several partitions at once would help.`
+change for every reader path). On a machine with cores to spare, rebuilds of several partitions at once would help.
+Since the zstd patches (19:15): 0.341× / 0.648× (19:21), 0.369× / 0.275× (19:38; three node processes of a run that
+failed for disk space were still running for its first minutes) and 0.157× / 0.235× (19:44, both met): the full push
+alone took 9.4-20.1 s over these runs, the delta push 3.2-6.1 s.`
 
 const DELTA_BUILD = `Since 2026-12-07 the diff runs in worker threads, each partition as soon as the reduce has written it, and takes
 each record's hash prefix from its index entry (keys are not hashed again); only records whose CRC and length match are
@@ -90,21 +93,25 @@ throttled only the build after it): 1.29-1.70× over runs of the same code. Sinc
 input in alternating pairs, each after a sync, the fastest of three kept: 1.200× at 1% (4.46 against 3.71 s;
 over the line by less than 0.0005) and 1.31× at 5% (5.49 against 4.19 s) in the run of 17:22 (load 4.6-3.3); 1.13× at 1%
 (3.31 against 2.94 s, met) and 1.38× at 5% (4.12 against 2.98 s) in the run of 17:44 (load 3.0-4.8); 1.05× and 1.46×
-at 17:50. At 5% the patcher writes five times the changed records, and their cost is the patch's compression: gzip at
-level 1 (1 MiB members, formats/store/patch/patch-writer.ts) takes these values at 48 MB/s on this VM (measured alone:
-51 MB of them, ~1.1 s of CPU, ratio 0.75), spread over two build workers, against ~0.2 s at 1%. The lever is a faster
-codec for patches: zstd at level 1 (@mongodb-js/zstd, a dependency already) took the same 51 MB at 385 MB/s with the
-same ratio (0.750), 8× gzip's speed; Node 20's zlib has no zstd, so it is a patch format change (a codec in the header,
-fzstd as the JavaScript reader), left for a later stop; storing the members uncompressed would meet the time and still the bytes goal on
-these values (0.05× a full push), but would send real values, which compress far better than these, at full size. By
-hand on a quiet machine the same day, at 1%: 1.16× and 1.19×.`
+at 17:50. At 5% the patcher wrote five times the changed records, and their cost was the patch's compression: gzip at
+level 1 took these values at 48 MB/s on this VM (~1.1 s of CPU). Since 19:15 patches are zstd level 1 (patch format
+minor 1, formats/store/patch/patch-body.ts; 385 MB/s, the same ratio): 1.34×, 1.31× and 1.07× at 5% in the runs of 19:21,
+19:38 and 19:44, and 1.27×, 1.04× and 1.54× at 1%, the same code 20 minutes apart (the 1.54× was three --base builds of
+5.2-5.3 s beside full ones of 3.4 s, while Redis's p99 in the same run said the machine was busy). What is left is the
+diff's own work on 2 cores; a profile of a 5% --base build by hand: the patcher thread spends ~1.9 s of CPU, of which
+read(2) of both versions 0.63 s, comparing the unchanged records 0.18 s, zstd 0.12 s. Mapping both versions instead of
+reading them was tried and not kept: the page faults cost what the copies did (2.1 s of CPU).`
 
 const DELTA_READS = `The reads are a client in the bench process (StoreClient, one get at a time) against the three nodes while each
 rebuilds its 8 partitions: the patch threads run at nice 10 and the idle I/O class (--job-priority low), but on 2 cores
 three rebuilds, three serving nodes, the push's own client and the read loop share the cores, and each rebuild reads its
-base and writes and fsyncs ~700 MB. The same bound is missed by full pushes in section 4 ("Reads during a push: p99"),
-for the same reason: what the reads wait for is a core. A throttled delta push paces only the patch bytes, not the
-rebuild; a rebuild throttle (bytes per second of rebuilt output) is the lever an operator would want, not built.`
+base and writes and fsyncs ~700 MB. Since 2026-12-07 19:30 the row is judged as 4g's push rows are (the guide's rule for
+tail latency on this VM): Redis takes paced GETs in the same seconds, and the reads' p99 may rise 1.5× as much as
+Redis's (or 1.5× when Redis's does not rise). Redis's p99 rose 2.8× and 5.6× in two of the three runs, and fell in one:
+with the client loop and three nodes on 2 cores, its "before" p99 is itself 4.6-19 ms. Before the peer the row was an
+absolute bound (1.5 × before + 0.1 ms), which full pushes miss too (section 4, "Reads during a push: p99"). A throttled
+delta push paces only the patch bytes, not the rebuild; a rebuild throttle (bytes per second of rebuilt output) is the
+lever an operator would want, not built.`
 
 const WHY: Record<string, string> = {
   'zstd-size': `Met since 2026-12-07: frames without their magic number (4 bytes per value) and, with a dictionary, matches of at

@@ -16,7 +16,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { datasetId, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../kit/data'
+import { datasetId, ensureDataset, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../kit/data'
 import { ensureDebian, freePort, memoryOf, pinArgs, cpuSecondsOf, runTimed } from '../kit/system'
 
 const execFileP = promisify(execFile)
@@ -217,4 +217,25 @@ function parseCsvLine(line: string): string[] {
   let m: RegExpExecArray | null
   while ((m = re.exec(line))) out.push(m[1] !== undefined ? m[1].replace(/""/g, '"') : (m[2] ?? ''))
   return out
+}
+
+/**
+ * Redis loaded with 1M × 1 KiB records (the dataset of section 3), as a tail-latency peer
+ * run beside a node in the same seconds (4g's push rows, 4k's reads during a delta push);
+ * or why it cannot run. `dirName`: its directory under the bench's work root.
+ */
+export async function startLoadedRedis(dirName: string): Promise<{ redis: RedisServer; records: number } | string> {
+  const missing = await ensureRedis()
+  if (missing) return missing
+  const records = 1_000_000
+  const resp = ensureRespInput(ensureDataset({ name: '1M × 1024 B', records, valueBytes: 1024 }))
+  const redis = await RedisServer.start(join(workRoot(), dirName), undefined)
+  try {
+    const loaded = await redis.load(resp)
+    if (loaded.keys !== records) throw new Error(`Redis holds ${loaded.keys} keys after loading ${records}`)
+  } catch (err) {
+    redis.stop()
+    throw err
+  }
+  return { redis, records }
 }
