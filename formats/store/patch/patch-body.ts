@@ -47,7 +47,7 @@ export interface BodyCrc {
  * The operations' bytes of a body read from `raw`, block by block, its CRC kept in `crc`.
  * A body that does not decompress throws (the caller names the patch: RO_CORRUPT).
  */
-export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc): AsyncIterable<Buffer> {
+export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc, bodySize: number): AsyncIterable<Buffer> {
   if (codec === 'gzip') {
     raw.on('data', (b: string | Buffer) => {
       if (typeof b !== 'string') crc.value = crc32(b, crc.value)
@@ -56,16 +56,18 @@ export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc): Asy
     raw.on('error', (err) => inflated.destroy(err))
     return inflated
   }
-  return zstdBlocks(raw, crc)
+  return zstdBlocks(raw, crc, bodySize)
 }
 
-async function* zstdBlocks(raw: Readable, crc: BodyCrc): AsyncGenerator<Buffer> {
+async function* zstdBlocks(raw: Readable, crc: BodyCrc, bodySize: number): AsyncGenerator<Buffer> {
   const zstd: ZstdCodecParts = zstdParts(undefined, PATCH_ZSTD_LEVEL, false)
   // Chunks are kept as a list and joined once the next block is all there (`need` bytes):
   // a block spans many chunks, and joining at every chunk would copy it over and over.
   let parts: Buffer[] = []
   let held = 0
   let need = 4
+  /** Body bytes before parts[0]. */
+  let passed = 0
   for await (const chunk of raw as AsyncIterable<Buffer>) {
     crc.value = crc32(chunk, crc.value)
     parts.push(chunk)
@@ -79,6 +81,8 @@ async function* zstdBlocks(raw: Readable, crc: BodyCrc): AsyncGenerator<Buffer> 
         break
       }
       const end = at + 4 + pending.readUInt32LE(at)
+      // A length past the body's end is damage: fail now rather than hold the rest of the body.
+      if (passed + end > bodySize) throw new StoreError('RO_CORRUPT', `a zstd block at body byte ${passed + at} runs past the body's end`)
       if (pending.length < end) {
         need = end - at
         break
@@ -88,6 +92,7 @@ async function* zstdBlocks(raw: Readable, crc: BodyCrc): AsyncGenerator<Buffer> 
     }
     parts = at === pending.length ? [] : [pending.subarray(at)]
     held = pending.length - at
+    passed += at
   }
   if (held > 0) throw new StoreError('RO_CORRUPT', `the body ends inside a zstd block (${held} bytes left)`)
 }

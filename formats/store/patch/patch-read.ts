@@ -41,7 +41,7 @@ async function* readOps(file: string, name: string, header: PatchHeader): AsyncG
   }
   const raw = createReadStream(file, { start: PATCH_HEADER_SIZE, highWaterMark: 1 << 16 })
   const crc: BodyCrc = { value: 0 }
-  const inflated = inflateBody(raw, header.codec, crc)
+  const inflated = inflateBody(raw, header.codec, crc, header.bodySize)
   let pending: Buffer = Buffer.alloc(0)
   let count = 0
   try {

@@ -149,15 +149,18 @@ test('a patch of format minor 0 (zero in the codec field, gzip) still applies', 
   await rebuildsFullBuild(minor0, entry.partition)
 })
 
-test('a zstd body cut inside a block, or a block that is not a frame, is RO_CORRUPT and leaves no file', async () => {
+test('a zstd body cut inside a block, a block that is not a frame, a length past the body: RO_CORRUPT, no file left', async () => {
   const entry = m.partitionFiles[2]!
   const file = join(d2, entry.patch!.name)
   const body = readFileSync(file).subarray(PATCH_HEADER_SIZE)
   const cut = body.subarray(0, body.length - 100)
   const notFrame = Buffer.concat([Buffer.from([4, 0, 0, 0]), Buffer.from('junk'), body])
+  const tooLong = Buffer.from(body)
+  tooLong.writeUInt32LE(body.length, 0)
   for (const [bad, why] of [
-    [cut, /ends inside a zstd block/],
+    [cut, /a zstd block at body byte [1-9][0-9]* runs past the body's end/],
     [notFrame, /does not inflate/],
+    [tooLong, /a zstd block at body byte 0 runs past the body's end/],
   ] as const) {
     // A header that agrees with the body, so the body's own reading is what refuses it.
     const edited = withHeader(file, (h) => ({ ...h, bodySize: bad.length, bodyCrc: crc32(bad, 0) >>> 0 }), bad)
