@@ -82,7 +82,9 @@ records, the index pointing into either, with compaction once dead bytes pass a 
 change for every reader path). On a machine with cores to spare, rebuilds of several partitions at once would help.
 Since the zstd patches (19:15): 0.341× / 0.648× (19:21), 0.369× / 0.275× (19:38; three node processes of a run that
 failed for disk space were still running for its first minutes) and 0.157× / 0.235× (19:44, both met): the full push
-alone took 9.4-20.1 s over these runs, the delta push 3.2-6.1 s.`
+alone took 9.4-20.1 s over these runs, the delta push 3.2-6.1 s. Since 20:14 each kind is timed twice and the faster
+kept: at 5%, full 11.26 and 12.15 s, by patch 4.00 and 5.57 s (0.356×); at 1%, 14.05 / 14.77 against 3.64 / 4.78 s
+(0.259×, met).`
 
 const DELTA_BUILD = `Since 2026-12-07 the diff runs in worker threads, each partition as soon as the reduce has written it, and takes
 each record's hash prefix from its index entry (keys are not hashed again); only records whose CRC and length match are
@@ -100,15 +102,18 @@ minor 1, formats/store/patch/patch-body.ts; 385 MB/s, the same ratio): 1.34×, 1
 5.2-5.3 s beside full ones of 3.4 s, while Redis's p99 in the same run said the machine was busy). What is left is the
 diff's own work on 2 cores; a profile of a 5% --base build by hand: the patcher thread spends ~1.9 s of CPU, of which
 read(2) of both versions 0.63 s, comparing the unchanged records 0.18 s, zstd 0.12 s. Mapping both versions instead of
-reading them was tried and not kept: the page faults cost what the copies did (2.1 s of CPU).`
+reading them was tried and not kept: the page faults cost what the copies did (2.1 s of CPU). The run of 20:14, every
+build logged (bench/work/logs/delta.log): at 5% full 3.20, 3.72, 4.02 s against --base 4.27, 4.52, 4.45 s (1.34×, the
+patcher's ~1 s on 2 cores, as before); at 1% the --base builds were the faster (0.89×).`
 
 const DELTA_READS = `The reads are a client in the bench process (StoreClient, one get at a time) against the three nodes while each
 rebuilds its 8 partitions: the patch threads run at nice 10 and the idle I/O class (--job-priority low), but on 2 cores
 three rebuilds, three serving nodes, the push's own client and the read loop share the cores, and each rebuild reads its
 base and writes and fsyncs ~700 MB. Since 2026-12-07 19:30 the row is judged as 4g's push rows are (the guide's rule for
 tail latency on this VM): Redis takes paced GETs in the same seconds, and the reads' p99 may rise 1.5× as much as
-Redis's (or 1.5× when Redis's does not rise). Redis's p99 rose 2.8× and 5.6× in two of the three runs, and fell in one:
-with the client loop and three nodes on 2 cores, its "before" p99 is itself 4.6-19 ms. Before the peer the row was an
+Redis's (or 1.5× when Redis's does not rise). Over four runs the reads' p99 rose 1.4-3.9× and Redis's 0.8-5.6× in the
+same seconds (6 of 8 rows met; in the run of 20:14 both: 3.92× against Redis's 2.84×, 3.13× against 2.79×): with the
+client loop and three nodes on 2 cores, Redis's own "before" p99 is 3-19 ms. Before the peer the row was an
 absolute bound (1.5 × before + 0.1 ms), which full pushes miss too (section 4, "Reads during a push: p99"). A throttled
 delta push paces only the patch bytes, not the rebuild; a rebuild throttle (bytes per second of rebuilt output) is the
 lever an operator would want, not built.`
