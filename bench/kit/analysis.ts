@@ -111,8 +111,8 @@ rebuilds its 8 partitions: the patch threads run at nice 10 and the idle I/O cla
 three rebuilds, three serving nodes, the push's own client and the read loop share the cores, and each rebuild reads its
 base and writes and fsyncs ~700 MB. Since 2026-12-07 19:30 the row is judged as 4g's push rows are (the guide's rule for
 tail latency on this VM): Redis takes paced GETs in the same seconds, and the reads' p99 may rise 1.5× as much as
-Redis's (or 1.5× when Redis's does not rise). Over four runs the reads' p99 rose 1.4-3.9× and Redis's 0.8-5.6× in the
-same seconds (6 of 8 rows met; in the run of 20:14 both: 3.92× against Redis's 2.84×, 3.13× against 2.79×): with the
+Redis's (or 1.5× when Redis's does not rise). Over three runs the reads' p99 rose 1.4-3.9× and Redis's 0.8-5.6× in the
+same seconds (5 of 6 rows met; in the run of 20:14 both: 3.92× against Redis's 2.84×, 3.13× against 2.79×): with the
 client loop and three nodes on 2 cores, Redis's own "before" p99 is 3-19 ms. Before the peer the row was an
 absolute bound (1.5 × before + 0.1 ms), which full pushes miss too (section 4, "Reads during a push: p99"). A throttled
 delta push paces only the patch bytes, not the rebuild; a rebuild throttle (bytes per second of rebuilt output) is the
