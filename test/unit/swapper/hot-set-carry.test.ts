@@ -26,6 +26,18 @@ async function version(v: number): Promise<string> {
   return dir
 }
 
+/** The records the tests make hot: read once through the live version 1 of `st`. */
+const hot = Array.from({ length: 200 }, (_, n) => keyOf(n * 61))
+
+async function readHotSet(st: LocalServingStore): Promise<void> {
+  const lease = st.live.acquire()!
+  try {
+    for (const k of hot) expect((await lease.reader.getAsync(k))?.toString()).toMatch(/^v1-/)
+  } finally {
+    lease.release()
+  }
+}
+
 describeNative('hot set carried at prepare (the addon)', () => {
   test.each([true, false])('carryHotSet %s', async (carry) => {
     const events: { event: string; fields: Record<string, unknown> | undefined }[] = []
@@ -38,10 +50,7 @@ describeNative('hot set carried at prepare (the addon)', () => {
     try {
       const [d1, d2] = [await version(1), await version(2)]
       await st.activate(1, d1)
-      const hot = Array.from({ length: 200 }, (_, n) => keyOf(n * 61))
-      const lease = st.live.acquire()!
-      for (const k of hot) expect((await lease.reader.getAsync(k))?.toString()).toMatch(/^v1-/)
-      lease.release()
+      await readHotSet(st)
       await st.prepare(2, d2)
       const carried = events.find((e) => e.event === 'hot-set-carried')
       await st.activate(2, d2)
@@ -81,10 +90,7 @@ describeNative('a worker that did not carry the hot set', () => {
       const [d1, d2] = [await version(1), await version(2)]
       await first.activate(1, d1)
       await second.activate(1, d1)
-      const hot = Array.from({ length: 200 }, (_, n) => keyOf(n * 61))
-      const lease = first.live.acquire()!
-      for (const k of hot) expect((await lease.reader.getAsync(k))?.toString()).toMatch(/^v1-/)
-      lease.release()
+      await readHotSet(first)
       // The second opens version 2 while it is cold; the first then carries the hot set into it.
       await second.prepare(2, d2)
       await first.prepare(2, d2)
