@@ -142,8 +142,18 @@ export interface PatchesWritten {
 export async function patchFinishedOutput(base: BaseBuild, dir: string, patchOnly: boolean): Promise<PatchesWritten> {
   const t0 = performance.now()
   const manifest = await writePartitionPatches(base, dir, await readManifest(dir))
+  const written = await keepPatches(dir, manifest, patchOnly, (performance.now() - t0) / 1000)
+  await writeManifest(dir, manifest)
+  return written
+}
+
+/**
+ * What the patches `manifest` names add up to, once `dir` holds them; with `patchOnly` the
+ * full files of the partitions that got one are removed from `dir` (both engines, before
+ * the manifest is written).
+ */
+export async function keepPatches(dir: string, manifest: VersionManifest, patchOnly: boolean, seconds: number): Promise<PatchesWritten> {
   const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
   if (patchOnly) for (const e of made) for (const f of e.files) await rm(join(dir, f.name))
-  await writeManifest(dir, manifest)
-  return { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: (performance.now() - t0) / 1000 }
+  return { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds }
 }

@@ -84,14 +84,17 @@ async function jobDictionary(
   base: BaseBuild | undefined,
 ): Promise<BuildDictionary | undefined> {
   // Inputs are read only to train: with a given dictionary (or the base's) they may be remote.
-  const train = b.zstdDictionary === undefined && base?.manifest.dictionary === undefined
-  return buildDictionary(b, train ? listed.map((f) => localPath(f.path)) : [], base)
+  return buildDictionary(b, trainsDictionary(b, base) ? listed.map((f) => localPath(f.path)) : [], base)
+}
+
+/** The job's dictionary is trained here from its inputs: zstd with a dictionary, none given, no base's to keep. */
+function trainsDictionary(b: NormalizedBuildOptions, base: BaseBuild | undefined): boolean {
+  return b.compression === 'zstd' && b.dictionary && b.zstdDictionary === undefined && base?.manifest.dictionary === undefined
 }
 
 export async function prepareHadoopJob(o: HadoopPrintOptions): Promise<PreparedHadoopJob> {
   const b = normalizeBuildOptions(o.build)
-  const trains = b.compression === 'zstd' && b.dictionary && b.zstdDictionary === undefined && o.base?.manifest.dictionary === undefined
-  const remote = trains ? b.inputs.find(isRemote) : undefined
+  const remote = trainsDictionary(b, o.base) ? b.inputs.find(isRemote) : undefined
   if (remote !== undefined)
     throw new StoreError(
       'RO_BAD_OPTION',

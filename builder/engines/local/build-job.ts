@@ -18,7 +18,7 @@ import { defaultChunks } from '../../chunk-count'
 import { bucketCount, bucketPlan, bucketTarget } from '../../bucket-plan'
 import { versionManifest } from '../../version-manifest'
 import { writeManifest } from '../../../formats/store/layout/manifest-io'
-import { checkBase, readBaseBuild, withPatches, type PatchesWritten } from '../../partition-patches'
+import { checkBase, keepPatches, readBaseBuild, withPatches, type PatchesWritten } from '../../partition-patches'
 import { nodeView } from '../../../formats/store/layout/partition-files'
 import type { SegmentRef } from '../../run-merge'
 import type { SortedRun } from '../../sort-buffer'
@@ -246,9 +246,7 @@ async function buildLocally(o: NormalizedBuildOptions): Promise<BuildSummary> {
       let manifest = versionManifest(metaOptions, chunks, layout, reduced, kinds)
       if (base !== undefined && patched !== undefined) {
         manifest = withPatches(base, manifest, patched)
-        const made = manifest.partitionFiles.filter((e) => e.patch !== undefined)
-        if (o.patchOnly === true) for (const e of made) for (const f of e.files) await rm(join(tmpOut, f.name))
-        patches = { partitions: made.length, bytes: made.reduce((s, e) => s + (e.patch?.size ?? 0), 0), seconds: patchSeconds }
+        patches = await keepPatches(tmpOut, manifest, o.patchOnly === true, patchSeconds)
       }
       await writeManifest(tmpOut, manifest)
       for (const n of layout) {
