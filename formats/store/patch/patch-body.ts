@@ -3,7 +3,7 @@ import { constants, createGunzip, gzipSync } from 'node:zlib'
 import { crc32 } from '../../../common/crc32'
 import { StoreError } from '../../../common/errors'
 import { nativeFunctions } from '../../../common/native'
-import { zstdParts, type ZstdCodecParts } from '../chunk/zstd-codec'
+import { zstdParts } from '../chunk/zstd-codec'
 import type { PatchCodec } from './patch-file'
 
 /**
@@ -45,9 +45,10 @@ export interface BodyCrc {
 
 /**
  * The operations' bytes of a body read from `raw`, block by block, its CRC kept in `crc`.
- * A body that does not decompress throws (the caller names the patch: RO_CORRUPT).
+ * A zstd body that does not decompress throws RO_CORRUPT naming the patch (`name`); zlib's
+ * errors of a gzip body are the caller's to name.
  */
-export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc, bodySize: number): AsyncIterable<Buffer> {
+export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc, bodySize: number, name: string): AsyncIterable<Buffer> {
   if (codec === 'gzip') {
     raw.on('data', (b: string | Buffer) => {
       if (typeof b !== 'string') crc.value = crc32(b, crc.value)
@@ -56,11 +57,12 @@ export function inflateBody(raw: Readable, codec: PatchCodec, crc: BodyCrc, body
     raw.on('error', (err) => inflated.destroy(err))
     return inflated
   }
-  return zstdBlocks(raw, crc, bodySize)
+  return zstdBlocks(raw, crc, bodySize, name)
 }
 
-async function* zstdBlocks(raw: Readable, crc: BodyCrc, bodySize: number): AsyncGenerator<Buffer> {
-  const zstd: ZstdCodecParts = zstdParts(undefined, PATCH_ZSTD_LEVEL, false)
+async function* zstdBlocks(raw: Readable, crc: BodyCrc, bodySize: number, name: string): AsyncGenerator<Buffer> {
+  const zstd = zstdParts(undefined, PATCH_ZSTD_LEVEL, false)
+  const corrupt = (msg: string, cause?: unknown): StoreError => new StoreError('RO_CORRUPT', `${name}: ${msg}`, { cause })
   // Chunks are kept as a list and joined once the next block is all there (`need` bytes):
   // a block spans many chunks, and joining at every chunk would copy it over and over.
   let parts: Buffer[] = []
@@ -82,17 +84,23 @@ async function* zstdBlocks(raw: Readable, crc: BodyCrc, bodySize: number): Async
       }
       const end = at + 4 + pending.readUInt32LE(at)
       // A length past the body's end is damage: fail now rather than hold the rest of the body.
-      if (passed + end > bodySize) throw new StoreError('RO_CORRUPT', `a zstd block at body byte ${passed + at} runs past the body's end`)
+      if (passed + end > bodySize) throw corrupt(`a zstd block at body byte ${passed + at} runs past the body's end`)
       if (pending.length < end) {
         need = end - at
         break
       }
-      yield zstd.decode(pending.subarray(at + 4, end))
+      let block: Buffer
+      try {
+        block = zstd.decode(pending.subarray(at + 4, end))
+      } catch (err) {
+        throw corrupt(`the patch body does not inflate (${(err as Error).message})`, err)
+      }
+      yield block
       at = end
     }
     parts = at === pending.length ? [] : [pending.subarray(at)]
     held = pending.length - at
     passed += at
   }
-  if (held > 0) throw new StoreError('RO_CORRUPT', `the body ends inside a zstd block (${held} bytes left)`)
+  if (held > 0) throw corrupt(`the body ends inside a zstd block (${held} bytes left)`)
 }

@@ -41,7 +41,7 @@ async function* readOps(file: string, name: string, header: PatchHeader): AsyncG
   }
   const raw = createReadStream(file, { start: PATCH_HEADER_SIZE, highWaterMark: 1 << 16 })
   const crc: BodyCrc = { value: 0 }
-  const inflated = inflateBody(raw, header.codec, crc, header.bodySize)
+  const inflated = inflateBody(raw, header.codec, crc, header.bodySize, name)
   let pending: Buffer = Buffer.alloc(0)
   let count = 0
   try {
@@ -58,7 +58,7 @@ async function* readOps(file: string, name: string, header: PatchHeader): AsyncG
       pending = pending.subarray(at)
     }
   } catch (err) {
-    if (err instanceof StoreError && err.message.startsWith(name)) throw err
+    if (err instanceof StoreError) throw err
     throw new StoreError('RO_CORRUPT', `${name}: the patch body does not inflate (${(err as Error).message})`, { cause: err })
   } finally {
     raw.destroy()
