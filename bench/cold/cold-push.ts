@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { writeClusterFile, NodeProcess } from '../../testkit/cluster/node-process'
 import { evictTree } from '../../testkit/stores/page-cache'
 import { ensureDir, workRoot, type Dataset } from '../kit/data'
-import { startLoadedRedis } from '../peers/redis'
+import { pacedRedisGets, startLoadedRedis } from '../peers/redis'
 import { runPacedLoad, type PacedResult } from '../load/paced-load'
 import { artifactDir, rostoreBuild, STORE } from '../kit/rostore'
 import { log } from '../kit/system'
@@ -151,20 +151,7 @@ export async function pushHotSetRows(
       const peerRun =
         typeof peer === 'string'
           ? undefined
-          : runPacedLoad(
-              {
-                port: peer.redis.port,
-                store: STORE,
-                records: peer.records,
-                seed: 6,
-                rate: peerRate,
-                connections: 4,
-                durationSec: secs,
-                protocol: 'resp',
-                kind: 'zipf',
-              },
-              0,
-            )
+          : pacedRedisGets(peer, { rate: peerRate, connections: 4, secs, kind: 'zipf', label: `push rows, ${phase}` })
       const res = await runPacedLoad(
         {
           port: node.respPort as number,
@@ -182,8 +169,6 @@ export async function pushHotSetRows(
       const peerRes = await peerRun
       if (res.errors > 0 || res.otherStatus > 0)
         throw new Error(`push rows, ${phase}: ${res.errors} errors, ${res.otherStatus} error replies`)
-      if (peerRes && (peerRes.errors > 0 || peerRes.otherStatus > 0))
-        throw new Error(`push rows, Redis, ${phase}: ${peerRes.errors} errors, ${peerRes.otherStatus} error replies`)
       const c1 = await coldCounters(node)
       // After a swap the new reader's counters start at zero.
       const lookups = c1.version === c0.version ? c1.lookups - c0.lookups : c1.lookups

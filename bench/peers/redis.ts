@@ -16,7 +16,8 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { datasetId, ensureDataset, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset } from '../kit/data'
+import { datasetId, ensureDataset, ensureDir, KEY_DIGITS, workRoot, writeDerived, type Dataset, type StreamKind } from '../kit/data'
+import { runPacedLoad, type PacedResult } from '../load/paced-load'
 import { ensureDebian, freePort, memoryOf, pinArgs, cpuSecondsOf, runTimed } from '../kit/system'
 
 const execFileP = promisify(execFile)
@@ -224,7 +225,12 @@ function parseCsvLine(line: string): string[] {
  * run beside a node in the same seconds (4g's push rows, 4k's reads during a delta push);
  * or why it cannot run. `dirName`: its directory under the bench's work root.
  */
-export async function startLoadedRedis(dirName: string): Promise<{ redis: RedisServer; records: number } | string> {
+export interface LoadedRedis {
+  readonly redis: RedisServer
+  readonly records: number
+}
+
+export async function startLoadedRedis(dirName: string): Promise<LoadedRedis | string> {
   const missing = await ensureRedis()
   if (missing) return missing
   const records = 1_000_000
@@ -238,4 +244,23 @@ export async function startLoadedRedis(dirName: string): Promise<{ redis: RedisS
     throw err
   }
   return { redis, records }
+}
+
+/**
+ * Paced GETs on the loaded peer for `secs` (the C generator over RESP, on core 0, the node's
+ * load on the other); a failed request or an error reply rejects, naming `label`. Callers
+ * start it beside the node's load and await it after: a rejection waits for that await
+ * rather than ending the process as an unhandled one.
+ */
+export function pacedRedisGets(
+  peer: LoadedRedis,
+  o: { readonly rate: number; readonly connections: number; readonly secs: number; readonly kind: StreamKind; readonly label: string },
+): Promise<PacedResult> {
+  const job = { port: peer.redis.port, store: 'redis', records: peer.records, seed: 6, rate: o.rate, connections: o.connections }
+  const run = runPacedLoad({ ...job, durationSec: o.secs, protocol: 'resp', kind: o.kind }, 0).then((r) => {
+    if (r.errors > 0 || r.otherStatus > 0) throw new Error(`Redis peer, ${o.label}: ${r.errors} errors, ${r.otherStatus} error replies`)
+    return r
+  })
+  run.catch(() => undefined)
+  return run
 }

@@ -28,8 +28,8 @@ import { nodePorts, writeLayoutFile } from '../../testkit/cluster/layout-files'
 import { parseCount } from '../kit/data'
 import { percentile } from '../kit/stats'
 import { clientReadLoop } from '../load/client-read-loop'
-import { runPacedLoad, type PacedResult } from '../load/paced-load'
-import { startLoadedRedis, type RedisServer } from '../peers/redis'
+import type { PacedResult } from '../load/paced-load'
+import { pacedRedisGets, startLoadedRedis, type LoadedRedis } from '../peers/redis'
 
 const TOKEN = 'delta-bench-token-0123456789abcd'
 const STORE = 'bench'
@@ -103,15 +103,11 @@ interface ShareResult {
   readonly deltaDuringReads: PushRun
 }
 
-type Peer = { readonly redis: RedisServer; readonly records: number } | string
+type Peer = LoadedRedis | string
 
 /** The peer's paced GETs for `secs`, started now; undefined without Redis. */
-async function peerLoad(peer: Peer, secs: number): Promise<PacedResult | undefined> {
-  if (typeof peer === 'string') return undefined
-  const job = { port: peer.redis.port, store: STORE, records: peer.records, seed: 6, rate: PEER_RATE, connections: 1 }
-  const r = await runPacedLoad({ ...job, durationSec: secs, protocol: 'resp', kind: 'uniform' }, 0)
-  if (r.errors > 0 || r.otherStatus > 0) throw new Error(`Redis peer: ${r.errors} errors, ${r.otherStatus} error replies`)
-  return r
+function peerLoad(peer: Peer, secs: number, label: string): Promise<PacedResult> | undefined {
+  return typeof peer === 'string' ? undefined : pacedRedisGets(peer, { rate: PEER_RATE, connections: 1, secs, kind: 'uniform', label })
 }
 
 async function runShare(root: string, records: number, share: number, throttle: number, peer: Peer): Promise<ShareResult> {
@@ -206,7 +202,7 @@ async function runShare(root: string, records: number, share: number, throttle: 
     const client = await StoreClient.connect({ cluster, store: STORE, timeoutMs: 10_000 })
     try {
       const before = { done: false }
-      const peerBefore = peerLoad(peer, 3)
+      const peerBefore = peerLoad(peer, 3, `${label} before`)
       const baseline = clientReadLoop(client, records, keyOf, before)
       await new Promise((r) => setTimeout(r, 3000))
       before.done = true
@@ -215,7 +211,7 @@ async function runShare(root: string, records: number, share: number, throttle: 
       const during = { done: false }
       const reads = clientReadLoop(client, records, keyOf, during)
       // The peer's run is as long as the same push took alone (v4): within this one's seconds.
-      const peerDuring = peerLoad(peer, Math.max(1, Math.round(deltaUnthrottled.seconds)))
+      const peerDuring = peerLoad(peer, Math.max(1, Math.round(deltaUnthrottled.seconds)), `${label} during`)
       const deltaDuringReads = await push(5)
       during.done = true
       const p99During = percentile(await reads, 99)
