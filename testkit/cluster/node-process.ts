@@ -116,17 +116,25 @@ export function request(
   const m = /^http:\/\/(\[[^\]]+\]|[^/:]+)(?::(\d+))?(\/.*)?$/.exec(url)
   if (!m) throw new Error(`not an http URL: ${url.slice(0, 100)}`)
   const target = { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: m[2] === undefined ? 80 : Number(m[2]), path: m[3] ?? '/' }
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ ...target, method: opts.method ?? 'GET', headers, agent: opts.agent ?? testAgent }, (res) => {
-      const parts: Buffer[] = []
-      res.on('data', (c: Buffer) => parts.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }))
-      res.on('error', reject)
+  // `retry`: the keep-alive race (Node's docs, "request.reusedSocket"): the node closed an idle
+  // connection as the request went out on it, so it never saw the request; once more, on a new
+  // connection. client/http.ts retries the same race for the product's client.
+  const once = (retry: boolean): Promise<HttpResult> =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest({ ...target, method: opts.method ?? 'GET', headers, agent: opts.agent ?? testAgent }, (res) => {
+        const parts: Buffer[] = []
+        res.on('data', (c: Buffer) => parts.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }))
+        res.on('error', reject)
+      })
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (retry && req.reusedSocket && (err.code === 'ECONNRESET' || /socket hang up/.test(err.message))) resolve(once(false))
+        else reject(err)
+      })
+      if (opts.timeoutMs) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`request timed out after ${opts.timeoutMs} ms`)))
+      req.end(body)
     })
-    req.on('error', reject)
-    if (opts.timeoutMs) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`request timed out after ${opts.timeoutMs} ms`)))
-    req.end(body)
-  })
+  return once(true)
 }
 
 /** JSON of a response body (throws with the body text when it is not JSON). */
