@@ -27,6 +27,7 @@ import { ensureDataset, ensureDir, keyOf, uniformIds, workRoot } from '../kit/da
 import { lmdbFile, lmdbModule } from '../peers/lmdb'
 import { redisBenchmark } from '../peers/redis'
 import { pushHotSetRows, type PushRows } from './cold-push'
+import { histogramPercentile, pooledHistogram, type LatencyHistogram } from '../load/latency-histogram'
 import { loadPeerArtifact } from '../lookup/lookup-bench'
 import { artifactDir, ensureArtifact, rostoreNodeDir, STORE } from '../kit/rostore'
 import { ensureDebian, log, runTimed, treeCpuSeconds } from '../kit/system'
@@ -241,14 +242,14 @@ function pushLines(p: PushRows): string[] {
       ? `No peer beside it: ${p.peer}.`
       : `Beside it, in the same seconds, Redis (the peer, an unrelated process; the ${num(p.peer.records)} × 1 KiB records of section 3) takes paced GETs at ${num(p.peer.rate)}/s on 4 connections, Zipf(0.99): its p99 shows what the machine and the push's share of the 2 cores do to any server's tail.`
   return [
-    `A push of version 2 (the same records and size, built again) by the node's fetch endpoint (a local path source, ${throttle}), then a swap, while paced RESP GETs (${num(p.rate)}/s, 8 connections, Zipf(0.99) over the records: the C load generator's 200,000 draws, cycled) read; the node in a memory cgroup of ${(p.limitBytes / 2 ** 30).toFixed(1)} GiB (smaller than one version), its page cache warmed by one pass of the draws first. ${peer} Fetch, verify and prepare took ${p.fetchSecs.toFixed(0)} s. Node log: \`${p.carried.slice(0, 400)}\``,
+    `A push of version 2 (the same records and size, built again) by the node's fetch endpoint (a local path source, ${throttle}), then a swap, while paced RESP GETs (${num(p.rate)}/s, 8 connections, Zipf(0.99) over the records: the C load generator's 200,000 draws, cycled) read; the node in a memory cgroup of ${(p.limitBytes / 2 ** 30).toFixed(1)} GiB (smaller than one version), its page cache warmed by one pass of the draws first. ${peer} Fetch, verify and prepare took ${p.fetchSecs.toFixed(0)} s. The goal pools each phase's slices (their latency histograms added up) into one p99, the node's and Redis's; the slices are shown to say when the tail rose. Major faults: the node's processes' (/proc/<pid>/stat); loop stalls: the node's \`event-loop-stall\` lines (50 ms or more); stolen ms: /proc/stat's steal of each vCPU over the slice, the time the host ran something else on it. Node log: \`${p.carried.slice(0, 400)}\``,
     '',
-    '| phase | s | requests | p99 ms | vs before | Redis p99 ms | Redis vs before | node hit ratio | page cache of the node at the end |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| phase | s | requests | p99 ms | vs before | Redis p99 ms | Redis vs before | node hit ratio | page cache of the node at the end | major faults of the node | loop stalls logged | ms stolen from each vCPU |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...p.phases.map((ph, i) => {
       const r = pushRatios(p, ph)
       const peerCells = ph.peerP99Ms === undefined ? '– | –' : `${ph.peerP99Ms.toFixed(2)} | ${r.peer.toFixed(1)}×`
-      return `| ${ph.phase}${ph.phase === 'during' ? ` ${i}` : ''} | ${ph.secs.toFixed(1)} | ${num(ph.requests)} | ${ph.p99Ms.toFixed(2)} | ${r.node.toFixed(1)}× | ${peerCells} | ${pct(ph.hitRatio)} | ${(ph.cacheBytes / 2 ** 30).toFixed(2)} GiB |`
+      return `| ${ph.phase}${ph.phase === 'during' ? ` ${i}` : ''} | ${ph.secs.toFixed(1)} | ${num(ph.requests)} | ${ph.p99Ms.toFixed(2)} | ${r.node.toFixed(1)}× | ${peerCells} | ${pct(ph.hitRatio)} | ${(ph.cacheBytes / 2 ** 30).toFixed(2)} GiB | ${num(ph.majorFaults)} | ${num(ph.stalls)} | ${ph.stolenMs.join(' / ')} |`
     }),
   ]
 }
@@ -261,41 +262,66 @@ function pushRatios(p: PushRows, ph: PushRows['phases'][number]): { node: number
   return { node: ph.p99Ms / before.p99Ms, peer }
 }
 
+type PushPhaseRow = PushRows['phases'][number]
+
 /**
- * The goal: every slice during and after the push within 1.5× of the node's p99 before it and
- * 10 points of its hit ratio. A slice where the peer's own p99 rose too is judged against the
- * peer's rise (1.5× of it): the machine's stalls and the push's share of the cores reach every
- * server, and the node is not asked to beat what Redis shows in the same seconds.
+ * A phase's p99, the node's and the peer's, over all its slices pooled (their latency
+ * histograms added up); with one slice, or without histograms (the Node load generator), the
+ * worst slice's.
+ */
+function phaseP99(of: readonly PushPhaseRow[]): { node: number; peer: number | undefined } {
+  const pooled = (hs: (LatencyHistogram | undefined)[], each: (number | undefined)[]): number | undefined => {
+    if (hs.every((h) => h !== undefined)) return histogramPercentile(pooledHistogram(hs as LatencyHistogram[]), 99)
+    const known = each.filter((x): x is number => x !== undefined)
+    return known.length === each.length && known.length > 0 ? Math.max(...known) : undefined
+  }
+  return {
+    node: pooled(
+      of.map((x) => x.hist),
+      of.map((x) => x.p99Ms),
+    ) as number,
+    peer: pooled(
+      of.map((x) => x.peerHist),
+      of.map((x) => x.peerP99Ms),
+    ),
+  }
+}
+
+/**
+ * The goal: the node's p99 during the push (all of its 5 s slices pooled) and after it within
+ * 1.5× of its p99 before, and every slice's hit ratio within 10 points of before. Where the
+ * peer's p99 over the same seconds rose too, the node is judged against the peer's rise (1.5×
+ * of it): the machine's stalls and the push's share of the cores reach every server, and the
+ * node is not asked to beat what Redis shows. Pooled, not slice by slice: this VM's host takes
+ * a vCPU away for ~100 ms at a time (the stolen-ms column), which stops whichever server runs
+ * on it; in one slice it lands on the node and not on Redis, in the next the other way round,
+ * so a slice-by-slice comparison judges where the host's stalls fell, and the pooled one how
+ * often each server stalled.
  */
 function pushVerdict(p: PushRows): { text: string; met: boolean } {
-  const before = p.phases.find((x) => x.phase === 'before')
-  if (!before) return { text: 'no before phase', met: false }
-  const ok = (ph: PushRows['phases'][number]): boolean => {
-    const r = pushRatios(p, ph)
-    return r.node <= 1.5 * Math.max(1, r.peer) && (ph.hitRatio ?? 0) >= (before.hitRatio ?? 1) - 0.1
-  }
+  const before = p.phases.filter((x) => x.phase === 'before')
+  if (before.length === 0) return { text: 'no before phase', met: false }
+  const b = phaseP99(before)
+  const beforeHit = before[0]?.hitRatio ?? 1
   const says = (phase: 'during' | 'after'): { text: string; met: boolean } => {
     const of = p.phases.filter((x) => x.phase === phase)
     if (of.length === 0) return { text: `${phase}: no slice`, met: false }
-    // How far a slice's rise exceeds what the goal allows it beside the peer.
-    const excess = (ph: PushRows['phases'][number]): number => {
-      const r = pushRatios(p, ph)
-      return r.node / Math.max(1, r.peer)
-    }
-    const worst = of.reduce((a, b) => (excess(b) > excess(a) ? b : a))
-    const r = pushRatios(p, worst)
+    const q = phaseP99(of)
+    const nodeRise = q.node / b.node
+    const peerRise = q.peer !== undefined && b.peer !== undefined ? q.peer / b.peer : undefined
     const hit = Math.min(...of.map((x) => x.hitRatio ?? 0))
-    const met = of.every(ok)
-    const peer = worst.peerP99Ms === undefined ? '' : `, Redis ${r.peer.toFixed(1)}× in the same seconds`
+    const met = nodeRise <= 1.5 * Math.max(1, peerRise ?? 1) && hit >= beforeHit - 0.1
+    const peer = peerRise === undefined ? '' : `; Redis ${(q.peer as number).toFixed(2)} ms, ${peerRise.toFixed(1)}×`
+    const worst = of.length > 1 ? `; its worst 5 s slice ${Math.max(...of.map((x) => x.p99Ms)).toFixed(2)} ms` : ''
     return {
-      text: `${phase}${of.length > 1 ? ' (the worst 5 s slice against the peer)' : ''}: p99 ${worst.p99Ms.toFixed(2)} ms (${r.node.toFixed(1)}×${peer}), lowest hit ratio ${pct(hit)}${met ? '' : ' (missed)'}`,
+      text: `${phase}${of.length > 1 ? ` (${of.length} slices pooled)` : ''}: p99 ${q.node.toFixed(2)} ms (${nodeRise.toFixed(1)}×${peer}${worst}), lowest hit ratio ${pct(hit)}${met ? '' : ' (missed)'}`,
       met,
     }
   }
   const during = says('during')
   const after = says('after')
   return {
-    text: `before: p99 ${before.p99Ms.toFixed(2)} ms${before.peerP99Ms === undefined ? '' : ` (Redis ${before.peerP99Ms.toFixed(2)} ms)`}, hit ratio ${pct(before.hitRatio)}; ${during.text}; ${after.text}`,
+    text: `before: p99 ${b.node.toFixed(2)} ms${b.peer === undefined ? '' : ` (Redis ${b.peer.toFixed(2)} ms)`}, hit ratio ${pct(beforeHit)}; ${during.text}; ${after.text}`,
     met: during.met && after.met,
   }
 }

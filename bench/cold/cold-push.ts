@@ -17,6 +17,7 @@ import { evictTree } from '../../testkit/stores/page-cache'
 import { ensureDir, workRoot, type Dataset } from '../kit/data'
 import { pacedRedisGets, startLoadedRedis } from '../peers/redis'
 import { runPacedLoad, type PacedResult } from '../load/paced-load'
+import type { LatencyHistogram } from '../load/latency-histogram'
 import { artifactDir, rostoreBuild, STORE } from '../kit/rostore'
 import { log } from '../kit/system'
 
@@ -36,6 +37,22 @@ export interface PushPhase {
   readonly startedAt: string
   /** Redis's p99 over the same seconds (the peer); undefined when Redis is not here. */
   readonly peerP99Ms: number | undefined
+  /**
+   * Major page faults of the node's processes over the slice: a read of a page the node's
+   * residency map still held resident but the cgroup had evicted waits for the disk on the
+   * event loop.
+   */
+  readonly majorFaults: number
+  /** `event-loop-stall` lines the node logged over the slice. */
+  readonly stalls: number
+  /**
+   * Time the hypervisor took from each vCPU over the slice (/proc/stat's steal), ms: a
+   * stolen vCPU stops whatever runs on it, node or peer, for that long.
+   */
+  readonly stolenMs: readonly number[]
+  /** The node's and the peer's latencies, bucketed, to pool the slices of a phase. */
+  readonly hist: LatencyHistogram | undefined
+  readonly peerHist: LatencyHistogram | undefined
 }
 
 export interface PushRows {
@@ -96,6 +113,29 @@ function cgroupCache(): number {
   return m ? Number(m[1]) : NaN
 }
 
+/** Major faults of the process tree under `pid` (/proc/<pid>/stat's 12th field, all threads). */
+function majorFaults(pid: number): number {
+  let sum = 0
+  for (const p of treePids(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8')
+      // Fields after the command name (which may hold spaces) start at state, the 3rd.
+      sum += Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[9])
+    } catch {
+      // gone
+    }
+  }
+  return sum
+}
+
+/** /proc/stat's steal of each vCPU, in clock ticks (USER_HZ, 100 per second on Linux). */
+function stealTicks(): number[] {
+  return readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .filter((l) => /^cpu\d+ /.test(l))
+    .map((l) => Number(l.split(/\s+/)[8]))
+}
+
 function joinCgroup(pid: number): void {
   for (const p of treePids(pid)) writeFileSync(join(CGROUP, 'cgroup.procs'), String(p))
 }
@@ -148,6 +188,9 @@ export async function pushHotSetRows(
     const slice = async (phase: PushPhase['phase'], secs: number): Promise<PacedResult> => {
       const startedAt = new Date().toISOString()
       const c0 = await coldCounters(node)
+      const f0 = majorFaults(node.pid)
+      const l0 = node.lines.length
+      const s0 = stealTicks()
       const peerRun =
         typeof peer === 'string'
           ? undefined
@@ -182,6 +225,11 @@ export async function pushHotSetRows(
         cacheBytes: cgroupCache(),
         startedAt,
         peerP99Ms: peerRes?.p99Ms,
+        majorFaults: majorFaults(node.pid) - f0,
+        stalls: node.lines.slice(l0).filter((l) => l.includes('event-loop-stall')).length,
+        stolenMs: stealTicks().map((t, i) => (t - (s0[i] ?? t)) * 10),
+        hist: res.hist,
+        peerHist: peerRes?.hist,
       })
       return res
     }

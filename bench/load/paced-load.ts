@@ -12,12 +12,15 @@ import { join } from 'node:path'
 import { packageRoot } from '../../common/paths'
 import { ensureDir, workRoot, ZIPF_S } from '../kit/data'
 import type { LoadResult } from './load-client'
+import type { LatencyHistogram } from './latency-histogram'
 import type { PacedJob } from './paced-client'
 import { runTimed } from '../kit/system'
 
 export type PacedTool = 'c' | 'node'
 
 export interface PacedResult extends LoadResult {
+  /** The answered requests' latencies, bucketed (the C generator only). */
+  readonly hist?: LatencyHistogram
   /** CPU of the load generator over its run (cores). */
   readonly clientCpu: number
   readonly tool: PacedTool
