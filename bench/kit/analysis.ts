@@ -50,7 +50,13 @@ when the node answered 18.5k, 0.35×; 6.8k in the run before that, at load 13-32
 the event loop holds a few records and each costs a full turn of RESP parsing, lookup, residency check, submission and
 reply; the multi-get of 100 keys, whose batch is its 100 keys, met its goal (0.68×) in the same run. What would still
 move the single GET: answering from the bytes read (saves the second lookup and a minor fault, ~3% measured), and a
-quiet-machine rerun: redis-benchmark shares the 2 cores with the two workers.`
+quiet-machine rerun: redis-benchmark shares the 2 cores with the two workers. The runs of 2026-12-08 00:16 and 00:37 were made while the host took 12-19% of each vCPU (the push rows'
+stolen-ms column: 600-950 ms per 5 s slice, against ~0.4% with the VM idle) and fio was faster than the day before
+(QD1 16.3-21.9k, QD32 57.0-77.2k against 12.0k and 44.8k): the same code gave get 0.48-0.59×, getAsync 0.42-0.49×, cold
+RESP GETs 0.22-0.23× and multi-gets 0.41-0.47×, where the run of 2026-12-07 17:27 gave 0.85×, 0.57×, 0.65× and 1.10×.
+In the run of 01:26 (fio QD1 back at 12.5k) get met again (0.90×, getAsync 0.62×) while the node's rows stayed at 0.27×
+and 0.47× of a QD32 fio of 61.3k. Every row here is CPU per read against a device that takes none; a host that steals a
+fifth of the CPU while the device gets faster moves all of them the same way.`
 
 const DELTA_THROTTLED = `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
 follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
@@ -134,8 +140,11 @@ Until 2026-12-08 00:30 the C load generators spun between requests (a millisecon
 requests/s): each took a whole core, so the node's generator and Redis's held both cores while the push ran, the push
 took 270-296 s instead of ~95 s, and the VM spent its CPU where the host throttles it. They now sleep to the
 microsecond (1.0 s of CPU per 5 s run instead of 5.0; Redis's p99 at 4,000 GETs/s 0.2-0.5 ms instead of 1.3-1.7). In the
-first run with them (00:37, section 4g) the node's pooled p99 rose 2.7× during the push against Redis's 4.2×, and the
-hit ratio stayed at 100%.`
+first run with them (00:37) the node's pooled p99 rose 2.7× during the push against Redis's 4.2×; at 01:26 (section 4g)
+11.4× against 21.1×, the hit ratio at 99.9-100%. That run shows where the steal comes from: 20 ms per vCPU in the 15 s
+before the push, 470-840 ms per 5 s slice while it copies, 90-340 ms while it verifies. The host throttles this VM when
+it works hard, and the push's copy is the work; both servers' tails rise with it, Redis's more than the node's. The
+lever left is the push's rate: a throttled push (--push-rate) measured with the non-spinning generators.`
 
 const ON_MET: Record<string, string> = {
   // The rule changed with the run that met it (slices pooled): why stays readable beside it.
@@ -173,12 +182,7 @@ a quarter of them) cost two device reads in a row: 0.55-0.76× over the runs of 
 record (the residency map says so, no system call) is read with one pread of the whole record on the caller's thread, one
 device request: 0.93× in this run (0.58× → 0.92× on a 2M-record store the same morning). getAsync reads the record with
 one pread through the addon's io_uring and answers from those bytes: 0.81×; what is left of its gap to get is the event
-loop's turn around each read. The runs of 2026-12-08 00:16 and 00:37 were made while the host took 12-19% of each vCPU (the push rows'
-stolen-ms column: 600-950 ms per 5 s slice, against ~0.4% with the VM idle) and fio was faster than the day before
-(QD1 16.3-21.9k, QD32 57.0-77.2k against 12.0k and 44.8k): the same code gave get 0.48-0.59×, getAsync 0.42-0.49×, cold
-RESP GETs 0.22-0.23× and multi-gets 0.41-0.47×, where the run of 2026-12-07 17:27 gave 0.85×, 0.57×, 0.65× and 1.10×.
-Every row here is CPU per read against a device that takes none; a host that steals a fifth of the CPU while the device
-gets faster moves all of them the same way.`,
+loop's turn around each read.`,
   'cold-resp': COLD_CPU,
   'cold-push': COLD_PUSH,
   'cold-mget': `The same CPU bound as "Node cold RESP GET" above. A multi-get starts the device reads of its 100 keys in one batch
