@@ -28,18 +28,22 @@ export interface PacedResult extends LoadResult {
 
 let built: { path?: string; reason?: string } | undefined
 
+const SOURCE = join(packageRoot(__dirname), 'bench', 'tools', 'paced-load.c')
+
+/** Compiles tools/paced-load.c into `path` with the machine's C compiler ($CC or cc); throws when it cannot. */
+export function compilePacedLoad(path: string): void {
+  execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', path, SOURCE, '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] })
+}
+
 /** The compiled load generator, rebuilt when its source is newer; undefined (with the reason) when no compiler works. */
 export function pacedLoadBinary(): { path?: string; reason?: string } {
   if (built) return built
-  const source = join(packageRoot(__dirname), 'bench', 'tools', 'paced-load.c')
   const path = join(ensureDir(join(workRoot(), 'bin')), 'paced-load')
   try {
-    if (!existsSync(path) || statSync(path).mtimeMs < statSync(source).mtimeMs) {
-      execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', path, source, '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] })
-    }
+    if (!existsSync(path) || statSync(path).mtimeMs < statSync(SOURCE).mtimeMs) compilePacedLoad(path)
     built = { path }
   } catch (err) {
-    built = { reason: `cannot compile ${source}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}` }
+    built = { reason: `cannot compile ${SOURCE}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}` }
   }
   return built
 }

@@ -1,11 +1,11 @@
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { packageRoot } from '../../../common/paths'
 import { histogramPercentile, type LatencyHistogram } from '../../../bench/load/latency-histogram'
+import { compilePacedLoad } from '../../../bench/load/paced-load'
 
 const run = promisify(execFile)
 
@@ -42,7 +42,7 @@ describe('the C paced load generator (bench/tools/paced-load.c)', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   test('sends rate × seconds requests and reports every answer in its latency histogram', async () => {
-    execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', bin, join(packageRoot(__dirname), 'bench', 'tools', 'paced-load.c'), '-lm'])
+    compilePacedLoad(bin)
     const { server, port, gets } = await respServer()
     try {
       const { stdout } = await run(bin, [String(port), 'resp', 'bench', '1000', '7', '400', '4', '1'])
