@@ -37,26 +37,27 @@ redis-benchmark): 1M × 100 B, 10 runs on 2026-12-02, ratios 1.12-1.26, mean 1.2
 sending its replies with the addon's send(2) (server/resp/direct-send.ts) and one through socket.write, 10 runs: 17.7 against
 18.6 µs per GET, lower in every run.`
 
-const COLD_CPU = `What bounds a node's cold reads on this VM is CPU, not the device: fio moves between 44.8k and 70.4k IOPS at
-queue depth 32 from run to run (the host's storage is shared), and a paravirtual hypervisor makes interrupt enabling,
-thread wake-ups and device kicks traps. Before 2026-12-07 a batch of cold records went to a libuv pool thread
-(process_madvise(MADV_WILLNEED), then MADV_POPULATE_READ of each record) and back with a uv_async wake-up: ~100 µs of CPU
-per cold GET, ~14k GETs/s on a quiet machine. Since then the warm-up goes through the addon's own io_uring (no SQPOLL, one
-io_uring_enter per batch, completions on an eventfd the event loop polls: native/io/uring-*.c): standalone, 5.7-7.2 µs of
-CPU per read against 10.2-13.1 for the populate on 16 threads; in a node on a 2M-record store, 37-47 µs of node CPU per
-cold GET against 47-60 on the pool (bench/cold/cold-io-node.ts, loaded machine). In the quiet run of 2026-12-07 09:40
-(load 0.2-1.8): 35.1k cold RESP GETs/s, 0.44× of fio's 80.5k at depth 32 (fio itself ran 53k an hour before, at load 5-8,
-when the node answered 18.5k, 0.35×; 6.8k in the run before that, at load 13-32). The single GET is the hardest case: each of 64 connections has one read in flight, so a batch per turn of
-the event loop holds a few records and each costs a full turn of RESP parsing, lookup, residency check, submission and
-reply; the multi-get of 100 keys, whose batch is its 100 keys, met its goal (0.68×) in the same run. What would still
-move the single GET: answering from the bytes read (saves the second lookup and a minor fault, ~3% measured), and a
-quiet-machine rerun: redis-benchmark shares the 2 cores with the two workers. The runs of 2026-12-08 00:16 and 00:37 were made while the host took 12-19% of each vCPU (the push rows'
-stolen-ms column: 600-950 ms per 5 s slice, against ~0.4% with the VM idle) and fio was faster than the day before
-(QD1 16.3-21.9k, QD32 57.0-77.2k against 12.0k and 44.8k): the same code gave get 0.48-0.59×, getAsync 0.42-0.49×, cold
-RESP GETs 0.22-0.23× and multi-gets 0.41-0.47×, where the run of 2026-12-07 17:27 gave 0.85×, 0.57×, 0.65× and 1.10×.
-In the run of 01:26 (fio QD1 back at 12.5k) get met again (0.90×, getAsync 0.62×) while the node's rows stayed at 0.27×
-and 0.47× of a QD32 fio of 61.3k. Every row here is CPU per read against a device that takes none; a host that steals a
-fifth of the CPU while the device gets faster moves all of them the same way.`
+const COLD_CPU = `What bounds a node's cold reads on this VM is CPU, not the device: fio moves between 44.8k and 70.4k
+IOPS at queue depth 32 from run to run (the host's storage is shared), and a paravirtual hypervisor makes interrupt
+enabling, thread wake-ups and device kicks traps. Before 2026-12-07 a batch of cold records went to a libuv pool thread
+(process_madvise(MADV_WILLNEED), then MADV_POPULATE_READ of each record) and back with a uv_async wake-up: ~100 µs of
+CPU per cold GET, ~14k GETs/s on a quiet machine. Since then the warm-up goes through the addon's own io_uring (no
+SQPOLL, one io_uring_enter per batch, completions on an eventfd the event loop polls: native/io/uring-*.c): standalone,
+5.7-7.2 µs of CPU per read against 10.2-13.1 for the populate on 16 threads; in a node on a 2M-record store, 37-47 µs of
+node CPU per cold GET against 47-60 on the pool (bench/cold/cold-io-node.ts, loaded machine). In the quiet run of
+2026-12-07 09:40 (load 0.2-1.8): 35.1k cold RESP GETs/s, 0.44× of fio's 80.5k at depth 32 (fio itself ran 53k an hour
+before, at load 5-8, when the node answered 18.5k, 0.35×; 6.8k in the run before that, at load 13-32). The single GET is
+the hardest case: each of 64 connections has one read in flight, so a batch per turn of the event loop holds a few
+records and each costs a full turn of RESP parsing, lookup, residency check, submission and reply; the multi-get of 100
+keys, whose batch is its 100 keys, met its goal (0.68×) in the same run. What would still move the single GET: answering
+from the bytes read (saves the second lookup and a minor fault, ~3% measured), and a quiet-machine rerun:
+redis-benchmark shares the 2 cores with the two workers. The runs of 2026-12-08 00:16 and 00:37 were made while the host
+took 12-19% of each vCPU (the push rows' stolen-ms column: 600-950 ms per 5 s slice, against ~0.4% with the VM idle) and
+fio was faster than the day before (QD1 16.3-21.9k, QD32 57.0-77.2k against 12.0k and 44.8k): the same code gave get
+0.48-0.59×, getAsync 0.42-0.49×, cold RESP GETs 0.22-0.23× and multi-gets 0.41-0.47×, where the run of 2026-12-07 17:27
+gave 0.85×, 0.57×, 0.65× and 1.10×. In the run of 01:26 (fio QD1 back at 12.5k) get met again (0.90×, getAsync 0.62×)
+while the node's rows stayed at 0.27× and 0.47× of a QD32 fio of 61.3k. Every row here is CPU per read against a device
+that takes none; a host that steals a fifth of the CPU while the device gets faster moves all of them the same way.`
 
 const DELTA_THROTTLED = `The fetch's throttle paces only the bytes taken from the source (the patches); the rebuild's local reads and writes
 follow the cold-read rules instead (write-behind, the live base's residency kept; docs/SERVING.md, "Delta pushes"). What
@@ -116,35 +117,37 @@ absolute bound (1.5 × before + 0.1 ms), which full pushes miss too (section 4, 
 delta push paces only the patch bytes, not the rebuild; a rebuild throttle (bytes per second of rebuilt output) is the
 lever an operator would want, not built.`
 
+const COLD_PUSH = `The hit ratio holds: the fetch writes and reads behind, the verify drops what it read, and one
+worker carries the hot set; every worker refreshes its new reader's residency view at the swap (before 2026-12-07 17:05
+a worker that had not carried took the carried records for cold until its next periodic refresh, and the hit ratio after
+the swap was 80-95%; 100% since). The p99 is judged against a peer: Redis (1M × 1 KiB, paced at 4,000 GETs/s from the
+other core) runs beside the node over the same seconds. What sets the tail here is the host, not the push: since
+2026-12-07 23:30 each slice shows the node's major faults (none, so no read waits for the disk on an event loop), its
+\`event-loop-stall\` lines and /proc/stat's steal per vCPU. The node's 80-130 ms stalls are logged by the supervisor and
+both workers in the same millisecond, and a sentinel process pinned to each vCPU (by hand, 23:43) stalled 80-100 ms at
+exactly those moments on the vCPU whose steal rose by 10 ticks (100 ms) in the same 25 ms: the host takes a vCPU away
+for a scheduling period at a time, and whatever runs on it stops. In one 5 s slice that lands on the node and not on
+Redis, in the next the other way round (run of 23:52: 19 slices with the node above 60 ms, 18 with Redis above 55 ms),
+so since 23:52 the goal pools each phase's slices into one p99 for each server (their latency histograms added up),
+which judges how often each stalled rather than where the host's stalls fell. Slice by slice the runs of 17:27 and 23:35
+missed (two slices at 67-71 ms in the node alone; the worst at 95 ms with Redis at 4.5 ms); at 23:52, 20-620 ms were
+stolen from each vCPU per 5 s slice, 240-320 ms in the 15 s before the push. Under host steal that heavy the before
+phase is stalled too (its p99 was 63 ms at 23:52 against 1.0 ms at 17:27), so a met goal in such a run says little: the
+run under the goal table states the steal of each slice. Until 2026-12-08 00:30 the C load generators spun between
+requests (a millisecond epoll timeout is 0 at 4-8k requests/s): each took a whole core, so the node's generator and
+Redis's held both cores while the push ran, the push took 270-296 s instead of ~95 s, and the VM spent its CPU where the
+host throttles it. They now sleep to the microsecond (1.0 s of CPU per 5 s run instead of 5.0; Redis's p99 at 4,000
+GETs/s 0.2-0.5 ms instead of 1.3-1.7). In the first run with them (00:37) the node's pooled p99 rose 2.7× during the
+push against Redis's 4.2×; at 01:26 (section 4g) 11.4× against 21.1×, the hit ratio at 99.9-100%. That run shows where
+the steal comes from: 20 ms per vCPU in the 15 s before the push, 470-840 ms per 5 s slice while it copies, 90-340 ms
+while it verifies. The host throttles this VM when it works hard, and the push's copy is the work; both servers' tails
+rise with it, Redis's more than the node's. The lever left is the push's rate: a throttled push (--push-rate) measured
+with the non-spinning generators.`
+
 /**
  * What was measured about a goal beyond its row, kept under RESULTS.md even when the goal is
  * met (a met goal drops its WHY entry): figures from the diagnostics that run on their own.
  */
-const COLD_PUSH = `The hit ratio holds: the fetch writes and reads behind, the verify drops what it read, and one worker
-carries the hot set; every worker refreshes its new reader's residency view at the swap (before 2026-12-07 17:05 a worker
-that had not carried took the carried records for cold until its next periodic refresh, and the hit ratio after the swap
-was 80-95%; 100% since). The p99 is judged against a peer: Redis (1M × 1 KiB, paced at 4,000 GETs/s from the other
-core) runs beside the node over the same seconds. What sets the tail here is the host, not the push: since 2026-12-07
-23:30 each slice shows the node's major faults (none, so no read waits for the disk on an event loop), its
-\`event-loop-stall\` lines and /proc/stat's steal per vCPU. The node's 80-130 ms stalls are logged by the supervisor
-and both workers in the same millisecond, and a sentinel process pinned to each vCPU (by hand, 23:43) stalled 80-100 ms
-at exactly those moments on the vCPU whose steal rose by 10 ticks (100 ms) in the same 25 ms: the host takes a vCPU away
-for a scheduling period at a time, and whatever runs on it stops. In one 5 s slice that lands on the node and not on
-Redis, in the next the other way round (run of 23:52: 19 slices with the node above 60 ms, 18 with Redis above 55 ms),
-so since 23:52 the goal pools each phase's slices into one p99 for each server (their latency histograms added up),
-which judges how often each stalled rather than where the host's stalls fell. Slice by slice the runs of 17:27 and
-23:35 missed (two slices at 67-71 ms in the node alone; the worst at 95 ms with Redis at 4.5 ms); at 23:52, 20-620 ms
-were stolen from each vCPU per 5 s slice, 240-320 ms in the 15 s before the push. Under host steal that heavy the before phase is stalled too (its p99 was 63 ms at 23:52 against
-1.0 ms at 17:27), so a met goal in such a run says little: the run under the goal table states the steal of each slice.
-Until 2026-12-08 00:30 the C load generators spun between requests (a millisecond epoll timeout is 0 at 4-8k
-requests/s): each took a whole core, so the node's generator and Redis's held both cores while the push ran, the push
-took 270-296 s instead of ~95 s, and the VM spent its CPU where the host throttles it. They now sleep to the
-microsecond (1.0 s of CPU per 5 s run instead of 5.0; Redis's p99 at 4,000 GETs/s 0.2-0.5 ms instead of 1.3-1.7). In the
-first run with them (00:37) the node's pooled p99 rose 2.7× during the push against Redis's 4.2×; at 01:26 (section 4g)
-11.4× against 21.1×, the hit ratio at 99.9-100%. That run shows where the steal comes from: 20 ms per vCPU in the 15 s
-before the push, 470-840 ms per 5 s slice while it copies, 90-340 ms while it verifies. The host throttles this VM when
-it works hard, and the push's copy is the work; both servers' tails rise with it, Redis's more than the node's. The
-lever left is the push's rate: a throttled push (--push-rate) measured with the non-spinning generators.`
 
 const ON_MET: Record<string, string> = {
   // The rule changed with the run that met it (slices pooled): why stays readable beside it.
